@@ -40,12 +40,12 @@ class Value {
   bool is_array() const noexcept { return kind_ == Kind::array; }
   bool is_object() const noexcept { return kind_ == Kind::object; }
 
-  bool as_bool() const;                          ///< throws std::logic_error if not a bool
-  const std::string& integer_digits() const;     ///< throws std::logic_error if not an integer
-  double as_double() const;                      ///< float value; throws if not a float
-  const std::string& as_string() const;          ///< throws std::logic_error if not a string
-  const std::vector<Value>& items() const;       ///< throws std::logic_error if not an array
-  const std::vector<Member>& members() const;    ///< throws std::logic_error if not an object
+  bool as_bool() const;                        ///< throws std::logic_error if not a bool
+  const std::string& integer_digits() const;   ///< throws std::logic_error if not an integer
+  double as_double() const;                    ///< float value; throws if not a float
+  const std::string& as_string() const;        ///< throws std::logic_error if not a string
+  const std::vector<Value>& items() const;     ///< throws std::logic_error if not an array
+  const std::vector<Member>& members() const;  ///< throws std::logic_error if not an object
   std::vector<Value>& items();
   std::vector<Member>& members();
 

@@ -25,7 +25,9 @@ enum class ErrorKind {
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string code, std::string message, std::string param = {})
-      : std::runtime_error(std::move(message)), kind_(kind), code_(std::move(code)),
+      : std::runtime_error(std::move(message)),
+        kind_(kind),
+        code_(std::move(code)),
         param_(std::move(param)) {}
 
   ErrorKind kind() const noexcept { return kind_; }
@@ -36,14 +38,22 @@ class Error : public std::runtime_error {
   /// HTTP status for this kind (400, 413, 415, 422, 429, 503, 500).
   int status() const noexcept {
     switch (kind_) {
-      case ErrorKind::invalid_request: return 400;
-      case ErrorKind::payload_too_large: return 413;
-      case ErrorKind::unsupported_media_type: return 415;
-      case ErrorKind::unprocessable: return 422;
-      case ErrorKind::overloaded: return 429;
-      case ErrorKind::unavailable: return 503;
-      case ErrorKind::model_error: return 500;
-      case ErrorKind::internal: return 500;
+      case ErrorKind::invalid_request:
+        return 400;
+      case ErrorKind::payload_too_large:
+        return 413;
+      case ErrorKind::unsupported_media_type:
+        return 415;
+      case ErrorKind::unprocessable:
+        return 422;
+      case ErrorKind::overloaded:
+        return 429;
+      case ErrorKind::unavailable:
+        return 503;
+      case ErrorKind::model_error:
+        return 500;
+      case ErrorKind::internal:
+        return 500;
     }
     return 500;
   }

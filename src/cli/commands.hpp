@@ -1,0 +1,17 @@
+#pragma once
+// Subcommands of the `clef` executable. Each add_*_command registers one subcommand on the
+// top-level CLI11 app; the callback it installs runs the command and sets the exit code.
+
+#include <CLI/CLI.hpp>
+
+namespace clef::cli {
+
+/// Exit code a command's callback leaves for main(): 0 ok, 1 runtime failure, 2 unusable input.
+struct ExitCode {
+  int value = 0;
+};
+
+void add_make_test_model_command(CLI::App& app, ExitCode& exit_code);  ///< `clef make-test-model`
+void add_info_command(CLI::App& app, ExitCode& exit_code);             ///< `clef info`
+
+}  // namespace clef::cli

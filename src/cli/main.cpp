@@ -1,0 +1,26 @@
+// `clef`: command-line entry point. Subcommands live in *_command.cpp beside this file.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "util/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"clef: typed decisions with the clef-flash model (one prefill, no generation)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "clef 0.1.0");
+  clef::cli::ExitCode exit_code;
+  clef::cli::add_make_test_model_command(app, exit_code);
+  clef::cli::add_info_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const clef::Error& e) {
+    std::cerr << "clef: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "clef: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code.value;
+}
