@@ -1,0 +1,31 @@
+#pragma once
+// Engine parameters of the backbone, named as the self-hosted registry engine names them.
+
+#include <cstdint>
+#include <functional>
+
+namespace clef::backbone {
+
+/// Parameters for loading and running the backbone.
+struct BackboneParams {
+  /// Context size in tokens: the longest record (prefix + images + state + schema + suffix).
+  /// Valid range 512..262144. Also the record encoder's max_length.
+  int context_size = 16384;
+  /// CPU threads for the prefill; 0 = std::thread::hardware_concurrency().
+  int threads = 0;
+  /// Layers offloaded to a GPU backend: -1 all, 0 none (CPU only).
+  int gpu_layers = -1;
+  /// Prefill chunk (llama.cpp n_batch = n_ubatch) in tokens. Chunks always start at multiples of
+  /// this size from token 0, so a record's hidden states depend only on the record itself.
+  int chunk_tokens = 512;
+  /// Flash attention in the backbone. Off by default: with it on, the CPU kernels give results
+  /// that depend on the chunk layout (see docs/performance.md).
+  bool flash_attention = false;
+  /// Called while the weights load with progress in [0, 1]; return false to abort.
+  std::function<bool(float)> on_progress;
+};
+
+/// Throws clef::Error (invalid_request) naming the parameter when a value is out of range.
+void validate(const BackboneParams& params);
+
+}  // namespace clef::backbone
