@@ -1,0 +1,65 @@
+#pragma once
+// clef::head::HeadModel: the joint schema head's parameters as ggml tensors in one backend
+// buffer, uploaded once at load time.
+
+#include <ggml-cpp.h>
+#include <ggml.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "head/head_graph_ops.hpp"
+#include "head/head_weights.hpp"
+
+namespace clef::head {
+
+/// One evidence routing layer (`evidence_layers.i`).
+struct EvidenceLayerTensors {
+  LayerNormTensors query_norm, memory_norm, feedforward_norm;
+  AttentionTensors attention;
+  LinearTensors feedforward_in, feedforward_out;  ///< feedforward.0 / feedforward.3
+};
+
+/// One field decoder layer (`layers.i`, nn.TransformerDecoderLayer, norm_first).
+struct DecoderLayerTensors {
+  AttentionTensors self_attn, cross_attn;  ///< self_attn / multihead_attn
+  LinearTensors linear1, linear2;
+  LayerNormTensors norm1, norm2, norm3;
+};
+
+/// All head tensors, ggml layout (see head_graph_ops.hpp), plus two derived constants.
+struct HeadTensors {
+  ggml_tensor* prior_logit_scale = nullptr;  ///< [1]
+  ggml_tensor* joint_logit_scale = nullptr;  ///< [1]
+  ggml_tensor* residual_gate = nullptr;      ///< [1]
+  LayerNormTensors hidden_norm;
+  LinearTensors memory_projection, question_projection, option_question_projection,
+      global_projection, option_context_projection, option_lexical_projection;  ///< no bias
+  ggml_tensor* type_embedding = nullptr;                                        ///< [E, 3]
+  std::vector<EvidenceLayerTensors> evidence_layers;
+  LayerNormTensors option_summary_norm;
+  std::vector<DecoderLayerTensors> layers;
+  LayerNormTensors field_norm, option_norm;
+  LinearTensors residual_in, residual_out;  ///< residual_scorer.0 / residual_scorer.3
+  ggml_tensor* sqrt_head_dim = nullptr;     ///< [1] f32(sqrt(width / heads))
+  ggml_tensor* sqrt_width = nullptr;        ///< [1] f32(sqrt(width))
+};
+
+/// Owns the ggml context describing the head's tensors and the backend buffer holding them.
+class HeadModel {
+ public:
+  /// Creates every tensor of `weights` on `backend` and uploads the f32 values.
+  /// Throws clef::Error (internal) if the backend cannot allocate the buffer.
+  HeadModel(const HeadWeights& weights, ggml_backend_t backend);
+
+  const HeadConfig& config() const noexcept { return config_; }
+  const HeadTensors& tensors() const noexcept { return tensors_; }
+
+ private:
+  HeadConfig config_;
+  ggml_context_ptr ctx_;
+  ggml_backend_buffer_ptr buffer_;
+  HeadTensors tensors_;
+};
+
+}  // namespace clef::head

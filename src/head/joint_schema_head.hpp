@@ -1,0 +1,62 @@
+#pragma once
+// clef::head::JointSchemaHead: the joint schema head's forward pass (decision contract,
+// section 5; reference JointSchemaHead.forward), built as one ggml graph and run on a ggml
+// backend (the CPU backend by default). All math is f32 with f32 weights.
+
+#include <ggml-cpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "head/head_config.hpp"
+#include "head/head_weights.hpp"
+
+namespace clef::head {
+
+/// A half-open token range [start, end) into the record's ids / hidden-state rows.
+struct Span {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+};
+
+/// One question of the record as the head sees it.
+struct HeadQuestion {
+  int type = 0;               ///< noul 0, choice 1, score 2 (row of type_embedding)
+  Span question;              ///< the rendered instructions' tokens
+  std::vector<Span> options;  ///< the rendered option objects' tokens, in model option order
+};
+
+/// The head, its weights resident in one backend buffer (uploaded once, at construction).
+/// forward() reuses one graph allocator across calls; it is not thread-safe (one call at a time).
+class JointSchemaHead {
+ public:
+  /// On the ggml CPU backend with `n_threads` threads (>= 1).
+  JointSchemaHead(const HeadWeights& weights, int n_threads);
+  /// On `backend` (owned). The backend must support the ops used (see head_graph_ops.hpp).
+  JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend);
+  ~JointSchemaHead();
+  JointSchemaHead(JointSchemaHead&&) noexcept;
+  JointSchemaHead& operator=(JointSchemaHead&&) noexcept;
+
+  const HeadConfig& config() const noexcept;
+
+  /// Logits of every question, in `questions` order, each in its option order.
+  ///  - `hidden`: the backbone's final-norm hidden states, [n_tokens, hidden_size] row-major f32;
+  ///    row n_tokens-1 is the global token;
+  ///  - `questions`: non-empty; every span non-empty and inside [0, n_tokens); types 0..2;
+  ///  - `lexical`: [N_options, hidden_size] row-major, one row per option in record order
+  ///    (questions in order, then options), row o = mean of output.weight rows over the option
+  ///    span's ids (contract 5.3; not normalized).
+  /// Throws clef::Error (internal) for inconsistent sizes or spans.
+  std::vector<std::vector<float>> forward(std::span<const float> hidden, std::int64_t n_tokens,
+                                          std::span<const HeadQuestion> questions,
+                                          std::span<const float> lexical);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clef::head
