@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace clef::json {
@@ -22,7 +24,8 @@ class Value {
   Value() = default;  ///< null
   static Value null() { return Value(); }
   static Value boolean(bool b);
-  /// `digits`: canonical decimal integer ("-12", "0", "12345678901234567890123").
+  /// `digits`: canonical decimal integer ("-12", "0", "12345678901234567890123"); "-0" becomes
+  /// "0". Throws std::invalid_argument for anything else (leading zeros, '+', empty, non-digits).
   static Value integer(std::string digits);
   static Value integer(std::int64_t v);
   static Value floating(double d);
@@ -30,15 +33,15 @@ class Value {
   static Value array(std::vector<Value> items = {});
   static Value object(std::vector<Member> members = {});
 
-  Kind kind() const noexcept { return kind_; }
-  bool is_null() const noexcept { return kind_ == Kind::null; }
-  bool is_bool() const noexcept { return kind_ == Kind::boolean; }
-  bool is_integer() const noexcept { return kind_ == Kind::integer; }
-  bool is_float() const noexcept { return kind_ == Kind::floating; }
+  Kind kind() const noexcept { return static_cast<Kind>(data_.index()); }
+  bool is_null() const noexcept { return kind() == Kind::null; }
+  bool is_bool() const noexcept { return kind() == Kind::boolean; }
+  bool is_integer() const noexcept { return kind() == Kind::integer; }
+  bool is_float() const noexcept { return kind() == Kind::floating; }
   bool is_number() const noexcept { return is_integer() || is_float(); }
-  bool is_string() const noexcept { return kind_ == Kind::string; }
-  bool is_array() const noexcept { return kind_ == Kind::array; }
-  bool is_object() const noexcept { return kind_ == Kind::object; }
+  bool is_string() const noexcept { return kind() == Kind::string; }
+  bool is_array() const noexcept { return kind() == Kind::array; }
+  bool is_object() const noexcept { return kind() == Kind::object; }
 
   bool as_bool() const;                        ///< throws std::logic_error if not a bool
   const std::string& integer_digits() const;   ///< throws std::logic_error if not an integer
@@ -60,15 +63,22 @@ class Value {
   /// "array", "object".
   const char* type_name() const noexcept;
 
+  /// Structural equality; floats compare as doubles (so NaN != NaN, 0.0 == -0.0).
   friend bool operator==(const Value&, const Value&) = default;
 
  private:
-  Kind kind_ = Kind::null;
-  bool bool_ = false;
-  double double_ = 0.0;
-  std::string text_;  // integer digits or string contents
-  std::vector<Value> items_;
-  std::vector<Member> members_;
+  struct IntegerDigits {
+    std::string digits;
+    friend bool operator==(const IntegerDigits&, const IntegerDigits&) = default;
+  };
+  // One alternative per Kind, in Kind's order (kind() is the index). A variant keeps a Value at
+  // 40 bytes, which matters for a 16 MiB body of small numbers (millions of values).
+  using Data = std::variant<std::monostate, bool, IntegerDigits, double, std::string,
+                            std::vector<Value>, std::vector<Member>>;
+  template <std::size_t I, typename... A>
+  static Value make(A&&... args);
+
+  Data data_;
 };
 
 }  // namespace clef::json
