@@ -1,0 +1,102 @@
+#include "info/model_files.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "info/gguf_file.hpp"
+#include "util/error.hpp"
+
+namespace clef::info {
+
+namespace {
+
+bool starts_with_mmproj(const std::filesystem::path& p) {
+  return p.filename().string().starts_with("mmproj");
+}
+
+void set_once(std::optional<std::filesystem::path>& slot, const std::filesystem::path& p,
+              const char* what) {
+  if (slot && std::filesystem::absolute(*slot) != std::filesystem::absolute(p)) {
+    throw model_error("two " + std::string(what) + " files given: " + slot->string() + " and " +
+                      p.string());
+  }
+  slot = p;
+}
+
+}  // namespace
+
+ModelFiles find_model_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw model_error(dir.string() + ": no such directory");
+  std::vector<std::filesystem::path> backbones, mmprojs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".gguf") continue;
+    (starts_with_mmproj(entry.path()) ? mmprojs : backbones).push_back(entry.path());
+  }
+  std::sort(backbones.begin(), backbones.end());
+  std::sort(mmprojs.begin(), mmprojs.end());
+  ModelFiles files;
+  if (std::filesystem::is_regular_file(dir / "backbone.gguf")) {
+    files.backbone = dir / "backbone.gguf";
+  } else if (backbones.size() == 1) {
+    files.backbone = backbones.front();
+  } else if (backbones.empty()) {
+    throw model_error(dir.string() + ": no backbone GGUF (backbone.gguf or one *.gguf)");
+  } else {
+    throw model_error(dir.string() + ": several backbone candidates (" + backbones[0].string() +
+                      ", " + backbones[1].string() + ", ...): name one backbone.gguf");
+  }
+  if (mmprojs.size() > 1) {
+    throw model_error(dir.string() + ": several mmproj*.gguf files; keep one");
+  }
+  if (mmprojs.size() == 1) files.mmproj = mmprojs.front();
+  for (const char* name : {"joint_head.safetensors", "joint_head_config.json"}) {
+    if (!std::filesystem::is_regular_file(dir / name)) {
+      throw model_error(dir.string() + ": missing " + name + " (the joint schema head)");
+    }
+  }
+  files.head = dir / "joint_head.safetensors";
+  files.head_config = dir / "joint_head_config.json";
+  return files;
+}
+
+ModelFiles classify_model_files(const std::vector<std::filesystem::path>& paths) {
+  if (paths.empty()) throw model_error("no model files given");
+  ModelFiles files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      const ModelFiles dir = find_model_files(p);
+      if (dir.backbone) set_once(files.backbone, *dir.backbone, "backbone");
+      if (dir.mmproj) set_once(files.mmproj, *dir.mmproj, "mmproj");
+      set_once(files.head, *dir.head, "head");
+      set_once(files.head_config, *dir.head_config, "head config");
+      continue;
+    }
+    if (!std::filesystem::exists(p, ec)) throw model_error(p.string() + ": no such file");
+    const auto ext = p.extension();
+    if (ext == ".safetensors") {
+      set_once(files.head, p, "head");
+    } else if (ext == ".json") {
+      set_once(files.head_config, p, "head config");
+    } else {
+      const GgufFile g(p);  // throws "not a GGUF file"
+      const bool is_clip = g.get_string("general.architecture").value_or("") == "clip";
+      if (is_clip || starts_with_mmproj(p)) {
+        set_once(files.mmproj, p, "mmproj");
+      } else {
+        set_once(files.backbone, p, "backbone");
+      }
+    }
+  }
+  if (files.head && !files.head_config) {
+    files.head_config = files.head->parent_path() / "joint_head_config.json";
+  }
+  if (files.head_config && !files.head) {
+    files.head = files.head_config->parent_path() / "joint_head.safetensors";
+  }
+  return files;
+}
+
+}  // namespace clef::info

@@ -1,0 +1,145 @@
+#include "info/model_info.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "util/error.hpp"
+
+namespace clef::info {
+
+namespace {
+
+std::string human_size(std::uintmax_t bytes) {
+  char buf[64];
+  if (bytes >= (1u << 30)) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
+  } else if (bytes >= (1u << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1u << 20));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+  }
+  return std::to_string(bytes) + " bytes (" + buf + ")";
+}
+
+std::string list(const std::vector<double>& v) {
+  std::ostringstream s;
+  s << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  s << "]";
+  return s.str();
+}
+
+/// "G G G A G G G A": G = Gated DeltaNet, A = full attention.
+std::string pattern(const std::vector<bool>& recurrent) {
+  std::string s;
+  for (std::size_t i = 0; i < recurrent.size(); ++i) {
+    if (i) s += ' ';
+    s += recurrent[i] ? 'G' : 'A';
+  }
+  return s;
+}
+
+}  // namespace
+
+ModelReport inspect_model(const ModelFiles& files) {
+  ModelReport r;
+  if (files.backbone) r.backbone = read_backbone_info(GgufFile(*files.backbone));
+  if (files.mmproj) {
+    r.mmproj = read_mmproj_info(GgufFile(*files.mmproj));
+    r.warnings.insert(r.warnings.end(), r.mmproj->warnings.begin(), r.mmproj->warnings.end());
+  }
+  if (files.head) r.head = read_head_info(*files.head, *files.head_config);
+  if (r.backbone && r.head && r.head->config.hidden_size != r.backbone->n_embd) {
+    throw model_error("head hidden_size " + std::to_string(r.head->config.hidden_size) + " (" +
+                      r.head->config_path.string() + ") does not match the backbone's n_embd " +
+                      std::to_string(r.backbone->n_embd) + " (" + r.backbone->path.string() + ")");
+  }
+  if (r.backbone && r.mmproj && r.mmproj->output_dim != r.backbone->n_embd) {
+    throw model_error("mmproj output dim " + std::to_string(r.mmproj->output_dim) + " (" +
+                      r.mmproj->path.string() + ") does not match the backbone's n_embd " +
+                      std::to_string(r.backbone->n_embd));
+  }
+  if (r.backbone && !r.mmproj) r.warnings.push_back("no mmproj: images are not supported");
+  if (r.backbone && !r.head) r.warnings.push_back("no joint schema head: clef cannot decide");
+  return r;
+}
+
+ModelReport inspect_model(const std::vector<std::filesystem::path>& paths) {
+  return inspect_model(classify_model_files(paths));
+}
+
+std::string format_report(const ModelReport& r) {
+  std::ostringstream s;
+  if (r.backbone) {
+    const BackboneInfo& b = *r.backbone;
+    std::size_t n_attn = 0;
+    for (bool rec : b.recurrent) n_attn += rec ? 0 : 1;
+    s << "backbone " << b.path.string() << "\n";
+    s << "  arch                " << b.arch << (b.name.empty() ? "" : "  (" + b.name + ")") << "\n";
+    s << "  layers              " << b.n_layer << " (" << b.n_layer - n_attn << " Gated DeltaNet, "
+      << n_attn << " full attention";
+    if (b.full_attention_interval) s << ", full_attention_interval " << *b.full_attention_interval;
+    if (b.n_layer_nextn) s << ", +" << b.n_layer_nextn << " MTP";
+    s << ")\n";
+    s << "  pattern             " << pattern(b.recurrent) << "  (G = DeltaNet, A = attention)\n";
+    s << "  n_embd              " << b.n_embd << "\n";
+    s << "  vocab               " << b.n_vocab << " tokens (" << b.tokenizer_model << ", pre "
+      << b.tokenizer_pre << ")\n";
+    s << "  context length      " << b.n_ctx_train << "\n";
+    s << "  attention           " << b.n_head << " heads / " << b.n_head_kv
+      << " KV heads, head dim " << b.head_dim << ", n_rot " << b.n_rot << "\n";
+    s << "  rope sections       [" << b.rope_sections[0] << ", " << b.rope_sections[1] << ", "
+      << b.rope_sections[2] << ", " << b.rope_sections[3] << "] (interleaved M-RoPE), freq base "
+      << b.rope_freq_base << "\n";
+    s << "  Gated DeltaNet      " << b.ssm_group_count << " key heads, " << b.ssm_time_step_rank
+      << " value heads, head dim " << b.ssm_state_size << ", conv kernel " << b.ssm_conv_kernel
+      << "\n";
+    s << "  feed-forward        " << b.n_ff << "\n";
+    s << "  output.weight       untied, " << type_name(b.output_type) << "\n";
+    s << "  tensors             " << b.n_tensors << ":";
+    for (const auto& [type, count] : b.tensor_types) s << " " << type << " x" << count;
+    s << "\n  file size           " << human_size(b.file_size) << "\n";
+  }
+  if (r.mmproj) {
+    const MmprojInfo& m = *r.mmproj;
+    s << "mmproj " << m.path.string() << "\n";
+    s << "  projector type      " << m.projector_type << "\n";
+    s << "  image size          " << m.image_size << "\n";
+    s << "  patch size          " << m.patch_size << "\n";
+    s << "  merge size          " << m.merge_size << "\n";
+    s << "  vision tower        " << m.n_layer << " layers, n_embd " << m.n_embd << ", " << m.n_head
+      << " heads, feed-forward " << m.n_ff << ", deepstack layers " << m.n_deepstack << "\n";
+    s << "  projection dim      " << m.projection_dim << " (output rows " << m.output_dim << ")\n";
+    s << "  image mean / std    " << list(m.image_mean) << " / " << list(m.image_std) << "\n";
+    s << "  min / max pixels    "
+      << (m.min_pixels ? std::to_string(*m.min_pixels) : std::string("(not set)")) << " / "
+      << (m.max_pixels ? std::to_string(*m.max_pixels) : std::string("(not set)")) << "\n";
+    s << "  tensors             " << m.n_tensors << "\n";
+    s << "  file size           " << human_size(m.file_size) << "\n";
+  }
+  if (r.head) {
+    const HeadInfo& h = *r.head;
+    const auto& c = h.config;
+    s << "head " << h.weights.string() << "\n";
+    s << "  config              " << h.config_path.string() << "\n";
+    s << "  hidden_size         " << c.hidden_size << "\n";
+    s << "  width               " << c.width << "\n";
+    s << "  routing_layers      " << c.routing_layers << "\n";
+    s << "  layers              " << c.layers << "\n";
+    s << "  heads               " << c.heads << "\n";
+    s << "  feedforward         " << c.feedforward << "\n";
+    s << "  dtype               ";
+    bool first = true;
+    for (const auto& d : h.dtypes) {
+      s << (first ? "" : ", ") << d;
+      first = false;
+    }
+    s << "\n  tensors             " << h.n_tensors << " (names and shapes match the config)\n";
+    s << "  parameters          " << h.n_params << "\n";
+    s << "  file size           " << human_size(h.file_size) << "\n";
+  }
+  for (const auto& w : r.warnings) s << "warning: " << w << "\n";
+  return s.str();
+}
+
+}  // namespace clef::info

@@ -1,0 +1,33 @@
+#pragma once
+// `clef info`: reads every file of a model, checks them against each other, and prints a summary.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "info/backbone_info.hpp"
+#include "info/head_info.hpp"
+#include "info/mmproj_info.hpp"
+#include "info/model_files.hpp"
+
+namespace clef::info {
+
+struct ModelReport {
+  std::optional<BackboneInfo> backbone;
+  std::optional<MmprojInfo> mmproj;
+  std::optional<HeadInfo> head;
+  std::vector<std::string> warnings;
+};
+
+/// Reads the given files. Throws model_error for the first unusable file, and when the pieces
+/// disagree: head hidden_size != backbone n_embd, mmproj output dim != backbone n_embd.
+ModelReport inspect_model(const ModelFiles& files);
+
+/// inspect_model(classify_model_files(paths)).
+ModelReport inspect_model(const std::vector<std::filesystem::path>& paths);
+
+/// Human-readable multi-line summary (one block per file, then warnings).
+std::string format_report(const ModelReport& report);
+
+}  // namespace clef::info

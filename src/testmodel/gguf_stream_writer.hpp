@@ -1,0 +1,58 @@
+#pragma once
+// Writes a GGUF file whose tensors are random and generated while writing: the metadata (keys and
+// tensor infos) is built with ggml's gguf API, written with gguf_get_meta_data, and each tensor's
+// data is then drawn row block by row block, converted to its ggml type and appended, so even a
+// multi-GB model never sits in memory.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml.h"
+#include "gguf.h"
+#include "testmodel/init.hpp"
+
+namespace clef::testmodel {
+
+/// One tensor: GGUF name, ggml shape `ne` (innermost first, i.e. the torch shape reversed),
+/// stored type (F32, F16, BF16 or a quant type whose block divides ne[0]) and value law.
+struct GgufTensorSpec {
+  std::string name;
+  std::vector<std::int64_t> ne;
+  ggml_type type;
+  Init init;
+};
+
+class GgufStreamWriter {
+ public:
+  /// `stream_label` separates the random streams of different files made with the same seed.
+  explicit GgufStreamWriter(std::string stream_label);
+
+  /// The key/value store to fill with gguf_set_* before write().
+  gguf_context* kv() { return gguf_.get(); }
+
+  /// Registers a tensor (written in registration order). Throws std::invalid_argument for a
+  /// duplicate name, a name longer than GGML_MAX_NAME-1 or ne[0] not a multiple of the block size.
+  void add_tensor(GgufTensorSpec spec);
+
+  /// Writes the file (through `path` + ".tmp", renamed at the end). Tensor t's values come from
+  /// Rng(derive_seed(seed, stream_label + "/" + t.name)), so they do not depend on the order or
+  /// on the other tensors. Throws std::runtime_error on I/O failure.
+  void write(const std::filesystem::path& path, std::uint64_t seed) const;
+
+ private:
+  struct GgufDeleter {
+    void operator()(gguf_context* c) const { gguf_free(c); }
+  };
+  struct GgmlDeleter {
+    void operator()(ggml_context* c) const { ggml_free(c); }
+  };
+  std::string label_;
+  std::unique_ptr<gguf_context, GgufDeleter> gguf_;
+  std::unique_ptr<ggml_context, GgmlDeleter> meta_;  ///< no_alloc: tensor headers only
+  std::vector<GgufTensorSpec> specs_;
+};
+
+}  // namespace clef::testmodel

@@ -1,0 +1,64 @@
+#include "testmodel/head_writer.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include "testmodel/head_layout.hpp"
+#include "testmodel/init.hpp"
+
+namespace clef::testmodel {
+
+namespace {
+
+Init init_for(const HeadParam& p) {
+  switch (p.role) {
+    case HeadParamRole::scalar:
+    case HeadParamRole::type_embedding:
+      return Init::normal(0.0, 0.5);
+    case HeadParamRole::norm_weight:
+      return Init::normal(1.0, 0.1);
+    case HeadParamRole::bias:
+      return Init::normal(0.0, 0.1);
+    case HeadParamRole::matrix:
+      return Init::normal(0.0, 1.0 / std::sqrt(static_cast<double>(p.shape.at(1))));
+  }
+  return Init::normal(0.0, 1.0);
+}
+
+}  // namespace
+
+SafetensorsWriter random_head(const HeadConfig& config, std::uint64_t seed) {
+  SafetensorsWriter w;
+  w.set_metadata("format", "pt");
+  w.set_metadata("generator", "clef make-test-model");
+  w.set_metadata("weight_seed", std::to_string(seed));
+  for (const HeadParam& p : head_parameters(config)) {
+    std::size_t n = 1;
+    for (std::int64_t d : p.shape) n *= static_cast<std::size_t>(d);
+    std::vector<float> values(n);
+    Rng rng(derive_seed(seed, "head/" + p.name));
+    draw(init_for(p), rng, values.data(), n);
+    w.add(p.name, p.shape, std::move(values));
+  }
+  return w;
+}
+
+std::string head_config_json(const HeadConfig& c) {
+  return "{\n  \"hidden_size\": " + std::to_string(c.hidden_size) +
+         ",\n  \"width\": " + std::to_string(c.width) +
+         ",\n  \"routing_layers\": " + std::to_string(c.routing_layers) +
+         ",\n  \"layers\": " + std::to_string(c.layers) +
+         ",\n  \"heads\": " + std::to_string(c.heads) +
+         ",\n  \"feedforward\": " + std::to_string(c.feedforward) + "\n}\n";
+}
+
+void write_head(const std::filesystem::path& dir, const HeadConfig& config, std::uint64_t seed,
+                SafetensorsDtype dtype) {
+  random_head(config, seed).write(dir / "joint_head.safetensors", dtype);
+  std::ofstream f(dir / "joint_head_config.json", std::ios::binary | std::ios::trunc);
+  f << head_config_json(config);
+  if (!f) throw std::runtime_error("cannot write " + (dir / "joint_head_config.json").string());
+}
+
+}  // namespace clef::testmodel

@@ -1,0 +1,30 @@
+#include "testmodel/make_test_model.hpp"
+
+#include "testmodel/backbone_writer.hpp"
+#include "testmodel/head_writer.hpp"
+#include "testmodel/mmproj_writer.hpp"
+
+namespace clef::testmodel {
+
+std::filesystem::path default_vocab_gguf() {
+  return CLEF_TESTMODEL_DEFAULT_VOCAB;
+}
+
+MadeModel make_test_model(const MakeOptions& o) {
+  MadeModel made;
+  made.preset = preset_by_name(o.preset);
+  std::filesystem::create_directories(o.dir);
+  const std::string description = "clef test model with random weights: preset " +
+                                  made.preset.name + ", seed " + std::to_string(o.seed);
+  made.backbone = o.dir / "backbone.gguf";
+  made.mmproj = o.dir / "mmproj.gguf";
+  made.head = o.dir / "joint_head.safetensors";
+  made.head_config = o.dir / "joint_head_config.json";
+  made.n_vocab =
+      write_backbone(made.backbone, made.preset.backbone, description, o.seed, o.vocab_gguf);
+  write_mmproj(made.mmproj, made.preset.vision, made.preset.backbone.n_embd, description, o.seed);
+  write_head(o.dir, made.preset.head, o.seed);
+  return made;
+}
+
+}  // namespace clef::testmodel

@@ -1,0 +1,79 @@
+#pragma once
+// Shapes of the random-weight test models (`clef make-test-model --preset ...`).
+//
+// `shape-0.8b` copies the dimensions of Qwen/Qwen3.5-0.8B (config.json as quoted by public test
+// code in the search index: ids 54905607740, 68759485231, 61026521556): text hidden 1024, 24 layers
+// with full_attention_interval 4, 8 query / 2 KV heads of dim 256, partial_rotary_factor 0.25
+// (n_rot 64), mrope_section [11, 11, 10], rope_theta 1e7, intermediate 3584, Gated DeltaNet 16 key
+// heads / 16 value heads of dim 128, conv kernel 4; vision depth 12, hidden 768, intermediate
+// 3072, 12 heads, patch 16, spatial merge 2, 2304 position embeddings, out_hidden_size 1024.
+// Its vocabulary is the copied test tokenizer's (151936), not the real 248320, and its head config
+// is a guess (the real clef-flash head sits on a 9B backbone).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ggml.h"
+
+namespace clef::testmodel {
+
+/// qwen35 text backbone hyperparameters (GGUF `qwen35.*` keys).
+struct BackboneShape {
+  std::uint32_t n_embd;
+  std::uint32_t n_layer;
+  std::uint32_t full_attention_interval;  ///< layer il is full attention iff (il+1) % interval == 0
+  std::uint32_t n_head;
+  std::uint32_t n_head_kv;
+  std::uint32_t head_dim;         ///< attention key/value length
+  std::uint32_t n_rot;            ///< rotated dims per head (head_dim * partial_rotary_factor)
+  std::int32_t rope_sections[4];  ///< interleaved M-RoPE sections, sum == n_rot / 2
+  float rope_freq_base;
+  float rms_eps;
+  std::uint32_t n_ff;
+  std::uint32_t ssm_conv_kernel;
+  std::uint32_t ssm_state_size;      ///< GDN head dim (key and value)
+  std::uint32_t ssm_group_count;     ///< GDN key heads
+  std::uint32_t ssm_time_step_rank;  ///< GDN value heads
+  std::uint32_t context_length;
+  ggml_type vocab_type;   ///< token_embd.weight and output.weight
+  ggml_type matrix_type;  ///< every other 2-D projection (ssm_conv1d stays F32)
+};
+
+/// qwen3vl vision tower + merger hyperparameters (GGUF `clip.vision.*` keys).
+struct VisionShape {
+  std::uint32_t n_embd;
+  std::uint32_t n_layer;
+  std::uint32_t n_head;
+  std::uint32_t n_ff;
+  std::uint32_t patch_size;
+  std::uint32_t spatial_merge;
+  std::uint32_t n_pos_side;  ///< learned position grid side; image_size = side * patch_size
+  ggml_type matrix_type;
+};
+
+/// Joint schema head configuration (`joint_head_config.json`).
+struct HeadConfig {
+  std::uint32_t hidden_size;
+  std::uint32_t width;
+  std::uint32_t routing_layers;
+  std::uint32_t layers;
+  std::uint32_t heads;
+  std::uint32_t feedforward;
+};
+
+struct Preset {
+  std::string name;
+  BackboneShape backbone;
+  VisionShape vision;
+  HeadConfig head;  ///< hidden_size == backbone.n_embd
+};
+
+/// Preset names accepted by preset_by_name, in order: "tiny", "small", "shape-0.8b".
+std::vector<std::string> preset_names();
+
+/// The preset called `name`. Throws clef::Error (invalid_request, param "preset") when unknown.
+Preset preset_by_name(std::string_view name);
+
+}  // namespace clef::testmodel
