@@ -1,0 +1,23 @@
+#pragma once
+// The SystemOne response (decision contract, section 6; reference systemone).
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "json/value.hpp"
+#include "request/request.hpp"
+
+namespace clef::decision {
+
+/// The SystemOne response {"model", "answers": {question id: answer, request order},
+/// "usage": {"input_tokens", "output_tokens": 0}}. `logits[k]` are question k's option logits in
+/// model order; each question gets softmax_f32, then answer_question.
+/// Throws clef::Error (internal) when the logits do not match the questions.
+json::Value build_response(const request::Request& req,
+                           const std::vector<std::vector<float>>& logits, std::size_t input_tokens);
+
+/// The response's bytes: json::dumps_unsorted (key order kept, CPython repr for numbers).
+std::string response_body(const json::Value& response);
+
+}  // namespace clef::decision

@@ -1,0 +1,36 @@
+#pragma once
+// The record encoder (decision contract, section 3; reference encode_record).
+
+#include <cstddef>
+#include <vector>
+
+#include "record/record.hpp"
+#include "record/tokenizer.hpp"
+#include "request/request.hpp"
+
+namespace clef::record {
+
+/// Options of encode_record.
+struct EncodeOptions {
+  /// Context size: the most tokens a record may have (reference default 16384).
+  std::size_t max_length = 16384;
+  /// Image-pad tokens of each image, in request order (from the vision preprocessor); empty for a
+  /// text-only record.
+  std::vector<std::size_t> image_tokens;
+};
+
+/// Encodes `req` into token ids and spans. Every piece is tokenized on its own with `tok`:
+///   prefix, [per image: <|vision_start|> + N x <|image_pad|> + <|vision_end|>, then "\n" once],
+///   render(state), "\n\nSCHEMA FIELDS:\n", per question k (1-based):
+///   "\nFIELD {k}\nID: {id}\nTYPE: {type}\nINSTRUCTION: ", render(instructions) [question span],
+///   "\nALLOWED OPTIONS:\n", per option j: "OPTION {j}: ", render(option object) [option span],
+///   "\n"; then "END FIELD\n"; and the suffix.
+/// The option object is {"option_id": id, "description": desc}, without "description" when desc
+/// is null. The state's ids are cut to max_length - (all other tokens).
+/// Throws clef::Error 400 (code "context_length_exceeded", param "questions") with the message
+/// "schema requires N tokens before state; maximum is M" when the other tokens alone exceed
+/// max_length, and whatever `tok` throws for text it cannot encode.
+Record encode_record(const request::Request& req, const Tokenizer& tok,
+                     const EncodeOptions& options = {});
+
+}  // namespace clef::record

@@ -1,0 +1,113 @@
+#include "record/llama_tokenizer.hpp"
+
+#include <llama.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "record/nfc.hpp"
+#include "util/error.hpp"
+
+namespace clef::record {
+namespace {
+
+std::string token_text(const llama_vocab* vocab, llama_token id) {
+  std::string buf(64, '\0');
+  int32_t n = llama_token_to_piece(vocab, id, buf.data(), static_cast<int32_t>(buf.size()), 0,
+                                   /*special=*/true);
+  if (n < 0) {
+    buf.resize(static_cast<std::size_t>(-n));
+    n = llama_token_to_piece(vocab, id, buf.data(), static_cast<int32_t>(buf.size()), 0, true);
+  }
+  buf.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return buf;
+}
+
+bool has_non_ascii(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+}
+
+}  // namespace
+
+LlamaTokenizer::LlamaTokenizer(const llama_vocab* vocab, Normalization normalization)
+    : vocab_(vocab), normalization_(normalization) {
+  if (vocab_ == nullptr) throw model_error("LlamaTokenizer: no vocabulary");
+  const int32_t n = llama_vocab_n_tokens(vocab_);
+  const int special_attrs =
+      LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED | LLAMA_TOKEN_ATTR_UNKNOWN;
+  for (llama_token id = 0; id < n; ++id) {
+    if ((llama_vocab_get_attr(vocab_, id) & special_attrs) == 0) continue;
+    std::string text = token_text(vocab_, id);
+    if (text.empty()) continue;
+    special_first_byte_[static_cast<unsigned char>(text[0])] = true;
+    special_ids_.emplace(text, id);  // the first id wins for a repeated text
+    specials_.emplace_back(std::move(text), id);
+  }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+}
+
+TokenId LlamaTokenizer::special_id(std::string_view text) const {
+  const auto it = special_ids_.find(text);
+  if (it == special_ids_.end()) {
+    throw model_error("the vocabulary has no special token " + std::string(text));
+  }
+  return it->second;
+}
+
+// NFC of each run of text between special-token strings (matched leftmost, longest first).
+std::string LlamaTokenizer::normalize(std::string_view text) const {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t run = 0;  // start of the current plain-text run
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t matched = 0;
+    if (special_first_byte_[static_cast<unsigned char>(text[pos])]) {
+      for (const auto& [s, id] : specials_) {
+        if (text.compare(pos, s.size(), s) == 0) {
+          matched = s.size();
+          break;
+        }
+      }
+    }
+    if (matched == 0) {
+      ++pos;
+      continue;
+    }
+    out += nfc(text.substr(run, pos - run));
+    out.append(text.substr(pos, matched));
+    pos += matched;
+    run = pos;
+  }
+  out += nfc(text.substr(run));
+  return out;
+}
+
+std::vector<TokenId> LlamaTokenizer::tokenize(std::string_view text) const {
+  if (normalization_ == Normalization::nfc && has_non_ascii(text)) {
+    return tokenize_raw(normalize(text));
+  }
+  return tokenize_raw(text);
+}
+
+std::vector<TokenId> LlamaTokenizer::tokenize_raw(std::string_view text) const {
+  if (text.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
+    throw invalid_request("text too long to tokenize");
+  }
+  const auto len = static_cast<int32_t>(text.size());
+  std::vector<TokenId> ids(text.size() + 2);
+  int32_t n = llama_tokenize(vocab_, text.data(), len, ids.data(), static_cast<int32_t>(ids.size()),
+                             /*add_special=*/false, /*parse_special=*/true);
+  if (n < 0 && n != INT32_MIN) {
+    ids.resize(static_cast<std::size_t>(-n));
+    n = llama_tokenize(vocab_, text.data(), len, ids.data(), static_cast<int32_t>(ids.size()),
+                       false, true);
+  }
+  if (n < 0) throw invalid_request("text could not be tokenized");
+  ids.resize(static_cast<std::size_t>(n));
+  return ids;
+}
+
+}  // namespace clef::record

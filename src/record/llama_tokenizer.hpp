@@ -1,0 +1,53 @@
+#pragma once
+// The Tokenizer over a llama.cpp vocabulary (the real Qwen3.5 vocabulary of a GGUF).
+
+#include <array>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "record/tokenizer.hpp"
+
+struct llama_vocab;
+
+namespace clef::record {
+
+/// Text normalization applied before llama.cpp's pre-tokenizer.
+enum class Normalization {
+  none,  ///< the text as given (llama.cpp's own behaviour)
+  nfc,   ///< Unicode NFC, as the reference's Qwen2Tokenizer does (contract 7); the default
+};
+
+/// Tokenizes with libllama: llama_tokenize(add_special = false, parse_special = true), so special
+/// strings inside a piece become special ids. With Normalization::nfc, the text between special
+/// tokens is NFC-normalized first, never across a special token ("cafe\u0301" and "caf\u00e9"
+/// give the same ids).
+///
+/// The pre-tokenizer regex is the vocabulary's (`tokenizer.ggml.pre`). The reference uses NFC +
+/// the plain Qwen2 regex, so the engine loads the vocabulary with the override of
+/// qwen2_pretokenizer_override() (record/llama_vocab.hpp) and keeps the default Normalization::nfc.
+/// llama.cpp's `qwen35` regex (letters + \p{M}) differs on text with combining marks.
+class LlamaTokenizer final : public Tokenizer {
+ public:
+  /// `vocab` must outlive the tokenizer. Scans the vocabulary once for its special tokens
+  /// (control, user-defined and unknown tokens, as llama.cpp's special-token partition does).
+  explicit LlamaTokenizer(const llama_vocab* vocab,
+                          Normalization normalization = Normalization::nfc);
+
+  std::vector<TokenId> tokenize(std::string_view text) const override;
+  TokenId special_id(std::string_view text) const override;
+
+ private:
+  std::vector<TokenId> tokenize_raw(std::string_view text) const;
+  std::string normalize(std::string_view text) const;
+
+  const llama_vocab* vocab_;
+  Normalization normalization_;
+  std::vector<std::pair<std::string, TokenId>> specials_;  // longest text first
+  std::map<std::string, TokenId, std::less<>> special_ids_;
+  std::array<bool, 256> special_first_byte_{};  // first bytes of the special texts
+};
+
+}  // namespace clef::record

@@ -1,0 +1,185 @@
+#include "request/parse.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "util/error.hpp"
+
+namespace clef::request {
+namespace {
+
+// Default noul descriptions (contract 1; reference encode_record).
+constexpr std::string_view kNoulTrue = "The proposition is true or the answer is yes.";
+constexpr std::string_view kNoulFalse = "The proposition is false or the answer is no.";
+
+Error too_large(const std::string& what, std::size_t count, std::size_t limit,
+                const std::string& param) {
+  return Error(ErrorKind::payload_too_large, "payload_too_large",
+               param + " has " + std::to_string(count) + " " + what + "; the limit is " +
+                   std::to_string(limit),
+               param);
+}
+
+QuestionType parse_type(const json::Value& question, const std::string& path) {
+  const json::Value* type = question.find("type");
+  if (type != nullptr && type->is_string()) {
+    const std::string& t = type->as_string();
+    if (t == "noul") return QuestionType::noul;
+    if (t == "choice") return QuestionType::choice;
+    if (t == "score") return QuestionType::score;
+  }
+  throw invalid_request(path + ".type must be \"noul\", \"choice\" or \"score\"", path + ".type");
+}
+
+std::vector<std::size_t> identity(std::size_t n) {
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  return order;
+}
+
+// noul: `true`, `false`; a criteria object overrides either description (null included).
+void noul_options(const json::Value* criteria, const std::string& path, Question& q) {
+  json::Value desc_true = json::Value::string(std::string(kNoulTrue));
+  json::Value desc_false = json::Value::string(std::string(kNoulFalse));
+  if (criteria != nullptr && criteria->is_object()) {
+    if (const json::Value* v = criteria->find("true")) desc_true = *v;
+    if (const json::Value* v = criteria->find("false")) desc_false = *v;
+  } else if (criteria != nullptr && !criteria->is_null() &&
+             !(criteria->is_array() && criteria->items().empty()) &&
+             !(criteria->is_string() && criteria->as_string().empty())) {
+    // The reference updates a dict with it: an empty list or string changes nothing, anything
+    // else either fails there or would override by accident.
+    throw invalid_request(path +
+                              ".criteria must be an object with optional keys \"true\" and "
+                              "\"false\" (descriptions)",
+                          path + ".criteria");
+  }
+  q.options.push_back({"true", std::move(desc_true)});
+  q.options.push_back({"false", std::move(desc_false)});
+  q.criteria_order = identity(2);
+}
+
+// choice: a non-empty object; model order sorts the ids by code point (UTF-8 byte order).
+void choice_options(const json::Value* criteria, const std::string& path,
+                    const RequestLimits& limits, Question& q) {
+  if (criteria == nullptr || !criteria->is_object() || criteria->members().empty()) {
+    throw invalid_request(path + ".criteria must be a non-empty object of option id -> description",
+                          path + ".criteria");
+  }
+  const auto& members = criteria->members();
+  if (members.size() > limits.max_options) {
+    throw too_large("options", members.size(), limits.max_options, path + ".criteria");
+  }
+  std::vector<std::size_t> sorted = identity(members.size());
+  std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t a, std::size_t b) {
+    return members[a].first < members[b].first;  // char_traits<char>: unsigned byte order
+  });
+  q.criteria_order.assign(members.size(), 0);
+  for (std::size_t pos = 0; pos < sorted.size(); ++pos) {
+    const auto& [id, desc] = members[sorted[pos]];
+    q.options.push_back({id, desc});
+    q.criteria_order[sorted[pos]] = pos;
+  }
+}
+
+// score: a non-empty array of level descriptions; ids "0", "1", ...
+void score_options(const json::Value* criteria, const std::string& path,
+                   const RequestLimits& limits, Question& q) {
+  if (criteria == nullptr || !criteria->is_array() || criteria->items().empty()) {
+    throw invalid_request(path + ".criteria must be a non-empty array of level descriptions",
+                          path + ".criteria");
+  }
+  const auto& items = criteria->items();
+  if (items.size() > limits.max_options) {
+    throw too_large("levels", items.size(), limits.max_options, path + ".criteria");
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) q.options.push_back({std::to_string(i), items[i]});
+  q.criteria_order = identity(items.size());
+}
+
+Question parse_question(const std::string& id, const json::Value& value,
+                        const RequestLimits& limits) {
+  const std::string path = "questions." + id;
+  if (!value.is_object()) throw invalid_request(path + " must be an object", path);
+  Question q;
+  q.id = id;
+  q.type = parse_type(value, path);
+  const json::Value* instructions = value.find("instructions");
+  if (instructions == nullptr || instructions->is_null() ||
+      (instructions->is_string() && instructions->as_string().empty())) {
+    q.instructions = json::Value::string(id);
+  } else {
+    q.instructions = *instructions;
+  }
+  const json::Value* criteria = value.find("criteria");
+  switch (q.type) {
+    case QuestionType::noul:
+      noul_options(criteria, path, q);
+      break;
+    case QuestionType::choice:
+      choice_options(criteria, path, limits, q);
+      break;
+    case QuestionType::score:
+      score_options(criteria, path, limits, q);
+      break;
+  }
+  return q;
+}
+
+std::vector<std::string> parse_images(const json::Value* images, const RequestLimits& limits) {
+  std::vector<std::string> out;
+  if (images == nullptr || images->is_null()) return out;
+  if (!images->is_array()) throw invalid_request("images must be an array of strings", "images");
+  const auto& items = images->items();
+  if (items.size() > limits.max_images) {
+    throw too_large("images", items.size(), limits.max_images, "images");
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string path = "images." + std::to_string(i);
+    if (!items[i].is_string()) {
+      throw invalid_request(path + " must be a string (a data URI, URL or path)", path);
+    }
+    out.push_back(items[i].as_string());
+  }
+  return out;
+}
+
+}  // namespace
+
+Request parse_request(const json::Value& body, const RequestLimits& limits) {
+  if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
+  Request req;
+  if (const json::Value* model = body.find("model")) {
+    if (!model->is_string()) throw invalid_request("model must be a string", "model");
+    req.model = model->as_string();
+  }
+  const json::Value* state = body.find("state");
+  if (state == nullptr) throw invalid_request("state is required", "state");
+  req.state = *state;
+
+  const json::Value* questions = body.find("questions");
+  if (questions == nullptr || !questions->is_object() || questions->members().empty()) {
+    throw invalid_request("questions must be a non-empty object of question id -> question",
+                          "questions");
+  }
+  const auto& members = questions->members();
+  if (members.size() > limits.max_questions) {
+    throw too_large("questions", members.size(), limits.max_questions, "questions");
+  }
+  req.questions.reserve(members.size());
+  for (const auto& [id, value] : members)
+    req.questions.push_back(parse_question(id, value, limits));
+
+  req.images = parse_images(body.find("images"), limits);
+  if (const json::Value* videos = body.find("videos")) {
+    if (!videos->is_null() && !(videos->is_array() && videos->items().empty())) {
+      throw invalid_request("videos are not supported yet", "videos");
+    }
+  }
+  return req;
+}
+
+}  // namespace clef::request

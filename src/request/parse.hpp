@@ -1,0 +1,27 @@
+#pragma once
+// Validation of a SystemOne request body (decision contract, section 1).
+
+#include "json/value.hpp"
+#include "request/request.hpp"
+
+namespace clef::request {
+
+/// Builds a Request from a parsed JSON body, with the reference's option order and defaults:
+///   - `model`: a string; "clef-flash" when absent (the reference requires it).
+///   - `state`: required (any JSON value, null included).
+///   - `questions`: a non-empty object; each question an object with `type` noul|choice|score.
+///     noul: options true, false with default descriptions, overridden by the keys "true"/"false"
+///     of a `criteria` object (other keys ignored; null/absent/[]/"" criteria = no override).
+///     choice: `criteria` a non-empty object, options sorted by id code point.
+///     score: `criteria` a non-empty array, option ids "0", "1", ... (the reference would also
+///     take an object; the engine refuses it).
+///     `instructions` missing, null or "" -> the question id.
+///   - `images`: optional array of strings (null = none).
+///   - `videos`: not supported yet; only absent, null or [] is accepted.
+/// Unknown fields are ignored.
+/// Throws clef::Error: invalid_request (400) naming the dotted field path (e.g.
+/// "questions.urgency.criteria") for a missing or mistyped field; payload_too_large (413) naming
+/// the field when a count exceeds `limits`.
+Request parse_request(const json::Value& body, const RequestLimits& limits = {});
+
+}  // namespace clef::request

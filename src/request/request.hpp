@@ -1,0 +1,57 @@
+#pragma once
+// The SystemOne request model (decision contract, section 1): what parse_request() produces and
+// the record encoder and answer builder consume.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "json/value.hpp"
+
+namespace clef::request {
+
+/// Question type; the numeric value is the joint schema head's type index (contract 3 and 5).
+enum class QuestionType { noul = 0, choice = 1, score = 2 };
+
+/// "noul", "choice" or "score" (the spelling used in requests, records and answers).
+const char* type_name(QuestionType type) noexcept;
+
+/// One allowed option of a question.
+struct Option {
+  std::string id;  ///< "true"/"false" (noul), the criteria key (choice), "0", "1", ... (score)
+  /// The option's description as given. A null description is left out of the rendered option
+  /// object (contract 1 and 2); the score legend still lists it as null.
+  json::Value description;
+};
+
+/// One question, with its options in MODEL order (the order of the head's logits).
+struct Question {
+  std::string id;
+  QuestionType type = QuestionType::noul;
+  /// The value rendered into the question span: the request's `instructions`, or the question id
+  /// (as a string) when `instructions` is missing, null or "" (reference encode_record).
+  json::Value instructions;
+  /// Model order: noul `true, false`; choice ids sorted by code point; score "0", "1", ...
+  std::vector<Option> options;
+  /// Request order: criteria_order[k] is the index in `options` of the k-th criterion as written
+  /// in the request (the order of a choice answer's `probabilities`). The identity for noul/score.
+  std::vector<std::size_t> criteria_order;
+};
+
+/// A validated request. Images are kept as given (data URI, URL or path); decoding them is the
+/// vision module's job.
+struct Request {
+  std::string model = "clef-flash";
+  json::Value state;
+  std::vector<Question> questions;  ///< request order
+  std::vector<std::string> images;
+};
+
+/// Size limits enforced by parse_request (each over-limit request gets a 413 naming the field).
+struct RequestLimits {
+  std::size_t max_questions = 64;  ///< questions per request
+  std::size_t max_options = 255;   ///< options per question (choice criteria, score levels)
+  std::size_t max_images = 4;      ///< entries of `images`
+};
+
+}  // namespace clef::request

@@ -1,0 +1,162 @@
+// LlamaTokenizer over the real Qwen3.5 vocabulary (tests/data/vocab/ggml-vocab-qwen35.gguf):
+// llama.cpp's own test vectors with the file's pre-tokenizer, NFC between special tokens, the
+// special ids of the contract, and the qwen2 / qwen35 pre-tokenizer difference (contract 7).
+
+#include "record/llama_tokenizer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <llama.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "llama_backend_env.hpp"
+#include "oracle_files.hpp"
+#include "record/llama_vocab.hpp"
+#include "util/error.hpp"
+
+namespace clef {
+namespace {
+
+using record::LlamaTokenizer;
+using record::Normalization;
+using record::PreTokenizer;
+using record::TokenId;
+using record::VocabModel;
+
+[[maybe_unused]] const ::testing::Environment* const kBackend =
+    ::testing::AddGlobalTestEnvironment(new test::LlamaBackendEnvironment);  // gtest owns it
+
+const std::string kVocab = std::string(CLEF_TEST_DATA) + "/vocab/ggml-vocab-qwen35.gguf";
+
+// llama.cpp's test-tokenizer-0 format: inputs split by "\n__ggml_vocab_test__\n", one line of
+// space-separated ids per input.
+struct Vector {
+  std::string text;
+  std::vector<TokenId> ids;
+};
+
+std::vector<Vector> read_vectors() {
+  const std::string inp = test::read_text(kVocab + ".inp");
+  const std::string out = test::read_text(kVocab + ".out");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (std::size_t pos = 0; pos < inp.size();) {
+    const std::size_t next = inp.find(sep, pos);
+    if (next == std::string::npos) {
+      texts.push_back(inp.substr(pos));
+      break;
+    }
+    texts.push_back(inp.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::vector<Vector> vectors;
+  std::size_t line_start = 0;
+  for (const std::string& text : texts) {
+    const std::size_t line_end = out.find('\n', line_start);
+    const std::string line = out.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+    Vector v{text, {}};
+    std::size_t p = 0;
+    while ((p = line.find_first_not_of(' ', p)) != std::string::npos) {
+      const std::size_t q = line.find(' ', p);
+      v.ids.push_back(std::stoi(line.substr(p, q - p)));
+      p = q;
+    }
+    vectors.push_back(std::move(v));
+  }
+  return vectors;
+}
+
+TEST(LlamaTokenizer, ReproducesLlamaCppVectorsWithTheFilesPreTokenizer) {
+  const VocabModel model = VocabModel::load(kVocab, PreTokenizer::from_file);
+  const LlamaTokenizer tok(model.vocab(), Normalization::none);
+  const std::vector<Vector> vectors = read_vectors();
+  ASSERT_EQ(vectors.size(), 50u);
+  int equal = 0;
+  for (const Vector& v : vectors) {
+    EXPECT_EQ(tok.tokenize(v.text), v.ids) << "text: \"" << v.text << "\"";
+    equal += tok.tokenize(v.text) == v.ids;
+  }
+  std::printf("%d of %zu llama.cpp vectors equal\n", equal, vectors.size());
+}
+
+// llama.cpp's own id for `text` alone, tokenized with parse_special (not via LlamaTokenizer).
+std::vector<TokenId> llama_ids(const llama_vocab* vocab, const std::string& text) {
+  std::vector<llama_token> ids(text.size() + 2);
+  const int n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), ids.data(),
+                               static_cast<int32_t>(ids.size()), false, true);
+  ids.resize(n > 0 ? n : 0);
+  return ids;
+}
+
+TEST(LlamaTokenizer, SpecialIdsAreLookedUpByText) {
+  // This test vocabulary (151,936 tokens) has Qwen2's chat specials, not Qwen3.5's vision ones;
+  // the ids come from the file, never from the code.
+  const VocabModel model = VocabModel::load(kVocab);
+  const LlamaTokenizer tok(model.vocab());
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    const TokenId id = tok.special_id(special);
+    EXPECT_EQ(llama_ids(model.vocab(), special), std::vector<TokenId>{id}) << special;
+    EXPECT_STREQ(llama_vocab_get_text(model.vocab(), id), special);
+    EXPECT_NE(llama_vocab_get_attr(model.vocab(), id) & LLAMA_TOKEN_ATTR_CONTROL, 0);
+  }
+  EXPECT_THROW(tok.special_id("<|vision_start|>"), Error);  // not in this vocabulary
+  EXPECT_THROW(tok.special_id("hello"), Error);             // an ordinary token
+  // Special strings inside a piece are special tokens (parse_special).
+  const std::vector<TokenId> ids = tok.tokenize("<|im_start|>user\nhi<|im_end|>");
+  EXPECT_EQ(ids.front(), tok.special_id("<|im_start|>"));
+  EXPECT_EQ(ids.back(), tok.special_id("<|im_end|>"));
+  EXPECT_EQ(ids, llama_ids(model.vocab(), "<|im_start|>user\nhi<|im_end|>"));
+}
+
+TEST(LlamaTokenizer, NfcMakesDecomposedAndComposedTextEqual) {
+  const VocabModel model = VocabModel::load(kVocab);
+  const LlamaTokenizer nfc(model.vocab());
+  const LlamaTokenizer raw(model.vocab(), Normalization::none);
+  const std::string decomposed = "cafe\xCC\x81 A\xCC\x8A";  // e + U+0301, A + U+030A
+  const std::string composed = "caf\xC3\xA9 \xC3\x85";      // U+00E9, U+00C5
+  EXPECT_EQ(nfc.tokenize(decomposed), nfc.tokenize(composed));
+  EXPECT_EQ(nfc.tokenize(composed), raw.tokenize(composed));
+  EXPECT_NE(raw.tokenize(decomposed), raw.tokenize(composed));
+  // Between special tokens only: the specials stay special ids, the runs around them are NFC.
+  const std::vector<TokenId> around = nfc.tokenize(decomposed + "<|im_end|>" + decomposed);
+  EXPECT_EQ(around, raw.tokenize(composed + "<|im_end|>" + composed));
+  EXPECT_EQ(std::count(around.begin(), around.end(), nfc.special_id("<|im_end|>")), 1);
+  // A combining mark right after a special token has nothing to compose with.
+  EXPECT_EQ(nfc.tokenize("<|im_end|>\xCC\x81x"), raw.tokenize("<|im_end|>\xCC\x81x"));
+  EXPECT_THROW(nfc.tokenize("bad \xFF byte"), Error);
+}
+
+TEST(LlamaTokenizer, Qwen2AndQwen35PreTokenizersDifferOnCombiningMarks) {
+  // Contract 7: the reference splits with the plain Qwen2 regex; llama.cpp's qwen35 regex keeps
+  // combining marks (\p{M}) in letter runs. Thai vowel/tone marks and Arabic harakat are marks.
+  const VocabModel qwen2 = VocabModel::load(kVocab, PreTokenizer::qwen2);
+  const VocabModel qwen35 = VocabModel::load(kVocab, PreTokenizer::from_file);
+  const LlamaTokenizer reference(qwen2.vocab());
+  const LlamaTokenizer file(qwen35.vocab());
+  const std::string thai = "\u0E2A\u0E27\u0E31\u0E2A\u0E14\u0E35\u0E04\u0E23\u0E31\u0E1A";
+  const std::string arabic = "\u0645\u064E\u0631\u0652\u062D\u064E\u0628\u064B\u0627";
+  EXPECT_NE(reference.tokenize(thai), file.tokenize(thai));      // "สวัสดีครับ"
+  EXPECT_NE(reference.tokenize(arabic), file.tokenize(arabic));  // "مَرْحَبًا"
+  // The qwen2 split cuts the letter run before each mark, so it yields more tokens here.
+  EXPECT_GT(reference.tokenize(arabic).size(), file.tokenize(arabic).size());
+  const std::string plain = "Read the complete state and schema. 12345 caf\u00e9!";
+  EXPECT_EQ(reference.tokenize(plain), file.tokenize(plain));
+  // The override is what llama.cpp reads.
+  const auto overrides = record::pretokenizer_overrides(PreTokenizer::qwen2);
+  ASSERT_EQ(overrides.size(), 2u);
+  EXPECT_STREQ(overrides[0].key, "tokenizer.ggml.pre");
+  EXPECT_STREQ(overrides[0].val_str, "qwen2");
+  EXPECT_EQ(overrides[1].key[0], '\0');
+  EXPECT_EQ(record::pretokenizer_overrides(PreTokenizer::from_file).size(), 1u);
+}
+
+TEST(LlamaTokenizer, RefusesAMissingFile) {
+  EXPECT_THROW(VocabModel::load(std::string(CLEF_TEST_DATA) + "/vocab/missing.gguf"), Error);
+}
+
+}  // namespace
+}  // namespace clef

@@ -1,0 +1,242 @@
+// request::parse_request: the reference's option order and defaults (contract 1), and every
+// refusal with its status and dotted field path.
+
+#include "request/parse.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "util/error.hpp"
+
+namespace clef {
+namespace {
+
+using request::QuestionType;
+
+request::Request parse(const std::string& text, const request::RequestLimits& limits = {}) {
+  return request::parse_request(json::parse(text), limits);
+}
+
+std::vector<std::string> option_ids(const request::Question& q) {
+  std::vector<std::string> ids;
+  for (const auto& o : q.options) ids.push_back(o.id);
+  return ids;
+}
+
+// The refusal of `text`: its HTTP status and param.
+struct Refusal {
+  int status = 0;
+  std::string param;
+  std::string message;
+};
+
+Refusal refusal(const std::string& text, const request::RequestLimits& limits = {}) {
+  try {
+    parse(text, limits);
+  } catch (const Error& e) {
+    return {e.status(), e.param(), e.what()};
+  }
+  return {};
+}
+
+TEST(ParseRequest, CardExample) {
+  const request::Request r = parse(
+      R"({"model": "clef-flash", "state": "Our checkout is down.", "questions": {)"
+      R"("department": {"type": "choice", "instructions": "Which team?", "criteria": {"technical": "Bugs", "billing": "Payments"}},)"
+      R"("urgency": {"type": "score", "criteria": ["Can wait", "This week", "Today"]},)"
+      R"("outage": {"type": "noul", "instructions": "Is a service down?"}}})");
+  EXPECT_EQ(r.model, "clef-flash");
+  EXPECT_EQ(json::render(r.state), "Our checkout is down.");
+  ASSERT_EQ(r.questions.size(), 3u);
+  const auto& dept = r.questions[0];
+  EXPECT_EQ(dept.id, "department");
+  EXPECT_EQ(dept.type, QuestionType::choice);
+  EXPECT_EQ(option_ids(dept), (std::vector<std::string>{"billing", "technical"}));
+  EXPECT_EQ(dept.criteria_order, (std::vector<std::size_t>{1, 0}));  // request order
+  EXPECT_EQ(json::render(dept.instructions), "Which team?");
+  const auto& urgency = r.questions[1];
+  EXPECT_EQ(urgency.type, QuestionType::score);
+  EXPECT_EQ(option_ids(urgency), (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(json::render(urgency.options[2].description), "Today");
+  EXPECT_EQ(json::render(urgency.instructions), "urgency");  // missing -> question id
+  const auto& outage = r.questions[2];
+  EXPECT_EQ(option_ids(outage), (std::vector<std::string>{"true", "false"}));
+  EXPECT_EQ(json::render(outage.options[0].description),
+            "The proposition is true or the answer is yes.");
+  EXPECT_EQ(json::render(outage.options[1].description),
+            "The proposition is false or the answer is no.");
+  EXPECT_TRUE(r.images.empty());
+}
+
+TEST(ParseRequest, ModelDefaultsToClefFlash) {
+  EXPECT_EQ(parse(R"({"state": 1, "questions": {"q": {"type": "noul"}}})").model, "clef-flash");
+  EXPECT_EQ(parse(R"({"model": "x", "state": 1, "questions": {"q": {"type": "noul"}}})").model,
+            "x");
+}
+
+TEST(ParseRequest, ChoiceIdsSortByCodePoint) {
+  const auto r = parse(
+      R"({"state": null, "questions": {"q": {"type": "choice", "criteria":)"
+      R"({"b": 1, "a": 2, "B": 3, "10": 4, "9": 5, "\u00e9": 6, "z": null, "_": 7, "\ud83d\ude00": 8, "\uffff": 9}}}})");
+  const auto& q = r.questions[0];
+  EXPECT_EQ(option_ids(q), (std::vector<std::string>{"10", "9", "B", "_", "a", "b", "z", "\xC3\xA9",
+                                                     "\xEF\xBF\xBF", "\xF0\x9F\x98\x80"}));
+  // criteria_order maps request order to model positions: "b" is model option 5, ...
+  EXPECT_EQ(q.criteria_order, (std::vector<std::size_t>{5, 4, 2, 0, 1, 7, 6, 3, 9, 8}));
+  EXPECT_TRUE(q.options[6].description.is_null());  // "z": null is kept as null
+}
+
+TEST(ParseRequest, NoulCriteriaOverrideOnlyTrueAndFalse) {
+  const auto r =
+      parse(R"({"state": "s", "questions": {)"
+            R"("a": {"type": "noul", "criteria": {"maybe": "x", "false": "No", "true": "Yes"}},)"
+            R"("b": {"type": "noul", "criteria": {"true": null}},)"
+            R"("c": {"type": "noul", "criteria": null},)"
+            R"("d": {"type": "noul", "criteria": []}}})");
+  EXPECT_EQ(option_ids(r.questions[0]), (std::vector<std::string>{"true", "false"}));
+  EXPECT_EQ(json::render(r.questions[0].options[0].description), "Yes");
+  EXPECT_EQ(json::render(r.questions[0].options[1].description), "No");
+  EXPECT_TRUE(r.questions[1].options[0].description.is_null());
+  EXPECT_EQ(json::render(r.questions[1].options[1].description),
+            "The proposition is false or the answer is no.");
+  EXPECT_EQ(json::render(r.questions[2].options[0].description),
+            "The proposition is true or the answer is yes.");
+  EXPECT_EQ(json::render(r.questions[3].options[0].description),
+            "The proposition is true or the answer is yes.");
+}
+
+TEST(ParseRequest, InstructionsMissingNullOrEmptyBecomeTheId) {
+  const auto r = parse(
+      R"({"state": "s", "questions": {"m": {"type": "noul"},)"
+      R"("n": {"type": "noul", "instructions": null}, "e": {"type": "noul", "instructions": ""},)"
+      R"("z": {"type": "noul", "instructions": 0}, "f": {"type": "noul", "instructions": false},)"
+      R"("o": {"type": "noul", "instructions": {}}, "s": {"type": "noul", "instructions": " "}}})");
+  std::vector<std::string> rendered;
+  for (const auto& q : r.questions) rendered.push_back(json::render(q.instructions));
+  EXPECT_EQ(rendered, (std::vector<std::string>{"m", "n", "e", "0", "false", "{}", " "}));
+}
+
+TEST(ParseRequest, ImagesAreStrings) {
+  const auto r = parse(
+      R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": ["data:image/png;base64,AAAA", "x.png"]})");
+  EXPECT_EQ(r.images, (std::vector<std::string>{"data:image/png;base64,AAAA", "x.png"}));
+  EXPECT_TRUE(parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": null})")
+                  .images.empty());
+  EXPECT_NO_THROW(parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": []})"));
+}
+
+TEST(ParseRequest, RefusalsNameTheField) {
+  struct Case {
+    const char* text;
+    const char* param;
+  };
+  const Case cases[] = {
+      {R"([1])", ""},
+      {R"({"model": 7, "state": "s", "questions": {"q": {"type": "noul"}}})", "model"},
+      {R"({"model": null, "state": "s", "questions": {"q": {"type": "noul"}}})", "model"},
+      {R"({"questions": {"q": {"type": "noul"}}})", "state"},
+      {R"({"state": "s"})", "questions"},
+      {R"({"state": "s", "questions": {}})", "questions"},
+      {R"({"state": "s", "questions": [{"type": "noul"}]})", "questions"},
+      {R"({"state": "s", "questions": {"q": "noul"}})", "questions.q"},
+      {R"({"state": "s", "questions": {"q": {"instructions": "x"}}})", "questions.q.type"},
+      {R"({"state": "s", "questions": {"q": {"type": "bool"}}})", "questions.q.type"},
+      {R"({"state": "s", "questions": {"q": {"type": 1}}})", "questions.q.type"},
+      {R"({"state": "s", "questions": {"q": {"type": "Choice", "criteria": {"a": 1}}}})",
+       "questions.q.type"},
+      {R"({"state": "s", "questions": {"ok": {"type": "noul"}, "q": {"type": "choice"}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "choice", "criteria": {}}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "choice", "criteria": ["a", "b"]}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "score", "criteria": []}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "score"}}})", "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "score", "criteria": {"lo": "Low"}}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "score", "criteria": "abc"}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul", "criteria": ["yes", "no"]}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul", "criteria": "yes"}}})",
+       "questions.q.criteria"},
+      {R"({"state": "s", "questions": {"a.b": {"type": "noul", "criteria": 1}}})",
+       "questions.a.b.criteria"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": "x.png"})", "images"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": ["a", 3]})", "images.1"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": ["v.mp4"]})", "videos"},
+  };
+  for (const Case& c : cases) {
+    const Refusal r = refusal(c.text);
+    EXPECT_EQ(r.status, 400) << c.text;
+    EXPECT_EQ(r.param, c.param) << c.text;
+    if (*c.param != '\0') {
+      EXPECT_NE(r.message.find(c.param), std::string::npos) << r.message;
+    }
+  }
+}
+
+std::string many_questions(int n) {
+  std::string text = R"({"state": "s", "questions": {)";
+  for (int i = 0; i < n; ++i) {
+    text += (i ? "," : "") + std::string("\"q") + std::to_string(i) + R"(": {"type": "noul"})";
+  }
+  return text + "}}";
+}
+
+std::string choice_with(int n) {
+  std::string text = R"({"state": "s", "questions": {"q": {"type": "choice", "criteria": {)";
+  for (int i = 0; i < n; ++i)
+    text += (i ? "," : "") + std::string("\"o") + std::to_string(i) + "\": 1";
+  return text + "}}}}";
+}
+
+std::string score_with(int n) {
+  std::string text = R"({"state": "s", "questions": {"q": {"type": "score", "criteria": [)";
+  for (int i = 0; i < n; ++i) text += (i ? ",\"l\"" : "\"l\"");
+  return text + "]}}}";
+}
+
+std::string images(int n) {
+  std::string text = R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": [)";
+  for (int i = 0; i < n; ++i) text += (i ? ",\"x\"" : "\"x\"");
+  return text + "]}";
+}
+
+TEST(ParseRequest, DefaultLimits) {
+  const request::RequestLimits limits;
+  EXPECT_EQ(limits.max_questions, 64u);
+  EXPECT_EQ(limits.max_options, 255u);
+  EXPECT_EQ(limits.max_images, 4u);
+  EXPECT_EQ(parse(many_questions(64)).questions.size(), 64u);
+  EXPECT_EQ(refusal(many_questions(65)).status, 413);
+  EXPECT_EQ(refusal(many_questions(65)).param, "questions");
+  EXPECT_EQ(parse(choice_with(255)).questions[0].options.size(), 255u);
+  EXPECT_EQ(refusal(choice_with(256)).status, 413);
+  EXPECT_EQ(refusal(choice_with(256)).param, "questions.q.criteria");
+  EXPECT_EQ(parse(score_with(255)).questions[0].options.size(), 255u);
+  EXPECT_EQ(refusal(score_with(256)).param, "questions.q.criteria");
+  EXPECT_EQ(parse(images(4)).images.size(), 4u);
+  EXPECT_EQ(refusal(images(5)).status, 413);
+  EXPECT_EQ(refusal(images(5)).param, "images");
+}
+
+TEST(ParseRequest, LimitsAreConfigurable) {
+  request::RequestLimits limits;
+  limits.max_questions = 2;
+  limits.max_options = 3;
+  limits.max_images = 0;
+  EXPECT_EQ(parse(many_questions(2), limits).questions.size(), 2u);
+  EXPECT_EQ(refusal(many_questions(3), limits).param, "questions");
+  EXPECT_EQ(refusal(choice_with(4), limits).param, "questions.q.criteria");
+  EXPECT_EQ(parse(score_with(3), limits).questions[0].options.size(), 3u);
+  EXPECT_EQ(refusal(images(1), limits).param, "images");
+}
+
+}  // namespace
+}  // namespace clef
