@@ -41,7 +41,7 @@ Value Value::integer(std::string digits) {
     throw std::invalid_argument("json::Value::integer: not a canonical decimal integer: \"" +
                                 digits + "\"");
   }
-  if (digits == "-0") digits = "0";
+  if (digits.size() == 2 && digits[0] == '-' && digits[1] == '0') digits = "0";
   return make<static_cast<std::size_t>(Kind::integer)>(IntegerDigits{std::move(digits)});
 }
 
