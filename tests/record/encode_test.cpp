@@ -1,0 +1,89 @@
+// record::encode_record details the oracle file does not spell out: where image blocks start,
+// the state span and truncation flag, and the context-length refusal's status, code and field.
+
+#include "record/encode.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "byte_tokenizer.hpp"
+#include "json/parse.hpp"
+#include "request/parse.hpp"
+#include "util/error.hpp"
+
+namespace clef {
+namespace {
+
+request::Request parse(const std::string& text) {
+  return request::parse_request(json::parse(text));
+}
+
+const std::string kSmall = R"({"state": "abc", "questions": {"q": {"type": "noul"}}})";
+
+TEST(EncodeRecord, ImageBlocksFollowThePrefix) {
+  const test::ByteTokenizer tok;
+  const record::Record text_only = record::encode_record(parse(kSmall), tok);
+  EXPECT_TRUE(text_only.images.empty());
+  const std::size_t p = text_only.prefix_tokens;
+  EXPECT_EQ(text_only.state_span.begin, p);  // text-only: the state follows the prefix
+
+  record::EncodeOptions options;
+  options.image_tokens = {4, 9};
+  const record::Record rec = record::encode_record(parse(kSmall), tok, options);
+  EXPECT_EQ(rec.prefix_tokens, p);
+  ASSERT_EQ(rec.images.size(), 2u);
+  EXPECT_EQ(rec.images[0].first_token, p + 1);  // after <|vision_start|>
+  EXPECT_EQ(rec.images[0].n_tokens, 4u);
+  EXPECT_EQ(rec.images[1].first_token, p + 1 + 4 + 1 + 1);  // after <|vision_end|><|vision_start|>
+  EXPECT_EQ(rec.images[1].n_tokens, 9u);
+  EXPECT_EQ(rec.ids[p], tok.special_id("<|vision_start|>"));
+  for (const record::ImageBlock& b : rec.images) {
+    for (std::size_t i = 0; i < b.n_tokens; ++i) {
+      EXPECT_EQ(rec.ids[b.first_token + i], tok.special_id("<|image_pad|>"));
+    }
+    EXPECT_EQ(rec.ids[b.first_token + b.n_tokens], tok.special_id("<|vision_end|>"));
+  }
+  // One "\n" after all images, then the state.
+  EXPECT_EQ(rec.ids[rec.state_span.begin - 1], '\n');
+  EXPECT_EQ(rec.state_span.begin, p + (1 + 4 + 1) + (1 + 9 + 1) + 1);
+  EXPECT_EQ(rec.input_tokens(), text_only.input_tokens() + 18);
+  // Spans move with the image block.
+  EXPECT_EQ(rec.questions[0].question_span.begin, text_only.questions[0].question_span.begin + 18);
+}
+
+TEST(EncodeRecord, StateIsCutToFitAndTheSchemaMustFit) {
+  const test::ByteTokenizer tok;
+  const record::Record full = record::encode_record(parse(kSmall), tok);
+  EXPECT_FALSE(full.state_truncated);
+  EXPECT_EQ(full.state_span.size(), 3u);  // "abc"
+  EXPECT_EQ(full.rendered_state, "abc");
+
+  record::EncodeOptions options;
+  options.max_length = full.input_tokens() - 2;
+  const record::Record cut = record::encode_record(parse(kSmall), tok, options);
+  EXPECT_TRUE(cut.state_truncated);
+  EXPECT_EQ(cut.state_span.size(), 1u);
+  EXPECT_EQ(cut.input_tokens(), options.max_length);
+  EXPECT_EQ(cut.rendered_state, "abc");  // the rendered state is kept whole
+
+  options.max_length = full.input_tokens() - 3;  // no room for state: still accepted
+  EXPECT_EQ(record::encode_record(parse(kSmall), tok, options).state_span.size(), 0u);
+
+  options.max_length = full.input_tokens() - 4;
+  try {
+    record::encode_record(parse(kSmall), tok, options);
+    FAIL() << "accepted a schema longer than max_length";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.code(), "context_length_exceeded");
+    EXPECT_EQ(e.param(), "questions");
+    EXPECT_EQ(std::string(e.what()), "schema requires " + std::to_string(full.input_tokens() - 3) +
+                                         " tokens before state; maximum is " +
+                                         std::to_string(options.max_length));
+  }
+}
+
+}  // namespace
+}  // namespace clef
