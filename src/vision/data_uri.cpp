@@ -1,0 +1,56 @@
+#include "vision/data_uri.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "vision/base64.hpp"
+#include "vision/errors.hpp"
+
+namespace clef::vision {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits, const std::string& param) {
+  constexpr std::string_view kScheme = "data:";
+  if (uri.size() < kScheme.size() || lower(uri.substr(0, kScheme.size())) != kScheme) {
+    throw bad_image("image must be a data URI (data:image/png;base64,...)", param);
+  }
+  const std::size_t comma = uri.find(',');
+  if (comma == std::string_view::npos) {
+    throw bad_image("image data URI has no ',' before its payload", param);
+  }
+  const std::string header = lower(uri.substr(kScheme.size(), comma - kScheme.size()));
+  constexpr std::string_view kBase64 = ";base64";
+  if (header.size() < kBase64.size() ||
+      header.compare(header.size() - kBase64.size(), kBase64.size(), kBase64) != 0) {
+    throw bad_image("image data URI must be base64-encoded (data:image/png;base64,...)", param);
+  }
+  const std::string media = header.substr(0, header.size() - kBase64.size());
+  if (media != "image/png" && media != "image/jpeg" && media != "image/webp") {
+    throw unsupported_image("image media type '" + media +
+                                "' is not supported; use image/png, image/jpeg or image/webp",
+                            param);
+  }
+  const std::string_view payload = uri.substr(comma + 1);
+  const std::size_t size = base64_decoded_size(payload);
+  if (size > limits.max_encoded_bytes) {
+    throw image_too_large("image is " + std::to_string(size) + " bytes; the limit is " +
+                              std::to_string(limits.max_encoded_bytes),
+                          param);
+  }
+  try {
+    return DataUri{media, decode_base64(payload)};
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.code(), e.what(), param);
+  }
+}
+
+}  // namespace clef::vision

@@ -1,0 +1,27 @@
+#pragma once
+// Image data URIs as requests carry them: data:image/png|jpeg|webp;base64,<payload>.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vision/limits.hpp"
+
+namespace clef::vision {
+
+/// A decoded data URI: its media type (lower case, e.g. "image/png") and payload bytes.
+struct DataUri {
+  std::string media_type;
+  std::vector<std::uint8_t> bytes;
+};
+
+/// Parses `uri` = "data:<media type>;base64,<payload>". The media type (case-insensitive) must
+/// be image/png, image/jpeg or image/webp, else clef::Error 415; a URI that is not of this form
+/// or whose payload is not strict base64 is a 400; a payload that decodes to more than
+/// `limits.max_encoded_bytes` is a 413, refused before decoding. `param` names the request field
+/// (e.g. "images.0") in every error.
+DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits = {},
+                       const std::string& param = {});
+
+}  // namespace clef::vision

@@ -1,0 +1,25 @@
+#pragma once
+// Internal: one decoder per format, called by decode_image() after sniffing. Each returns the
+// RGB pixels as stored plus the EXIF orientation it found; decode_image() applies it.
+
+#include <cstdint>
+#include <span>
+
+#include "vision/image.hpp"
+#include "vision/limits.hpp"
+
+namespace clef::vision::detail {
+
+struct Decoded {
+  RgbImage image;
+  int orientation = 1;  ///< EXIF orientation 1..8 (1 when absent)
+};
+
+/// Throws 400 for a zero dimension and 413 when width * height exceeds limits.max_pixels.
+void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLimits& limits);
+
+Decoded decode_png(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
+Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
+Decoded decode_webp(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
+
+}  // namespace clef::vision::detail

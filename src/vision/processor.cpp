@@ -1,0 +1,23 @@
+#include "vision/processor.hpp"
+
+#include "vision/smart_resize.hpp"
+
+namespace clef::vision {
+
+ProcessedImage preprocess_image(const RgbImage& image, const ProcessorConfig& config,
+                                ResampleKind kind) {
+  const ResizedSize size = smart_resize(image.height, image.width, config.factor(),
+                                        config.min_pixels, config.max_pixels);
+  ProcessedImage out;
+  out.resized_height = size.height;
+  out.resized_width = size.width;
+  out.grid = image_grid(size.height, size.width, config);
+  if (size.height == image.height && size.width == image.width) {
+    out.pixel_values = make_patches(image, config);
+  } else {
+    out.pixel_values = make_patches(resize_bicubic(image, size.width, size.height, kind), config);
+  }
+  return out;
+}
+
+}  // namespace clef::vision

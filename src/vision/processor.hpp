@@ -1,0 +1,28 @@
+#pragma once
+// The whole image path of the reference processor for one decoded image: smart resize, resize,
+// normalize, patchify (transformers Qwen2VLImageProcessor with the TorchvisionBackend, as the
+// model's processor_config.json selects it).
+
+#include "vision/grid.hpp"
+#include "vision/image.hpp"
+#include "vision/patches.hpp"
+#include "vision/processor_config.hpp"
+#include "vision/resample.hpp"
+
+namespace clef::vision {
+
+/// One image ready for the vision tower.
+struct ProcessedImage {
+  int resized_height = 0;
+  int resized_width = 0;
+  ImageGrid grid;
+  PatchTensor pixel_values;  ///< [grid.n_patches(), 1536]
+};
+
+/// Resizes `image` to smart_resize(h, w) (skipped when the size is already right) with `kind`
+/// (the reference's torchvision kernel by default) and patchifies it. Throws clef::Error (400)
+/// for an aspect ratio above 200.
+ProcessedImage preprocess_image(const RgbImage& image, const ProcessorConfig& config = {},
+                                ResampleKind kind = ResampleKind::torch_bicubic_aa);
+
+}  // namespace clef::vision
