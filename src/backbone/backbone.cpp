@@ -34,13 +34,21 @@ class Batch {
 
 }  // namespace
 
-Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params) : params_(params) {
+Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
+                   std::span<const llama_model_kv_override> kv_overrides)
+    : params_(params) {
   validate(params_);
   ensure_llama_backend();
 
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = params_.gpu_layers;
   mp.load_mode = LLAMA_LOAD_MODE_MMAP;
+  if (!kv_overrides.empty()) {
+    if (kv_overrides.back().key[0] != '\0') {
+      throw std::invalid_argument("Backbone: kv_overrides must end with an empty-key entry");
+    }
+    mp.kv_overrides = kv_overrides.data();
+  }
   if (params_.on_progress) {
     mp.progress_callback = progress_trampoline;
     mp.progress_callback_user_data = &params_.on_progress;

@@ -28,9 +28,12 @@ struct HiddenStates {
 /// decision runtime serializes calls).
 class Backbone {
  public:
-  /// Loads `gguf_path` (mmap) and creates the context. Throws clef::Error (model_error) when the
-  /// file cannot be loaded or is not a usable qwen35 backbone, invalid_request for bad params.
-  Backbone(const std::string& gguf_path, const BackboneParams& params);
+  /// Loads `gguf_path` (mmap) and creates the context. `kv_overrides` (terminated by an entry with
+  /// an empty key, or empty) replace GGUF metadata at load, e.g. the tokenizer's pre-tokenizer.
+  /// Throws clef::Error (model_error) when the file cannot be loaded or is not a usable qwen35
+  /// backbone (wrong arch), invalid_request for bad params.
+  Backbone(const std::string& gguf_path, const BackboneParams& params,
+           std::span<const llama_model_kv_override> kv_overrides = {});
 
   int n_embd() const noexcept { return n_embd_; }
   int n_vocab() const noexcept;

@@ -13,5 +13,6 @@ struct ExitCode {
 
 void add_make_test_model_command(CLI::App& app, ExitCode& exit_code);  ///< `clef make-test-model`
 void add_info_command(CLI::App& app, ExitCode& exit_code);             ///< `clef info`
+void add_ask_command(CLI::App& app, ExitCode& exit_code);              ///< `clef ask`
 
 }  // namespace clef::cli

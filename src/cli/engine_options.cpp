@@ -1,0 +1,112 @@
+#include "cli/engine_options.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "util/error.hpp"
+
+namespace clef::cli {
+namespace {
+
+int parse_int_setting(const std::string& name, const std::string& value) {
+  int out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc() || end != value.data() + value.size()) {
+    throw invalid_request("--set " + name + "=" + value + ": not an integer", name);
+  }
+  return out;
+}
+
+}  // namespace
+
+void EngineOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--model-dir", model_dir,
+                 "directory with backbone.gguf, mmproj*.gguf, joint_head.safetensors, "
+                 "joint_head_config.json");
+  cmd.add_option("-m,--model", model, "backbone GGUF (qwen35, any quantization)");
+  cmd.add_option("--head", head, "joint_head.safetensors");
+  cmd.add_option("--head-config", head_config, "joint_head_config.json (default: beside --head)");
+  cmd.add_option("--mmproj", mmproj, "qwen3vl mmproj GGUF");
+  cmd.add_option("--alias", alias, "served model name (default clef-flash)");
+  cmd.add_option("--truncation", truncation,
+                 "a record over the context: truncate the state (reference) or refuse (413)")
+      ->check(CLI::IsMember({"truncate", "refuse"}));
+  cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
+      ->capture_default_str();
+  cmd.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
+  cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
+      ->capture_default_str();
+  cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
+      ->capture_default_str();
+  cmd.add_option("--set", settings,
+                 "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens)");
+  cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
+}
+
+runtime::EngineConfig EngineOptions::to_config() const {
+  runtime::EngineConfig config;
+  if (!model_dir.empty()) config = runtime::EngineConfig::from_model_dir(model_dir);
+  if (!model.empty()) config.backbone_path = model;
+  if (!head.empty()) {
+    config.head_path = head;
+    config.head_config_path =
+        (std::filesystem::path(head).parent_path() / "joint_head_config.json").string();
+  }
+  if (!head_config.empty()) config.head_config_path = head_config;
+  if (!mmproj.empty()) config.mmproj_path = mmproj;
+  if (config.backbone_path.empty()) {
+    throw invalid_request("no backbone: pass --model FILE or --model-dir DIR", "model");
+  }
+  if (config.head_path.empty()) {
+    throw invalid_request("no joint schema head: pass --head FILE or --model-dir DIR", "head");
+  }
+  if (!alias.empty()) config.model_name = alias;
+  config.truncation =
+      truncation == "refuse" ? runtime::Truncation::refuse : runtime::Truncation::truncate;
+  config.verbose = verbose;
+  auto& p = config.backbone;
+  p.context_size = context_size;
+  p.threads = threads;
+  p.gpu_layers = gpu_layers;
+  p.chunk_tokens = chunk_tokens;
+  for (const std::string& s : settings) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) throw invalid_request("--set expects name=value, got " + s, "set");
+    const std::string name = s.substr(0, eq);
+    const std::string value = s.substr(eq + 1);
+    if (name == "context_size") {
+      p.context_size = parse_int_setting(name, value);
+    } else if (name == "threads") {
+      p.threads = parse_int_setting(name, value);
+    } else if (name == "gpu_layers") {
+      p.gpu_layers = parse_int_setting(name, value);
+    } else if (name == "chunk_tokens") {
+      p.chunk_tokens = parse_int_setting(name, value);
+    } else {
+      throw invalid_request("--set: unknown engine parameter '" + name +
+                                "' (known: context_size, threads, gpu_layers, chunk_tokens)",
+                            "set");
+    }
+  }
+  return config;
+}
+
+std::function<bool(float)> progress_printer(std::string what, bool force) {
+  if (!force && ::isatty(STDERR_FILENO) == 0) return {};
+  auto last = std::make_shared<int>(-1);
+  return [what = std::move(what), last](float progress) {
+    const int pct = static_cast<int>(progress * 100.0f);
+    if (pct != *last) {
+      *last = pct;
+      std::fprintf(stderr, "\rloading %s: %3d%%%s", what.c_str(), pct, pct >= 100 ? "\n" : "");
+      std::fflush(stderr);
+    }
+    return true;
+  };
+}
+
+}  // namespace clef::cli

@@ -1,0 +1,41 @@
+#pragma once
+// Command-line options that choose model files and engine parameters, shared by `clef ask` and
+// `clef serve`.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/engine_config.hpp"
+
+namespace clef::cli {
+
+/// Model-file and engine-parameter options of one subcommand.
+struct EngineOptions {
+  std::string model_dir;    ///< --model-dir
+  std::string model;        ///< --model: backbone GGUF
+  std::string head;         ///< --head: joint_head.safetensors
+  std::string head_config;  ///< --head-config (default: joint_head_config.json beside --head)
+  std::string mmproj;       ///< --mmproj
+  std::string alias;        ///< --alias: served model name
+  std::string truncation = "truncate";
+  int context_size = 16384;
+  int threads = 0;
+  int gpu_layers = -1;
+  int chunk_tokens = 512;
+  std::vector<std::string> settings;  ///< --set name=value
+  bool verbose = false;
+
+  /// Registers the options on `cmd`.
+  void add_to(CLI::App& cmd);
+  /// The engine configuration the options describe. Throws clef::Error: invalid_request for a bad
+  /// --set / --truncation / missing model files; model_error for an unusable --model-dir.
+  runtime::EngineConfig to_config() const;
+};
+
+/// Prints "loading <what>: NN%" on one stderr line while a model loads (when stderr is a
+/// terminal, or always with `force`). Returns the callback for BackboneParams::on_progress.
+std::function<bool(float)> progress_printer(std::string what, bool force);
+
+}  // namespace clef::cli

@@ -1,0 +1,36 @@
+#pragma once
+// Everything needed to build a decision engine from model files.
+
+#include <string>
+
+#include "backbone/backbone_params.hpp"
+
+namespace clef::runtime {
+
+/// What to do with a record longer than the context.
+enum class Truncation {
+  truncate,  ///< the reference's behaviour: keep the start of the state, cut the rest
+  refuse,    ///< 413 context_length_exceeded naming both token counts
+};
+
+/// Model files and engine parameters.
+struct EngineConfig {
+  std::string backbone_path;              ///< qwen35 backbone GGUF
+  std::string head_path;                  ///< joint_head.safetensors
+  std::string head_config_path;           ///< joint_head_config.json
+  std::string mmproj_path;                ///< qwen3vl mmproj GGUF (optional until vision lands)
+  std::string model_name = "clef-flash";  ///< served model id, the default `model`
+  backbone::BackboneParams backbone;
+  Truncation truncation = Truncation::truncate;
+  int max_questions = 64;  ///< questions per request
+  int max_options = 255;   ///< options per question
+  int max_images = 4;      ///< images per request
+  bool verbose = false;    ///< llama.cpp's own log at info level
+
+  /// Fills the paths from a model directory with the usual file names: backbone.gguf (or the one
+  /// *.gguf not named mmproj*), mmproj*.gguf, joint_head.safetensors, joint_head_config.json.
+  /// Throws clef::Error (model_error) naming what is missing.
+  static EngineConfig from_model_dir(const std::string& dir);
+};
+
+}  // namespace clef::runtime

@@ -1,0 +1,23 @@
+#pragma once
+// What the joint schema head needs from a record beyond the hidden states: spans and types per
+// question, and the lexical prior row of every option (contract section 5, steps 3 and 9).
+
+#include <vector>
+
+#include "head/joint_schema_head.hpp"
+#include "lexical/lexical_table.hpp"
+#include "record/record.hpp"
+
+namespace clef::runtime {
+
+/// The head's per-record inputs.
+struct HeadInputs {
+  std::vector<head::HeadQuestion> questions;  ///< record order, options in model order
+  std::vector<float> lexical;                 ///< [N_options, n_embd], options in record order
+};
+
+/// Builds the head inputs of `rec`: l_o = mean of output.weight rows over ids[span_o].
+/// Throws clef::Error if a span is empty or a token id is outside the LM head.
+HeadInputs make_head_inputs(const record::Record& rec, const lexical::LexicalTable& lexical);
+
+}  // namespace clef::runtime
