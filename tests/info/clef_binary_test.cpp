@@ -1,0 +1,65 @@
+// The built `clef` executable: `clef info` accepts the tiny model (exit 0) and refuses a non-GGUF
+// with exit code 2 and a clear message; `clef make-test-model` writes a loadable directory.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "../testmodel/tiny_model.hpp"
+
+namespace {
+
+const std::filesystem::path kClef = std::filesystem::path(CLEF_BINARY_DIR) / "clef";
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr
+};
+
+Ran run(const std::string& args) {
+  Ran r;
+  std::string cmd = "'";  // built with += (GCC 12 warns falsely on a chain of operator+)
+  cmd += kClef.string();
+  cmd += "' ";
+  cmd += args;
+  cmd += " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(ClefBinary, InfoAcceptsTheTinyModelAndRefusesANonGguf) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << kClef << " is not built";
+  const auto dir = clef::test::tiny_model().backbone.parent_path();
+  const Ran ok = run("info '" + dir.string() + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("qwen35"), std::string::npos) << ok.output;
+  EXPECT_NE(ok.output.find("qwen3vl_merger"), std::string::npos) << ok.output;
+
+  clef::test::TempDir tmp;
+  const auto junk = tmp.path() / "junk.gguf";
+  std::ofstream(junk) << "not a model";
+  const Ran bad = run("info '" + junk.string() + "'");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("is not a GGUF file"), std::string::npos) << bad.output;
+}
+
+TEST(ClefBinary, MakeTestModelWritesADirectoryInfoAccepts) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << kClef << " is not built";
+  clef::test::TempDir tmp;
+  const Ran made = run("make-test-model '" + (tmp.path() / "m").string() + "' --seed 3");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const Ran info = run("info '" + (tmp.path() / "m").string() + "'");
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+  const Ran bad_preset = run("make-test-model '" + (tmp.path() / "n").string() + "' --preset huge");
+  EXPECT_NE(bad_preset.exit_code, 0);
+}
+
+}  // namespace

@@ -1,0 +1,85 @@
+// GgufStreamWriter: what it writes reads back through ggml's own GGUF reader with the values our
+// generator draws (F32 exact, F16/BF16/Q8_0 within their rounding), at aligned offsets.
+#include "testmodel/gguf_stream_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "tiny_model.hpp"
+
+namespace clef::testmodel {
+namespace {
+
+struct GgufAll {
+  gguf_context* gguf = nullptr;
+  ggml_context* data = nullptr;
+  ~GgufAll() {
+    if (gguf) gguf_free(gguf);
+    if (data) ggml_free(data);
+  }
+};
+
+TEST(GgufStreamWriter, ValuesReadBackThroughGgml) {
+  test::TempDir dir;
+  const std::filesystem::path path = dir.path() / "t.gguf";
+  GgufStreamWriter w("unit");
+  gguf_set_val_str(w.kv(), "general.architecture", "test");
+  gguf_set_val_u32(w.kv(), "test.answer", 42);
+  const Init law = Init::normal(0.25, 1.5);
+  const std::vector<std::pair<std::string, ggml_type>> cases = {{"f32", GGML_TYPE_F32},
+                                                                {"f16", GGML_TYPE_F16},
+                                                                {"bf16", GGML_TYPE_BF16},
+                                                                {"q8_0", GGML_TYPE_Q8_0}};
+  for (const auto& [name, type] : cases) w.add_tensor({name, {64, 33}, type, law});
+  w.add_tensor({"vec", {7}, GGML_TYPE_F32, Init::uniform(-1, 1)});
+  w.write(path, 99);
+
+  GgufAll g;
+  gguf_init_params params{};
+  params.no_alloc = false;
+  params.ctx = &g.data;
+  g.gguf = gguf_init_from_file(path.string().c_str(), params);
+  ASSERT_NE(g.gguf, nullptr);
+  EXPECT_EQ(gguf_get_val_u32(g.gguf, gguf_find_key(g.gguf, "test.answer")), 42u);
+  ASSERT_EQ(gguf_get_n_tensors(g.gguf), 5);
+  const std::size_t align = gguf_get_alignment(g.gguf);
+  EXPECT_EQ(gguf_get_data_offset(g.gguf) % align, 0u);
+
+  for (const auto& [name, type] : cases) {
+    SCOPED_TRACE(name);
+    ggml_tensor* t = ggml_get_tensor(g.data, name.c_str());
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->type, type);
+    EXPECT_EQ(gguf_get_tensor_offset(g.gguf, gguf_find_tensor(g.gguf, name.c_str())) % align, 0u);
+    std::vector<float> expect(64 * 33), got(64 * 33);
+    Rng rng(derive_seed(99, "unit/" + name));
+    draw(law, rng, expect.data(), expect.size());
+    if (type == GGML_TYPE_F32) {
+      std::memcpy(got.data(), t->data, got.size() * sizeof(float));
+    } else {
+      ggml_get_type_traits(type)->to_float(t->data, got.data(), 64 * 33);
+    }
+    const double tol = type == GGML_TYPE_F32 ? 0.0 : type == GGML_TYPE_Q8_0 ? 0.05 : 0.04;
+    double max_err = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      max_err =
+          std::max(max_err, std::fabs(double(got[i]) - expect[i]) / (1 + std::fabs(expect[i])));
+    }
+    EXPECT_LE(max_err, tol);
+  }
+}
+
+TEST(GgufStreamWriter, RejectsBadTensors) {
+  GgufStreamWriter w("unit");
+  w.add_tensor({"a", {32}, GGML_TYPE_F32, Init::normal(0, 1)});
+  EXPECT_THROW(w.add_tensor({"a", {32}, GGML_TYPE_F32, Init::normal(0, 1)}), std::invalid_argument);
+  EXPECT_THROW(w.add_tensor({"q", {33, 2}, GGML_TYPE_Q8_0, Init::normal(0, 1)}),
+               std::invalid_argument);
+  EXPECT_THROW(w.add_tensor({std::string(80, 'n'), {4}, GGML_TYPE_F32, Init::normal(0, 1)}),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace clef::testmodel
