@@ -1,0 +1,180 @@
+#include "server/decision_queue.hpp"
+
+#include "util/error.hpp"
+
+namespace clef::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+DecisionQueue::DecisionQueue(Factory factory, std::size_t capacity, json::Value warmup)
+    : capacity_(capacity < 1 ? 1 : capacity),
+      thread_([this, f = std::move(factory), w = std::move(warmup)]() mutable {
+        run(std::move(f), std::move(w));
+      }) {}
+
+DecisionQueue::~DecisionQueue() {
+  drain();
+}
+
+std::future<DecisionOutcome> DecisionQueue::submit(json::Value request, ClientGone client_gone) {
+  std::lock_guard lock(mutex_);
+  switch (state_) {
+    case QueueState::loading:
+      throw Error(ErrorKind::unavailable, "model_loading",
+                  "the model is still loading; retry shortly");
+    case QueueState::failed:
+      throw Error(ErrorKind::unavailable, "model_failed", "the model failed to load");
+    case QueueState::draining:
+    case QueueState::stopped:
+      throw Error(ErrorKind::unavailable, "shutting_down", "the server is shutting down");
+    case QueueState::ready:
+      break;
+  }
+  if (jobs_.size() >= capacity_) {
+    throw Error(
+        ErrorKind::overloaded, "queue_full",
+        "the decision queue is full (" + std::to_string(capacity_) + " waiting); retry shortly");
+  }
+  Job job{std::move(request), std::move(client_gone), {}, Clock::now()};
+  auto future = job.promise.get_future();
+  jobs_.push_back(std::move(job));
+  work_cv_.notify_one();
+  return future;
+}
+
+void DecisionQueue::drain() {
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+    if (state_ == QueueState::ready || state_ == QueueState::loading) {
+      // A loading queue finishes loading first (llama.cpp cannot be interrupted cleanly), then
+      // sees closing_ and stops.
+      if (state_ == QueueState::ready) state_ = QueueState::draining;
+    }
+    work_cv_.notify_all();
+    state_cv_.notify_all();
+  }
+  std::lock_guard join_lock(join_mutex_);
+  if (thread_.joinable()) thread_.join();
+}
+
+bool DecisionQueue::wait_until_ready(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  state_cv_.wait_for(lock, timeout, [this] { return state_ != QueueState::loading; });
+  return state_ == QueueState::ready;
+}
+
+QueueState DecisionQueue::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+std::optional<ModelInfo> DecisionQueue::model() const {
+  std::lock_guard lock(mutex_);
+  return model_;
+}
+
+std::string DecisionQueue::load_error() const {
+  std::lock_guard lock(mutex_);
+  return load_error_;
+}
+
+std::size_t DecisionQueue::depth() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.size();
+}
+
+int DecisionQueue::in_flight() const {
+  std::lock_guard lock(mutex_);
+  return in_flight_;
+}
+
+void DecisionQueue::run(Factory factory, json::Value warmup) {
+  // The Decider is created, used and destroyed on this thread only.
+  std::unique_ptr<runtime::Decider> decider = load(factory, warmup);
+  if (decider) serve(*decider);
+  std::lock_guard lock(mutex_);
+  if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
+  state_cv_.notify_all();
+}
+
+std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
+                                                      const json::Value& warmup) {
+  auto start = Clock::now();
+  std::unique_ptr<runtime::Decider> decider;
+  std::string error;
+  try {
+    decider = factory();
+    if (!decider) throw model_error("the model factory returned no decider");
+    decider->decide(warmup);
+  } catch (const std::exception& e) {
+    error = e.what();
+    decider.reset();
+  }
+  std::lock_guard lock(mutex_);
+  if (!decider) {
+    load_error_ = error.empty() ? "unknown error" : error;
+    state_ = QueueState::failed;
+  } else {
+    model_ = ModelInfo{decider->model_name(), decider->context_size(),
+                       ms_between(start, Clock::now()) / 1000.0};
+    state_ = closing_ ? QueueState::draining : QueueState::ready;
+  }
+  state_cv_.notify_all();
+  return decider;
+}
+
+void DecisionQueue::serve(runtime::Decider& decider) {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
+      if (jobs_.empty()) return;  // closing_ and nothing left: drained
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      in_flight_ = 1;
+    }
+    DecisionOutcome outcome = decide_one(decider, job);
+    {
+      std::lock_guard lock(mutex_);
+      in_flight_ = 0;
+    }
+    job.promise.set_value(std::move(outcome));
+  }
+}
+
+DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
+  DecisionOutcome outcome;
+  auto taken = Clock::now();
+  outcome.queue_wait_ms = ms_between(job.submitted, taken);
+  bool gone = false;
+  try {
+    gone = job.client_gone && job.client_gone();
+  } catch (...) {
+    gone = false;  // a probe that fails must not lose the request
+  }
+  if (gone) {
+    outcome.status = DecisionOutcome::Status::dropped;
+    return outcome;
+  }
+  try {
+    outcome.decision = decider.decide(job.request);
+    outcome.status = DecisionOutcome::Status::decided;
+  } catch (...) {
+    outcome.status = DecisionOutcome::Status::failed;
+    outcome.error = std::current_exception();
+  }
+  outcome.decision_ms = ms_between(taken, Clock::now());
+  return outcome;
+}
+
+}  // namespace clef::server

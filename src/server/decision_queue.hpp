@@ -1,0 +1,113 @@
+#pragma once
+// The bounded queue between the HTTP threads and the ONE runtime thread that owns the Decider
+// (runtime::Decider::decide is not thread-safe). The runtime thread loads the model, runs one
+// warm-up decision, then decides queued requests in arrival order.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "json/value.hpp"
+#include "runtime/decider.hpp"
+
+namespace clef::server {
+
+/// Life of the queue: loading -> ready -> draining -> stopped, or loading -> failed (final).
+enum class QueueState { loading, ready, failed, draining, stopped };
+
+/// The served model, known once it is loaded.
+struct ModelInfo {
+  std::string name;         ///< Decider::model_name()
+  int context_size = 0;     ///< Decider::context_size(), tokens
+  double load_seconds = 0;  ///< factory + warm-up decision, wall time
+};
+
+/// What became of one submitted request.
+struct DecisionOutcome {
+  enum class Status {
+    decided,  ///< `decision` holds the answer
+    failed,   ///< `error` holds what decide() threw (clef::Error or another exception)
+    dropped,  ///< the client went away before the runtime thread reached it; not decided
+  };
+  Status status = Status::failed;
+  runtime::Decision decision;
+  std::exception_ptr error;
+  double queue_wait_ms = 0;  ///< submit -> the runtime thread took it
+  double decision_ms = 0;    ///< time in decide()
+};
+
+class DecisionQueue {
+ public:
+  /// Builds the Decider; runs on the runtime thread. May throw (the queue becomes `failed`).
+  using Factory = std::function<std::unique_ptr<runtime::Decider>()>;
+  /// Asked on the runtime thread just before a request's turn; true drops it.
+  using ClientGone = std::function<bool()>;
+
+  /// Starts the runtime thread: it calls `factory`, decides `warmup` once, and then serves.
+  /// `capacity`: most requests waiting (not counting the one being decided), >= 1.
+  DecisionQueue(Factory factory, std::size_t capacity, json::Value warmup);
+  /// drain()s.
+  ~DecisionQueue();
+
+  DecisionQueue(const DecisionQueue&) = delete;
+  DecisionQueue& operator=(const DecisionQueue&) = delete;
+
+  /// Queues `request` for the runtime thread; the future is always fulfilled (also on drain).
+  /// Throws clef::Error: overloaded / "queue_full" (429) when `capacity` requests wait;
+  /// unavailable (503) with code "model_loading", "model_failed" or "shutting_down".
+  std::future<DecisionOutcome> submit(json::Value request, ClientGone client_gone = {});
+
+  /// Stops accepting, lets the runtime thread finish every queued and running decision, and
+  /// joins it (waiting for the model load to finish if it is still loading). Idempotent,
+  /// thread-safe.
+  void drain();
+
+  /// Blocks until the model is loaded (true) or failed/stopped (false), at most `timeout`
+  /// (false on timeout).
+  bool wait_until_ready(std::chrono::milliseconds timeout) const;
+
+  QueueState state() const;
+  std::optional<ModelInfo> model() const;
+  /// What the factory or the warm-up decision threw, when state() is failed.
+  std::string load_error() const;
+  std::size_t depth() const;  ///< requests waiting
+  int in_flight() const;      ///< 1 while decide() runs, else 0
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  struct Job {
+    json::Value request;
+    ClientGone client_gone;
+    std::promise<DecisionOutcome> promise;
+    std::chrono::steady_clock::time_point submitted;
+  };
+
+  void run(Factory factory, json::Value warmup);
+  std::unique_ptr<runtime::Decider> load(const Factory& factory, const json::Value& warmup);
+  void serve(runtime::Decider& decider);
+  DecisionOutcome decide_one(runtime::Decider& decider, Job& job);
+
+  const std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;           ///< wakes the runtime thread
+  mutable std::condition_variable state_cv_;  ///< wakes wait_until_ready
+  std::deque<Job> jobs_;
+  QueueState state_ = QueueState::loading;
+  bool closing_ = false;
+  int in_flight_ = 0;
+  std::optional<ModelInfo> model_;
+  std::string load_error_;
+  std::mutex join_mutex_;
+  std::thread thread_;  ///< last: starts after every other member exists
+};
+
+}  // namespace clef::server

@@ -1,0 +1,82 @@
+#include "server/error_reply.hpp"
+
+#include "json/render.hpp"
+#include "json/value.hpp"
+
+namespace clef::server {
+
+const char* error_type(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::invalid_request:
+    case ErrorKind::payload_too_large:
+    case ErrorKind::unsupported_media_type:
+    case ErrorKind::unprocessable:
+      return "invalid_request_error";
+    case ErrorKind::overloaded:
+      return "overloaded_error";
+    case ErrorKind::unavailable:
+      return "unavailable_error";
+    case ErrorKind::model_error:
+    case ErrorKind::internal:
+      return "server_error";
+  }
+  return "server_error";
+}
+
+ErrorReply ErrorReply::from(const Error& error) {
+  return {error.status(), error_type(error.kind()), error.code(), error.what(), error.param()};
+}
+
+ErrorReply ErrorReply::not_found(const std::string& method, const std::string& path) {
+  return {404, "not_found_error", "not_found",
+          "no endpoint serves " + method + " " + path +
+              " (endpoints: POST /v1/systemone, POST /v1/decisions, GET /v1/models, GET /health, "
+              "GET /metrics)",
+          ""};
+}
+
+ErrorReply ErrorReply::method_not_allowed(const std::string& method, const std::string& path,
+                                          const std::string& allowed) {
+  return {405, "invalid_request_error", "method_not_allowed",
+          path + " does not accept " + method + "; use " + allowed, ""};
+}
+
+ErrorReply ErrorReply::for_status(int status) {
+  switch (status) {
+    case 400:
+      return {400, "invalid_request_error", "invalid_request", "malformed HTTP request", ""};
+    case 404:
+      return {404, "not_found_error", "not_found", "not found", ""};
+    case 408:
+      return {408, "invalid_request_error", "request_timeout",
+              "the request body did not arrive in time", ""};
+    case 413:
+      return {413, "invalid_request_error", "request_too_large",
+              "request body is larger than the server accepts", ""};
+    case 414:
+      return {414, "invalid_request_error", "uri_too_long", "request URI is too long", ""};
+    case 416:
+      return {416, "invalid_request_error", "range_not_satisfiable", "range not satisfiable", ""};
+    default:
+      break;
+  }
+  if (status >= 500) return {status, "server_error", "internal_error", "internal server error", ""};
+  return {status, "invalid_request_error", "invalid_request", "request refused", ""};
+}
+
+ErrorReply ErrorReply::internal(const std::string& request_id) {
+  return {500, "server_error", "internal_error",
+          "internal server error; the server log names request " + request_id, ""};
+}
+
+std::string ErrorReply::body() const {
+  auto inner = json::Value::object({
+      {"message", json::Value::string(message)},
+      {"type", json::Value::string(type)},
+      {"code", json::Value::string(code)},
+      {"param", param.empty() ? json::Value::null() : json::Value::string(param)},
+  });
+  return json::dumps_unsorted(json::Value::object({{"error", std::move(inner)}}));
+}
+
+}  // namespace clef::server

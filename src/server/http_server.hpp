@@ -1,0 +1,65 @@
+#pragma once
+// clef's SystemOne HTTP server (cpp-httplib): POST /v1/systemone and /v1/decisions, GET /health,
+// /v1/models, /metrics. HTTP worker threads parse and validate; ONE runtime thread owns the
+// Decider and decides queued requests in order (see DecisionQueue).
+//
+// Typical use:
+//   HttpServer server(config, [&] { return runtime::make_engine(engine_config); }, std::cerr);
+//   int port = server.bind();      // actual port when config.port == 0
+//   std::thread t([&] { server.serve(); });
+//   ... server.shutdown();         // drains queued and running decisions, then serve() returns
+//   t.join();
+
+#include <chrono>
+#include <memory>
+#include <ostream>
+
+#include "server/decision_queue.hpp"
+#include "server/info_bodies.hpp"
+#include "server/server_config.hpp"
+
+namespace clef::server {
+
+class ServerCore;
+
+class HttpServer {
+ public:
+  /// Validates `config` (throws clef::Error naming the flag) and starts loading the model on the
+  /// runtime thread with `factory`. Log lines go to `log` (not owned; must outlive the server).
+  HttpServer(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log);
+  /// shutdown()s if still serving.
+  ~HttpServer();
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// Binds config.host:config.port and returns the bound port (the picked one for port 0).
+  /// Throws clef::Error (internal, code "bind_failed") when the address cannot be bound.
+  int bind();
+
+  /// Accepts and answers connections until shutdown() has finished. Call after bind(), once.
+  /// Returns at once if shutdown() already ran.
+  void serve();
+
+  /// Graceful stop, callable from any thread, idempotent: new requests get 503 and /health says
+  /// draining; queued and running decisions finish and are answered; then the listening socket
+  /// closes and serve() returns once every worker has written its answer (idle keep-alive
+  /// connections close within the keep-alive timeout).
+  void shutdown();
+
+  /// Waits until the model is loaded and warmed up (true), or failed/timed out (false).
+  bool wait_until_ready(std::chrono::milliseconds timeout) const;
+
+  Health health() const;
+  /// The served model once loaded.
+  std::optional<ModelInfo> model() const;
+  /// Why the model failed to load (empty otherwise).
+  std::string load_error() const;
+
+ private:
+  struct Listener;
+  std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<Listener> listener_;
+};
+
+}  // namespace clef::server

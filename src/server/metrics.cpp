@@ -1,0 +1,99 @@
+#include "server/metrics.hpp"
+
+namespace clef::server {
+
+namespace {
+
+std::vector<double> latency_bounds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+std::vector<double> token_bounds() {
+  return {16, 64, 256, 1024, 4096, 16384, 65536, 262144};
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void sample(std::string& out, const char* name, const std::string& value) {
+  out.append(name).append(" ").append(value).append("\n");
+}
+
+/// Escapes a label value (\\, \", \n) as the exposition format requires.
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out.append("\\n");
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Metrics::Metrics()
+    : decision_seconds_(latency_bounds()),
+      queue_wait_seconds_(latency_bounds()),
+      input_tokens_(token_bounds()) {}
+
+void Metrics::count_request(std::string_view endpoint, int status) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{std::string(endpoint), status}];
+}
+
+void Metrics::observe_decision(double decision_seconds, double queue_wait_seconds,
+                               int input_tokens) {
+  std::lock_guard lock(mutex_);
+  decision_seconds_.observe(decision_seconds);
+  queue_wait_seconds_.observe(queue_wait_seconds);
+  input_tokens_.observe(input_tokens);
+  input_tokens_total_ += static_cast<std::uint64_t>(input_tokens < 0 ? 0 : input_tokens);
+}
+
+void Metrics::count_dropped() {
+  std::lock_guard lock(mutex_);
+  ++dropped_;
+}
+
+std::string Metrics::render(const GaugeValues& gauges) const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  header(out, "clef_http_requests_total", "counter",
+         "HTTP requests answered, by endpoint and status.");
+  for (const auto& [key, count] : requests_) {
+    out.append("clef_http_requests_total{endpoint=\"").append(label_value(key.first));
+    out.append("\",status=\"").append(std::to_string(key.second)).append("\"} ");
+    out.append(std::to_string(count)).append("\n");
+  }
+  header(out, "clef_decision_duration_seconds", "histogram",
+         "Time the runtime thread spent on one decision.");
+  decision_seconds_.render(out, "clef_decision_duration_seconds");
+  header(out, "clef_queue_wait_seconds", "histogram",
+         "Time a decision waited in the queue before the runtime thread took it.");
+  queue_wait_seconds_.render(out, "clef_queue_wait_seconds");
+  header(out, "clef_input_tokens_total", "counter", "Input tokens of decided requests.");
+  sample(out, "clef_input_tokens_total", std::to_string(input_tokens_total_));
+  header(out, "clef_input_tokens", "histogram", "Input tokens per decided request.");
+  input_tokens_.render(out, "clef_input_tokens");
+  header(out, "clef_decisions_dropped_total", "counter",
+         "Queued decisions dropped because the client went away before their turn.");
+  sample(out, "clef_decisions_dropped_total", std::to_string(dropped_));
+  header(out, "clef_queue_depth", "gauge", "Decisions waiting for the runtime thread.");
+  sample(out, "clef_queue_depth", std::to_string(gauges.queue_depth));
+  header(out, "clef_decisions_in_flight", "gauge", "Decisions being computed now.");
+  sample(out, "clef_decisions_in_flight", std::to_string(gauges.in_flight));
+  header(out, "clef_model_loaded", "gauge", "1 once the model is loaded and warmed up.");
+  sample(out, "clef_model_loaded", gauges.model_loaded ? "1" : "0");
+  header(out, "clef_model_load_seconds", "gauge",
+         "Wall time of model load and warm-up decision (0 until done).");
+  sample(out, "clef_model_load_seconds", prometheus_number(gauges.model_load_seconds));
+  return out;
+}
+
+}  // namespace clef::server

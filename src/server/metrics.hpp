@@ -1,0 +1,55 @@
+#pragma once
+// The server's Prometheus metrics (GET /metrics, text exposition format 0.0.4).
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "server/histogram.hpp"
+
+namespace clef::server {
+
+/// Values read at scrape time from the decision queue.
+struct GaugeValues {
+  std::size_t queue_depth = 0;    ///< decisions waiting for the runtime thread
+  int in_flight = 0;              ///< decisions being computed now (0 or 1)
+  bool model_loaded = false;      ///< the model is loaded and warmed up
+  double model_load_seconds = 0;  ///< load + warm-up wall time (0 before it finished)
+};
+
+/// Counters and histograms updated by the HTTP threads. Thread-safe.
+///   clef_http_requests_total{endpoint,status}   counter
+///   clef_decision_duration_seconds              histogram (runtime thread time per decision)
+///   clef_queue_wait_seconds                     histogram (submit -> decision start)
+///   clef_input_tokens_total                     counter
+///   clef_input_tokens                           histogram (tokens per decided request)
+///   clef_decisions_dropped_total                counter (client gone before its turn)
+///   clef_queue_depth, clef_decisions_in_flight, clef_model_loaded, clef_model_load_seconds gauges
+class Metrics {
+ public:
+  Metrics();
+
+  /// Counts one answered request. `endpoint` should be a known path or "other" (bounded labels).
+  void count_request(std::string_view endpoint, int status);
+  /// Records one decision the runtime thread computed.
+  void observe_decision(double decision_seconds, double queue_wait_seconds, int input_tokens);
+  /// Counts one request dropped because its client went away.
+  void count_dropped();
+
+  /// The whole exposition text with `gauges` filled in.
+  std::string render(const GaugeValues& gauges) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, std::uint64_t> requests_;
+  Histogram decision_seconds_;
+  Histogram queue_wait_seconds_;
+  Histogram input_tokens_;
+  std::uint64_t input_tokens_total_ = 0;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace clef::server

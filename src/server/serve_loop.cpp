@@ -1,0 +1,59 @@
+#include "server/serve_loop.hpp"
+
+#include <csignal>
+#include <thread>
+
+#include "server/http_server.hpp"
+#include "server/server_log.hpp"
+#include "server/shutdown_signals.hpp"
+#include "util/error.hpp"
+
+namespace clef::server {
+
+int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
+                       std::ostream& out, std::ostream& log) {
+  ShutdownSignals signals;  // first: every thread below inherits the blocked mask
+  ServerLog events(log, config.log_format);
+  std::unique_ptr<HttpServer> server;
+  int port = 0;
+  try {
+    server = std::make_unique<HttpServer>(config, std::move(factory), log);
+    port = server->bind();
+  } catch (const Error& e) {
+    events.event("error", e.what());
+    return e.kind() == ErrorKind::internal ? 1 : 2;
+  }
+  out << "clef serve: listening on http://" << config.host << ":" << port << std::endl;
+  events.event("info", "listening on http://" + config.host + ":" + std::to_string(port) +
+                           "; loading the model");
+
+  std::thread serving([&server] { server->serve(); });
+  bool reported_ready = false;
+  int exit_code = 0;
+  while (true) {
+    int signo = signals.wait_for(std::chrono::milliseconds(100));
+    if (signo != 0) {
+      events.event("info", signo == SIGINT ? "SIGINT received" : "SIGTERM received");
+      break;
+    }
+    Health health = server->health();
+    if (health == Health::failed) {
+      events.event("error", "the model failed to load: " + server->load_error());
+      exit_code = 2;
+      break;
+    }
+    if (!reported_ready && health == Health::ok) {
+      reported_ready = true;
+      auto model = server->model();
+      events.event("info", "ready: model " + (model ? model->name : std::string("?")) +
+                               ", context " + std::to_string(model ? model->context_size : 0) +
+                               " tokens, loaded in " +
+                               std::to_string(model ? model->load_seconds : 0.0) + " s");
+    }
+  }
+  server->shutdown();
+  serving.join();
+  return exit_code;
+}
+
+}  // namespace clef::server

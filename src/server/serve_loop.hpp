@@ -1,0 +1,21 @@
+#pragma once
+// The life of `clef serve`: bind, announce, serve until SIGTERM/SIGINT, drain, exit.
+
+#include <ostream>
+
+#include "server/decision_queue.hpp"
+#include "server/server_config.hpp"
+
+namespace clef::server {
+
+/// Blocks SIGTERM/SIGINT (call it before any other thread starts), binds `config`'s address,
+/// prints one line `clef serve: listening on http://HOST:PORT` to `out` (the actual port when
+/// config.port is 0) and serves while the model loads on the runtime thread.
+/// Returns the process exit code:
+///   0  after SIGTERM/SIGINT: new requests got 503, queued and running decisions were answered;
+///   1  the address could not be bound;
+///   2  the model failed to load (the reason is logged) or `config` is invalid.
+int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
+                       std::ostream& out, std::ostream& log);
+
+}  // namespace clef::server

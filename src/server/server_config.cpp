@@ -1,0 +1,39 @@
+#include "server/server_config.hpp"
+
+#include "util/error.hpp"
+
+namespace clef::server {
+
+LogFormat parse_log_format(std::string_view name) {
+  if (name == "text") return LogFormat::text;
+  if (name == "json") return LogFormat::json;
+  throw invalid_request("log-format must be text or json, got '" + std::string(name) + "'",
+                        "log-format");
+}
+
+namespace {
+
+void require(bool ok, const char* flag, const std::string& what) {
+  if (!ok) throw invalid_request(std::string(flag) + " " + what, flag);
+}
+
+}  // namespace
+
+void validate(const ServerConfig& c) {
+  require(!c.host.empty(), "host", "must not be empty");
+  require(c.port >= 0 && c.port <= 65535, "port", "must be in 0..65535");
+  require(c.max_body_bytes >= 64, "max-body", "must be at least 64 bytes");
+  require(c.max_json_depth >= 4 && c.max_json_depth <= 10000, "max-json-depth",
+          "must be in 4..10000");
+  require(c.queue_size >= 1 && c.queue_size <= 1000000, "queue-size", "must be in 1..1000000");
+  require(c.http_threads >= 1 && c.http_threads <= 4096, "http-threads", "must be in 1..4096");
+  require(c.read_timeout_s >= 1, "read-timeout", "must be at least 1 second");
+  require(c.write_timeout_s >= 1, "write-timeout", "must be at least 1 second");
+  require(c.body_timeout_s >= 1, "body-timeout", "must be at least 1 second");
+  require(c.keep_alive_timeout_s >= 1, "keep-alive-timeout", "must be at least 1 second");
+  require(c.retry_after_s >= 0, "retry-after", "must not be negative");
+  require(c.overload_status == 429 || c.overload_status == 503, "overload-status",
+          "must be 429 or 503");
+}
+
+}  // namespace clef::server

@@ -1,0 +1,39 @@
+#pragma once
+// Settings of the HTTP server (`clef serve` flags), independent of the model.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace clef::server {
+
+/// Shape of the per-request log line on stderr.
+enum class LogFormat {
+  text,  ///< key=value pairs
+  json,  ///< one JSON object per line
+};
+
+/// "text" or "json" -> LogFormat. Throws clef::Error (invalid_request, param "log-format").
+LogFormat parse_log_format(std::string_view name);
+
+/// HTTP server settings. Durations in seconds unless the name says otherwise.
+struct ServerConfig {
+  std::string host = "127.0.0.1";          ///< address to bind
+  int port = 8080;                         ///< 0: the system picks a free port
+  std::size_t max_body_bytes = 16u << 20;  ///< larger request bodies get 413
+  int max_json_depth = 128;                ///< deeper request JSON gets 400
+  std::size_t queue_size = 64;             ///< decisions waiting for the runtime thread
+  int http_threads = 32;                   ///< httplib worker threads (one per open connection)
+  int read_timeout_s = 10;                 ///< per read() on a connection
+  int write_timeout_s = 10;                ///< per write() on a connection
+  int body_timeout_s = 30;                 ///< whole request body must arrive within this
+  int keep_alive_timeout_s = 5;            ///< idle keep-alive connection is closed after this
+  int retry_after_s = 1;                   ///< Retry-After of 429/503 answers
+  int overload_status = 429;               ///< status when the queue is full: 429 or 503
+  LogFormat log_format = LogFormat::text;
+};
+
+/// Throws clef::Error (invalid_request) naming the flag when a value is out of range.
+void validate(const ServerConfig& config);
+
+}  // namespace clef::server

@@ -1,0 +1,54 @@
+#pragma once
+// The server's log on stderr: one line per request (access) plus rare events (start, shutdown,
+// internal faults), as text (key=value) or JSON lines.
+
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "server/server_config.hpp"
+
+namespace clef::server {
+
+/// What one access line reports. Negative numbers mean "not applicable" and are left out.
+struct AccessRecord {
+  std::string request_id;
+  std::string method;
+  std::string path;
+  int status = 0;
+  int input_tokens = -1;      ///< usage.input_tokens of a decided request
+  double queue_wait_ms = -1;  ///< submit -> runtime thread took it
+  double decision_ms = -1;    ///< runtime thread time
+  double total_ms = -1;       ///< first handler -> response ready
+};
+
+/// One access line without the trailing newline. Text:
+///   `<UTC time> access id=... method=POST path=/v1/decisions status=200 input_tokens=57
+///   queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90`
+/// JSON: {"time":...,"event":"access","id":...,"method":...,"path":...,"status":...,...}.
+/// Bytes outside printable ASCII in method/path/id are written as '?'.
+std::string format_access(const AccessRecord& record, LogFormat format);
+
+/// One event line without the trailing newline: `<UTC time> <level> [id=...] message` or
+/// {"time":...,"event":level,"id":...,"message":...}.
+std::string format_event(std::string_view level, std::string_view message,
+                         std::string_view request_id, LogFormat format);
+
+/// Writes whole lines to `out` (not owned; must outlive the log). Thread-safe.
+class ServerLog {
+ public:
+  ServerLog(std::ostream& out, LogFormat format) : out_(out), format_(format) {}
+
+  void access(const AccessRecord& record);
+  void event(std::string_view level, std::string_view message, std::string_view request_id = {});
+
+ private:
+  void write_line(const std::string& line);
+
+  std::mutex mutex_;
+  std::ostream& out_;
+  LogFormat format_;
+};
+
+}  // namespace clef::server

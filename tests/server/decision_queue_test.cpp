@@ -1,0 +1,203 @@
+// DecisionQueue: loading, warm-up, order, bounded capacity, drain, failures, dropped clients, and
+// that the Decider only ever runs on the one runtime thread, one call at a time.
+
+#include "server/decision_queue.hpp"
+
+#include <gtest/gtest.h>
+
+#include "fake_decider.hpp"
+#include "json/parse.hpp"
+#include "server/warmup_request.hpp"
+
+namespace clef::server {
+namespace {
+
+using testing::fake_factory;
+using testing::FakeControl;
+using namespace std::chrono_literals;
+
+json::Value request_with_state(const std::string& state) {
+  return json::parse(R"({"state":")" + state + R"(","questions":{"q":{"type":"noul"}}})");
+}
+
+TEST(DecisionQueue, LoadsThenWarmsUpThenIsReady) {
+  auto control = std::make_shared<FakeControl>();
+  control->load_gate_open = false;
+  DecisionQueue queue(fake_factory(control, "m", 512), 4, warmup_request());
+  EXPECT_EQ(queue.state(), QueueState::loading);
+  EXPECT_FALSE(queue.model().has_value());
+  EXPECT_THROW(queue.submit(request_with_state("x")), Error);
+  control->open_load_gate();
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  EXPECT_EQ(control->finished.load(), 1);  // the warm-up decision ran before ready
+  ASSERT_TRUE(queue.model().has_value());
+  EXPECT_EQ(queue.model()->name, "m");
+  EXPECT_EQ(queue.model()->context_size, 512);
+  EXPECT_GE(queue.model()->load_seconds, 0.0);
+}
+
+TEST(DecisionQueue, SubmitWhileLoadingIsUnavailable) {
+  auto control = std::make_shared<FakeControl>();
+  control->load_gate_open = false;
+  DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  try {
+    queue.submit(request_with_state("x"));
+    FAIL() << "submit while loading must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_EQ(e.code(), "model_loading");
+  }
+  control->open_load_gate();
+}
+
+TEST(DecisionQueue, AnswersEqualTheDecidersAnswersInOrder) {
+  auto control = std::make_shared<FakeControl>();
+  DecisionQueue queue(fake_factory(control), 16, warmup_request());
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  testing::FakeDecider reference(control, "fake-model", 4096);
+  std::vector<std::future<DecisionOutcome>> futures;
+  for (int i = 0; i < 8; ++i)
+    futures.push_back(queue.submit(request_with_state(std::to_string(i))));
+  for (int i = 0; i < 8; ++i) {
+    DecisionOutcome outcome = futures[i].get();
+    ASSERT_EQ(outcome.status, DecisionOutcome::Status::decided);
+    EXPECT_EQ(outcome.decision.body, reference.decide(request_with_state(std::to_string(i))).body);
+    EXPECT_GE(outcome.queue_wait_ms, 0.0);
+  }
+}
+
+TEST(DecisionQueue, FullQueueRefusesWithQueueFull) {
+  auto control = std::make_shared<FakeControl>();
+  DecisionQueue queue(fake_factory(control), 2, warmup_request());
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  control->close_gate();
+  auto running = queue.submit(request_with_state("a"));
+  ASSERT_TRUE(control->wait_started(2));  // warm-up + "a" (held at the gate)
+  EXPECT_EQ(queue.in_flight(), 1);
+  auto waiting1 = queue.submit(request_with_state("b"));
+  auto waiting2 = queue.submit(request_with_state("c"));
+  EXPECT_EQ(queue.depth(), 2u);
+  try {
+    queue.submit(request_with_state("d"));
+    FAIL() << "a third waiting request must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::overloaded);
+    EXPECT_EQ(e.status(), 429);
+    EXPECT_EQ(e.code(), "queue_full");
+  }
+  control->open_gate();
+  EXPECT_EQ(running.get().status, DecisionOutcome::Status::decided);
+  EXPECT_EQ(waiting1.get().status, DecisionOutcome::Status::decided);
+  EXPECT_EQ(waiting2.get().status, DecisionOutcome::Status::decided);
+  EXPECT_EQ(queue.depth(), 0u);
+}
+
+TEST(DecisionQueue, DrainFinishesQueuedAndRunningThenRefuses) {
+  auto control = std::make_shared<FakeControl>();
+  DecisionQueue queue(fake_factory(control), 8, warmup_request());
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  control->close_gate();
+  std::vector<std::future<DecisionOutcome>> futures;
+  for (int i = 0; i < 5; ++i)
+    futures.push_back(queue.submit(request_with_state(std::to_string(i))));
+  ASSERT_TRUE(control->wait_started(2));
+  std::thread drainer([&] { queue.drain(); });
+  // Draining: no new work, but what was queued still runs.
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (queue.state() != QueueState::draining && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(queue.state(), QueueState::draining);
+  try {
+    queue.submit(request_with_state("late"));
+    FAIL() << "submit while draining must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_EQ(e.code(), "shutting_down");
+  }
+  control->open_gate();
+  drainer.join();
+  for (auto& f : futures) EXPECT_EQ(f.get().status, DecisionOutcome::Status::decided);
+  EXPECT_EQ(queue.state(), QueueState::stopped);
+  EXPECT_EQ(control->finished.load(), 6);
+}
+
+TEST(DecisionQueue, DeciderRunsOnOneThreadOneCallAtATime) {
+  auto control = std::make_shared<FakeControl>();
+  control->delay = 2ms;
+  DecisionQueue queue(fake_factory(control), 64, warmup_request());
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  std::vector<std::thread> submitters;
+  std::atomic<int> decided{0};
+  for (int t = 0; t < 8; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int i = 0; i < 4; ++i) {
+        auto f = queue.submit(request_with_state(std::to_string(t * 10 + i)));
+        if (f.get().status == DecisionOutcome::Status::decided) ++decided;
+      }
+    });
+  }
+  for (auto& s : submitters) s.join();
+  EXPECT_EQ(decided.load(), 32);
+  EXPECT_FALSE(control->overlapped.load());
+  std::lock_guard lock(control->mutex);
+  EXPECT_EQ(control->threads.size(), 1u);
+  EXPECT_EQ(control->threads.count(std::this_thread::get_id()), 0u);
+}
+
+TEST(DecisionQueue, FactoryFailureIsReportedAndRefusesRequests) {
+  DecisionQueue queue(
+      []() -> std::unique_ptr<runtime::Decider> {
+        throw model_error("backbone.gguf: not a GGUF file");
+      },
+      4, warmup_request());
+  EXPECT_FALSE(queue.wait_until_ready(10s));
+  EXPECT_EQ(queue.state(), QueueState::failed);
+  EXPECT_NE(queue.load_error().find("not a GGUF file"), std::string::npos);
+  EXPECT_THROW(queue.submit(request_with_state("x")), Error);
+}
+
+TEST(DecisionQueue, WarmUpFailureIsALoadFailure) {
+  auto control = std::make_shared<FakeControl>();
+  // A decider that rejects the warm-up (no questions accepted) fails the load.
+  json::Value bad_warmup = json::parse(R"({"state":"x"})");
+  DecisionQueue queue(fake_factory(control), 4, bad_warmup);
+  EXPECT_FALSE(queue.wait_until_ready(10s));
+  EXPECT_NE(queue.load_error().find("questions"), std::string::npos);
+}
+
+TEST(DecisionQueue, DeciderErrorsComeBackAsFailedOutcomes) {
+  auto control = std::make_shared<FakeControl>();
+  DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  DecisionOutcome outcome = queue.submit(json::parse(R"({"state":"x"})")).get();
+  ASSERT_EQ(outcome.status, DecisionOutcome::Status::failed);
+  try {
+    std::rethrow_exception(outcome.error);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.param(), "questions");
+    EXPECT_EQ(e.status(), 400);
+  }
+  outcome = queue.submit(request_with_state("boom")).get();
+  ASSERT_EQ(outcome.status, DecisionOutcome::Status::failed);
+  EXPECT_THROW(std::rethrow_exception(outcome.error), std::runtime_error);
+  // The runtime thread survives both.
+  EXPECT_EQ(queue.submit(request_with_state("ok")).get().status, DecisionOutcome::Status::decided);
+}
+
+TEST(DecisionQueue, GoneClientsAreDroppedWithoutDeciding) {
+  auto control = std::make_shared<FakeControl>();
+  DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  int before = control->started.load();
+  DecisionOutcome outcome = queue.submit(request_with_state("x"), [] { return true; }).get();
+  EXPECT_EQ(outcome.status, DecisionOutcome::Status::dropped);
+  EXPECT_EQ(control->started.load(), before);
+  // A probe that throws keeps the request.
+  outcome =
+      queue.submit(request_with_state("x"), []() -> bool { throw std::runtime_error("x"); }).get();
+  EXPECT_EQ(outcome.status, DecisionOutcome::Status::decided);
+}
+
+}  // namespace
+}  // namespace clef::server

@@ -1,0 +1,72 @@
+#include "server/error_reply.hpp"
+
+#include <gtest/gtest.h>
+
+#include "json/parse.hpp"
+
+namespace clef::server {
+namespace {
+
+TEST(ErrorReply, BodyHasTheFourFieldsInOrder) {
+  ErrorReply reply = ErrorReply::from(invalid_request(
+      "questions.urgency.criteria must be a non-empty array", "questions.urgency.criteria"));
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_EQ(reply.body(),
+            R"({"error":{"message":"questions.urgency.criteria must be a non-empty array",)"
+            R"("type":"invalid_request_error","code":"invalid_request",)"
+            R"("param":"questions.urgency.criteria"}})");
+}
+
+TEST(ErrorReply, EmptyParamIsNullAndMessagesAreEscaped) {
+  ErrorReply reply{413, "invalid_request_error", "context_length_exceeded", "a \"quoted\"\nline",
+                   ""};
+  EXPECT_EQ(reply.body(),
+            R"({"error":{"message":"a \"quoted\"\nline","type":"invalid_request_error",)"
+            R"("code":"context_length_exceeded","param":null}})");
+}
+
+TEST(ErrorReply, StatusAndTypeFollowTheErrorKind) {
+  struct Case {
+    ErrorKind kind;
+    int status;
+    const char* type;
+  };
+  for (Case c : {Case{ErrorKind::invalid_request, 400, "invalid_request_error"},
+                 Case{ErrorKind::payload_too_large, 413, "invalid_request_error"},
+                 Case{ErrorKind::unsupported_media_type, 415, "invalid_request_error"},
+                 Case{ErrorKind::overloaded, 429, "overloaded_error"},
+                 Case{ErrorKind::unavailable, 503, "unavailable_error"},
+                 Case{ErrorKind::model_error, 500, "server_error"},
+                 Case{ErrorKind::internal, 500, "server_error"}}) {
+    ErrorReply reply = ErrorReply::from(Error(c.kind, "c", "m", "p"));
+    EXPECT_EQ(reply.status, c.status);
+    EXPECT_EQ(reply.type, c.type);
+    EXPECT_EQ(reply.code, "c");
+    EXPECT_EQ(reply.param, "p");
+  }
+}
+
+TEST(ErrorReply, NotFoundMethodNotAllowedAndInternalNameWhatHappened) {
+  ErrorReply nf = ErrorReply::not_found("GET", "/v2/nothing");
+  EXPECT_EQ(nf.status, 404);
+  EXPECT_NE(nf.message.find("/v2/nothing"), std::string::npos);
+  ErrorReply na = ErrorReply::method_not_allowed("GET", "/v1/decisions", "POST");
+  EXPECT_EQ(na.status, 405);
+  EXPECT_EQ(na.code, "method_not_allowed");
+  EXPECT_NE(na.message.find("POST"), std::string::npos);
+  ErrorReply in = ErrorReply::internal("req-1-2");
+  EXPECT_EQ(in.status, 500);
+  EXPECT_NE(in.message.find("req-1-2"), std::string::npos);
+  // Every body parses as JSON with an "error" object.
+  for (const ErrorReply& r : {nf, na, in, ErrorReply::for_status(400), ErrorReply::for_status(413),
+                              ErrorReply::for_status(414), ErrorReply::for_status(502)}) {
+    json::Value v = json::parse(r.body());
+    ASSERT_NE(v.find("error"), nullptr);
+    EXPECT_TRUE(v.find("error")->find("message")->is_string());
+  }
+  EXPECT_EQ(ErrorReply::for_status(413).status, 413);
+  EXPECT_EQ(ErrorReply::for_status(502).type, "server_error");
+}
+
+}  // namespace
+}  // namespace clef::server

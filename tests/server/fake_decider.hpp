@@ -1,0 +1,156 @@
+#pragma once
+// A test double of runtime::Decider: deterministic answers computed from the request, an optional
+// delay, an optional gate that holds decide() until the test opens it, and checks that decide()
+// is never entered by two threads at once.
+//
+// Behaviour by request:
+//   - `questions` missing or not a non-empty object -> clef::invalid_request naming "questions";
+//   - state "boom"     -> std::runtime_error (an internal fault, 500);
+//   - state "too-long" -> clef::Error payload_too_large "context_length_exceeded" (413);
+//   - otherwise every question gets {"type":"noul","noul":p} with p from an FNV-1a hash of the
+//     request's canonical JSON and the question id, input_tokens = canonical size / 4 + 1.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "json/render.hpp"
+#include "runtime/decider.hpp"
+#include "util/error.hpp"
+
+namespace clef::server::testing {
+
+/// Shared between a test and the fakes it creates (the server owns the decider itself).
+struct FakeControl {
+  std::chrono::milliseconds delay{0};
+  std::atomic<int> started{0};  ///< decide() calls entered (warm-up included)
+  std::atomic<int> finished{0};
+  std::atomic<int> active{0};
+  std::atomic<bool> overlapped{false};  ///< two decide() calls ran at once
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool gate_open = true;
+  bool load_gate_open = true;         ///< factory waits for this
+  std::set<std::thread::id> threads;  ///< threads decide() ran on
+
+  void close_gate() {
+    std::lock_guard lock(mutex);
+    gate_open = false;
+  }
+  void open_gate() {
+    std::lock_guard lock(mutex);
+    gate_open = true;
+    cv.notify_all();
+  }
+  void open_load_gate() {
+    std::lock_guard lock(mutex);
+    load_gate_open = true;
+    cv.notify_all();
+  }
+  /// Waits until `n` decide() calls have started; false after 10 s.
+  bool wait_started(int n) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < n) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+  }
+};
+
+inline std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class FakeDecider : public runtime::Decider {
+ public:
+  FakeDecider(std::shared_ptr<FakeControl> control, std::string name, int context_size)
+      : control_(std::move(control)), name_(std::move(name)), context_size_(context_size) {}
+
+  runtime::Decision decide(const json::Value& request) override {
+    if (control_->active.fetch_add(1) != 0) control_->overlapped = true;
+    control_->started.fetch_add(1);
+    struct Leave {
+      FakeControl& c;
+      ~Leave() {
+        c.active.fetch_sub(1);
+        c.finished.fetch_add(1);
+      }
+    } leave{*control_};
+    {
+      std::unique_lock lock(control_->mutex);
+      control_->threads.insert(std::this_thread::get_id());
+      control_->cv.wait(lock, [this] { return control_->gate_open; });
+    }
+    if (control_->delay.count() > 0) std::this_thread::sleep_for(control_->delay);
+    return answer(request);
+  }
+
+  const std::string& model_name() const override { return name_; }
+  int context_size() const override { return context_size_; }
+
+ private:
+  runtime::Decision answer(const json::Value& request) const {
+    const json::Value* questions = request.find("questions");
+    if (!questions || !questions->is_object() || questions->members().empty()) {
+      throw invalid_request("questions must be a non-empty object", "questions");
+    }
+    const json::Value* state = request.find("state");
+    if (state && state->is_string() && state->as_string() == "boom") {
+      throw std::runtime_error("fake decider exploded");
+    }
+    if (state && state->is_string() && state->as_string() == "too-long") {
+      throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
+                  "record needs 99999 tokens; the context is " + std::to_string(context_size_),
+                  "state");
+    }
+    std::string canonical = json::dumps(request);
+    std::vector<json::Value::Member> answers;
+    for (const auto& [id, question] : questions->members()) {
+      double p = static_cast<double>(fnv1a(canonical + "/" + id) % 10001) / 10000.0;
+      answers.emplace_back(id, json::Value::object({{"type", json::Value::string("noul")},
+                                                    {"noul", json::Value::floating(p)}}));
+    }
+    const json::Value* model = request.find("model");
+    runtime::Decision decision;
+    decision.input_tokens = static_cast<int>(canonical.size() / 4 + 1);
+    decision.response = json::Value::object({
+        {"model", model ? *model : json::Value::string(name_)},
+        {"answers", json::Value::object(std::move(answers))},
+        {"usage", json::Value::object(
+                      {{"input_tokens", json::Value::integer(std::int64_t{decision.input_tokens})},
+                       {"output_tokens", json::Value::integer(std::int64_t{0})}})},
+    });
+    decision.body = json::dumps_unsorted(decision.response);
+    return decision;
+  }
+
+  std::shared_ptr<FakeControl> control_;
+  std::string name_;
+  int context_size_;
+};
+
+/// A DecisionQueue::Factory making FakeDeciders; waits for control->load_gate_open first.
+inline auto fake_factory(std::shared_ptr<FakeControl> control, std::string name = "fake-model",
+                         int context_size = 4096) {
+  return [control, name, context_size]() -> std::unique_ptr<runtime::Decider> {
+    {
+      std::unique_lock lock(control->mutex);
+      control->cv.wait(lock, [&] { return control->load_gate_open; });
+    }
+    return std::make_unique<FakeDecider>(control, name, context_size);
+  };
+}
+
+}  // namespace clef::server::testing

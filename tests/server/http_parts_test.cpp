@@ -1,0 +1,82 @@
+// Header checks, routes, health/models bodies, request ids.
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "server/http_checks.hpp"
+#include "server/info_bodies.hpp"
+#include "server/request_ids.hpp"
+#include "server/routes.hpp"
+
+namespace clef::server {
+namespace {
+
+TEST(HttpChecks, JsonContentTypes) {
+  EXPECT_TRUE(is_json_content_type("application/json"));
+  EXPECT_TRUE(is_json_content_type("Application/JSON; charset=utf-8"));
+  EXPECT_TRUE(is_json_content_type("application/vnd.clef+json"));
+  EXPECT_TRUE(is_json_content_type(""));
+  EXPECT_FALSE(is_json_content_type("text/plain"));
+  EXPECT_FALSE(is_json_content_type("application/x-www-form-urlencoded"));
+  EXPECT_FALSE(is_json_content_type("application/jsonx"));
+  EXPECT_FALSE(is_json_content_type("multipart/form-data; boundary=x"));
+}
+
+TEST(HttpChecks, ContentLength) {
+  EXPECT_EQ(parse_content_length("0"), 0u);
+  EXPECT_EQ(parse_content_length(" 16777217 "), 16777217u);
+  EXPECT_FALSE(parse_content_length("").has_value());
+  EXPECT_FALSE(parse_content_length("-1").has_value());
+  EXPECT_FALSE(parse_content_length("12a").has_value());
+  EXPECT_FALSE(parse_content_length("99999999999999999999999").has_value());
+}
+
+TEST(Routes, KnownPathsAndMethods) {
+  EXPECT_EQ(find_endpoint("/v1/systemone"), Endpoint::systemone);
+  EXPECT_EQ(find_endpoint("/v1/decisions"), Endpoint::decisions);
+  EXPECT_EQ(find_endpoint("/health"), Endpoint::health);
+  EXPECT_EQ(find_endpoint("/v1/models"), Endpoint::models);
+  EXPECT_EQ(find_endpoint("/metrics"), Endpoint::metrics);
+  EXPECT_EQ(find_endpoint("/v1/decisions/"), Endpoint::unknown);
+  EXPECT_EQ(find_endpoint("/v1xmodels"), Endpoint::unknown);
+  EXPECT_TRUE(method_allowed(Endpoint::decisions, "POST"));
+  EXPECT_FALSE(method_allowed(Endpoint::decisions, "GET"));
+  EXPECT_TRUE(method_allowed(Endpoint::health, "HEAD"));
+  EXPECT_FALSE(method_allowed(Endpoint::metrics, "POST"));
+  EXPECT_STREQ(endpoint_label(Endpoint::unknown), "other");
+}
+
+TEST(InfoBodies, HealthStates) {
+  EXPECT_EQ(health_of(QueueState::loading, false), Health::loading);
+  EXPECT_EQ(health_of(QueueState::ready, false), Health::ok);
+  EXPECT_EQ(health_of(QueueState::ready, true), Health::draining);
+  EXPECT_EQ(health_of(QueueState::draining, false), Health::draining);
+  EXPECT_EQ(health_of(QueueState::failed, false), Health::failed);
+  EXPECT_EQ(health_status(Health::ok), 200);
+  EXPECT_EQ(health_status(Health::loading), 503);
+  EXPECT_EQ(health_status(Health::draining), 503);
+  EXPECT_EQ(health_body(Health::ok), R"({"status":"ok"})");
+  EXPECT_EQ(health_body(Health::loading), R"({"status":"loading"})");
+  EXPECT_EQ(health_body(Health::draining), R"({"status":"draining"})");
+}
+
+TEST(InfoBodies, ModelsList) {
+  EXPECT_EQ(models_body(ModelInfo{"clef-flash", 16384, 1.0}),
+            R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
+            R"("owned_by":"clef","context_size":16384}]})");
+}
+
+TEST(RequestIds, UniqueAndClientIdsKeptWhenSane) {
+  RequestIds ids;
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(ids.next()).second);
+  EXPECT_EQ(seen.begin()->rfind("req-", 0), 0u);
+  EXPECT_EQ(ids.for_request("trace-42.a_b:c"), "trace-42.a_b:c");
+  EXPECT_NE(ids.for_request("bad id with spaces"), "bad id with spaces");
+  EXPECT_NE(ids.for_request(std::string(65, 'a')), std::string(65, 'a'));
+  EXPECT_EQ(ids.for_request("").rfind("req-", 0), 0u);
+}
+
+}  // namespace
+}  // namespace clef::server

@@ -1,0 +1,482 @@
+// The HTTP server end to end on 127.0.0.1 with a FakeDecider: endpoints, every error status with
+// its JSON body, queue limits, loading and draining, concurrency, misbehaving clients.
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <set>
+
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "raw_socket.hpp"
+#include "server/info_bodies.hpp"
+#include "server_fixture.hpp"
+
+namespace clef::server {
+namespace {
+
+using testing::metric_value;
+using testing::RawSocket;
+using testing::ServerFixture;
+using testing::test_config;
+using namespace std::chrono_literals;
+
+const char* kCard = R"({"state":"Production database is down, customers cannot log in",)"
+                    R"("questions":{"department":{"type":"choice","criteria":{"engineering":"eng",)"
+                    R"("sales":"sales","support":"support"}},"urgency":{"type":"score","criteria":)"
+                    R"(["low","medium","high","critical"]},"outage":{"type":"noul"}}})";
+
+/// The bytes the fake decider answers for `body` when the server fills in `model`.
+std::string expected_answer(ServerFixture& f, const std::string& body,
+                            const std::string& model = "fake-model") {
+  json::Value request = json::parse(body);
+  if (!request.find("model")) request.set("model", json::Value::string(model));
+  testing::FakeDecider reference(f.control, model, 4096);
+  return reference.decide(request).body;
+}
+
+/// Asserts an error answer: status, JSON body {"error":{message,type,code,param}}, request id.
+void expect_error(const httplib::Result& res, int status, const std::string& code,
+                  const std::string& param = "") {
+  ASSERT_TRUE(res) << "no answer: " << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, status) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_FALSE(res->get_header_value("X-Request-Id").empty());
+  json::Value body = json::parse(res->body);
+  const json::Value* error = body.find("error");
+  ASSERT_NE(error, nullptr) << res->body;
+  ASSERT_EQ(error->members().size(), 4u) << res->body;
+  EXPECT_EQ(error->members()[0].first, "message");
+  EXPECT_EQ(error->members()[1].first, "type");
+  EXPECT_EQ(error->members()[2].first, "code");
+  EXPECT_EQ(error->members()[3].first, "param");
+  EXPECT_FALSE(error->find("message")->as_string().empty());
+  EXPECT_EQ(error->find("code")->as_string(), code) << res->body;
+  if (param.empty())
+    EXPECT_TRUE(error->find("param")->is_null()) << res->body;
+  else
+    EXPECT_EQ(error->find("param")->as_string(), param) << res->body;
+}
+
+httplib::Result post(ServerFixture& f, const std::string& body,
+                     const std::string& path = "/v1/decisions") {
+  return f.client()->Post(path.c_str(), body, "application/json");
+}
+
+std::string metrics_text(ServerFixture& f) {
+  auto res = f.client()->Get("/metrics");
+  return res ? res->body : std::string();
+}
+
+/// Polls /metrics until `name` has `value`; false after 5 s.
+bool wait_metric(ServerFixture& f, const std::string& name, double value) {
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < until) {
+    if (metric_value(metrics_text(f), name) == value) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+TEST(ServerHttp, HealthModelsAndMetrics) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto health = f.client()->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"status":"ok"})");
+  EXPECT_FALSE(health->get_header_value("X-Request-Id").empty());
+  EXPECT_EQ(f.client()->Head("/health")->status, 200);
+
+  auto models = f.client()->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
+  EXPECT_EQ(models->body, R"({"object":"list","data":[{"id":"fake-model","object":"model",)"
+                          R"("owned_by":"clef","context_size":4096}]})");
+
+  auto decided = post(f, kCard);
+  ASSERT_TRUE(decided);
+  ASSERT_EQ(decided->status, 200);
+  int tokens =
+      std::stoi(json::parse(decided->body).find("usage")->find("input_tokens")->integer_digits());
+
+  std::string text = metrics_text(f);
+  EXPECT_EQ(
+      metric_value(text, R"(clef_http_requests_total{endpoint="/v1/decisions",status="200"})"), 1);
+  EXPECT_EQ(metric_value(text, R"(clef_http_requests_total{endpoint="/health",status="200"})"), 2);
+  EXPECT_EQ(metric_value(text, "clef_input_tokens_total"), tokens);
+  EXPECT_EQ(metric_value(text, "clef_decision_duration_seconds_count"), 1);
+  EXPECT_EQ(metric_value(text, "clef_model_loaded"), 1);
+  EXPECT_GE(metric_value(text, "clef_model_load_seconds"), 0);
+  EXPECT_EQ(metric_value(text, "clef_queue_depth"), 0);
+  EXPECT_EQ(metric_value(text, "clef_decisions_in_flight"), 0);
+}
+
+TEST(ServerHttp, BothDecisionPathsAnswerTheDecidersBytes) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto a = post(f, kCard, "/v1/decisions");
+  auto b = post(f, kCard, "/v1/systemone");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(a->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(a->body, expected_answer(f, kCard));
+  EXPECT_EQ(b->body, a->body);
+  EXPECT_EQ(json::parse(a->body).find("model")->as_string(), "fake-model");
+  EXPECT_NE(a->get_header_value("X-Request-Id"), b->get_header_value("X-Request-Id"));
+}
+
+TEST(ServerHttp, ModelDefaultsToTheServedNameAndIsEchoed) {
+  ServerFixture f(test_config(), "my-alias");
+  ASSERT_TRUE(f.wait_ready());
+  auto res = post(f, kCard);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body).find("model")->as_string(), "my-alias");
+  std::string named = R"({"model":"clef-flash","state":"x","questions":{"q":{"type":"noul"}}})";
+  res = post(f, named);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body).find("model")->as_string(), "clef-flash");
+}
+
+TEST(ServerHttp, ClientRequestIdIsKept) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto res =
+      f.client()->Post("/v1/decisions", {{"X-Request-Id", "trace-77"}}, kCard, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("X-Request-Id"), "trace-77");
+}
+
+TEST(ServerHttp, BadRequestsAre400NamingTheField) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  expect_error(post(f, R"({"state": "x", "questions": )"), 400, "invalid_json");
+  expect_error(post(f, R"(["not", "an", "object"])"), 400, "invalid_request");
+  expect_error(post(f, R"({"model": 5, "state": "x", "questions": {"q": {"type": "noul"}}})"), 400,
+               "invalid_request", "model");
+  expect_error(post(f, R"({"state": "x"})"), 400, "invalid_request", "questions");
+  expect_error(post(f, ""), 400, "invalid_json");
+  std::string deep(200, '[');
+  expect_error(post(f, deep + std::string(200, ']')), 400, "invalid_json");
+}
+
+TEST(ServerHttp, UnknownPathIs404AndWrongMethodIs405) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  expect_error(f.client()->Get("/v2/nothing"), 404, "not_found");
+  expect_error(post(f, kCard, "/v1/decision"), 404, "not_found");
+  auto get = f.client()->Get("/v1/decisions");
+  expect_error(get, 405, "method_not_allowed");
+  EXPECT_EQ(get->get_header_value("Allow"), "POST");
+  auto post_health = post(f, "{}", "/health");
+  expect_error(post_health, 405, "method_not_allowed");
+  EXPECT_EQ(post_health->get_header_value("Allow"), "GET, HEAD");
+  expect_error(f.client()->Delete("/v1/systemone"), 405, "method_not_allowed");
+  // The server still serves afterwards on fresh connections.
+  EXPECT_EQ(post(f, kCard)->status, 200);
+}
+
+TEST(ServerHttp, OversizedBodiesAre413) {
+  ServerFixture f;  // max body 4096 bytes
+  ASSERT_TRUE(f.wait_ready());
+  std::string big =
+      R"({"state":")" + std::string(5000, 'x') + R"(","questions":{"q":{"type":"noul"}}})";
+  auto res = post(f, big);
+  expect_error(res, 413, "request_too_large");
+  EXPECT_EQ(res->get_header_value("Connection"), "close");
+  // A record over the context with --truncation refuse (the decider's 413).
+  expect_error(post(f, R"({"state":"too-long","questions":{"q":{"type":"noul"}}})"), 413,
+               "context_length_exceeded", "state");
+  EXPECT_EQ(post(f, kCard)->status, 200);
+}
+
+TEST(ServerHttp, OversizedBodyIsRefusedBeforeItIsSent) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  // With Expect: 100-continue the client waits for permission; the server refuses from the
+  // headers at once, so not one body byte is needed. (httplib then keeps the connection until
+  // its keep-alive timeout; the answer itself comes first.)
+  RawSocket raw(f.port);
+  ASSERT_TRUE(raw.valid());
+  ASSERT_TRUE(
+      raw.send_all("POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Content-Type: application/json\r\nContent-Length: 1000000000\r\n"
+                   "Expect: 100-continue\r\n\r\n"));
+  std::string answer = raw.read_until("request_too_large", 500ms);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+  EXPECT_NE(answer.find("request_too_large"), std::string::npos);
+  // Without Expect: the headers alone still decide; the connection is closed after the answer.
+  RawSocket raw2(f.port);
+  ASSERT_TRUE(
+      raw2.send_all("POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{"));
+  answer = raw2.read_until("request_too_large", 500ms);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+  EXPECT_NE(answer.find("X-Request-Id: "), std::string::npos);
+}
+
+TEST(ServerHttp, NonJsonContentTypeIs415) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  expect_error(f.client()->Post("/v1/decisions", kCard, "text/plain"), 415,
+               "unsupported_media_type");
+  expect_error(f.client()->Post("/v1/decisions", "a=b", "application/x-www-form-urlencoded"), 415,
+               "unsupported_media_type");
+  EXPECT_EQ(f.client()->Post("/v1/decisions", kCard, "application/json; charset=utf-8")->status,
+            200);
+}
+
+TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
+  ServerConfig config = test_config();
+  config.queue_size = 1;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(f.control->wait_started(2));  // warm-up + the running one
+  auto waiting = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  EXPECT_EQ(metric_value(metrics_text(f), "clef_decisions_in_flight"), 1);
+  auto refused = post(f, kCard);
+  expect_error(refused, 429, "queue_full");
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
+  f.control->open_gate();
+  EXPECT_EQ(running.get()->status, 200);
+  EXPECT_EQ(waiting.get()->status, 200);
+  EXPECT_EQ(metric_value(metrics_text(f),
+                         R"(clef_http_requests_total{endpoint="/v1/decisions",status="429"})"),
+            1);
+}
+
+TEST(ServerHttp, FullQueueCanAnswer503) {
+  ServerConfig config = test_config();
+  config.queue_size = 1;
+  config.overload_status = 503;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(f.control->wait_started(2));
+  auto waiting = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  auto refused = post(f, kCard);
+  expect_error(refused, 503, "queue_full");
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
+  f.control->open_gate();
+  EXPECT_EQ(running.get()->status, 200);
+  EXPECT_EQ(waiting.get()->status, 200);
+}
+
+TEST(ServerHttp, InternalFaultIs500AndLoggedWithTheRequestId) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto res = post(f, R"({"state":"boom","questions":{"q":{"type":"noul"}}})");
+  expect_error(res, 500, "internal_error");
+  std::string id = res->get_header_value("X-Request-Id");
+  EXPECT_NE(json::parse(res->body).find("error")->find("message")->as_string().find(id),
+            std::string::npos);
+  EXPECT_EQ(res->body.find("exploded"), std::string::npos) << "internals stay in the log";
+  EXPECT_EQ(post(f, kCard)->status, 200);
+  f.stop();
+  std::string log = f.log_text();
+  EXPECT_NE(log.find("error id=" + id + " decision failed: fake decider exploded"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("access id=" + id + " method=POST path=/v1/decisions status=500"),
+            std::string::npos)
+      << log;
+}
+
+TEST(ServerHttp, WhileLoadingHealthAndDecisionsAre503) {
+  ServerFixture f(test_config(), "fake-model", /*hold_load=*/true);
+  auto health = f.client()->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(health->body, R"({"status":"loading"})");
+  auto res = post(f, kCard);
+  expect_error(res, 503, "model_loading");
+  EXPECT_EQ(res->get_header_value("Retry-After"), "2");
+  expect_error(f.client()->Get("/v1/models"), 503, "model_loading");
+  EXPECT_EQ(metric_value(metrics_text(f), "clef_model_loaded"), 0);
+  f.control->open_load_gate();
+  ASSERT_TRUE(f.wait_ready());
+  EXPECT_EQ(f.client()->Get("/health")->status, 200);
+  EXPECT_EQ(post(f, kCard)->status, 200);
+}
+
+TEST(ServerHttp, ShutdownDrainsQueuedAndRunningThenRefuses) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(f.control->wait_started(2));
+  std::string other = R"({"state":"queued","questions":{"q":{"type":"noul"}}})";
+  auto queued = std::async(std::launch::async, [&] { return post(f, other); });
+  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+
+  auto stopping = std::async(std::launch::async, [&] { f.server->shutdown(); });
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (f.server->health() != Health::draining && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  auto health = f.client()->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(health->body, R"({"status":"draining"})");
+  expect_error(post(f, kCard), 503, "shutting_down");
+  EXPECT_EQ(stopping.wait_for(50ms), std::future_status::timeout) << "must wait for the decisions";
+
+  f.control->open_gate();
+  auto a = running.get();
+  auto b = queued.get();
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(a->body, expected_answer(f, kCard));
+  EXPECT_EQ(b->status, 200);
+  EXPECT_EQ(b->body, expected_answer(f, other));
+  EXPECT_EQ(stopping.wait_for(10s), std::future_status::ready);
+  f.stop();
+  // Nothing listens any more.
+  EXPECT_FALSE(f.client()->Get("/health"));
+}
+
+TEST(ServerHttp, SixteenConcurrentRequestsEqualTheirLoneAnswers) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  f.control->delay = 3ms;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 16; ++i) {
+    bodies.push_back(
+        R"({"state":{"ticket":)" + std::to_string(i) +
+        R"(,"text":"Production database is down"},"questions":{"outage":{"type":"noul"},)"
+        R"("urgency":{"type":"score","criteria":["low","high"]}}})");
+  }
+  std::vector<std::string> alone;
+  for (const auto& body : bodies) {
+    auto res = post(f, body);
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+    alone.push_back(res->body);
+  }
+  std::set<std::string> distinct(alone.begin(), alone.end());
+  EXPECT_EQ(distinct.size(), 16u) << "requests must differ for the comparison to mean something";
+
+  std::vector<std::future<httplib::Result>> together;
+  for (int i = 0; i < 16; ++i) {
+    together.push_back(std::async(std::launch::async, [&, i] {
+      return post(f, bodies[static_cast<std::size_t>(i)],
+                  i % 2 ? "/v1/systemone" : "/v1/decisions");
+    }));
+  }
+  for (int i = 0; i < 16; ++i) {
+    auto res = together[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(res) << i;
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->body, alone[static_cast<std::size_t>(i)]) << i;
+  }
+  EXPECT_FALSE(f.control->overlapped.load());
+}
+
+TEST(ServerHttp, ClientThatVanishesMidBodyDisturbsNobody) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto started = std::chrono::steady_clock::now();
+  {
+    RawSocket raw(f.port);
+    ASSERT_TRUE(raw.valid());
+    ASSERT_TRUE(
+        raw.send_all("POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n" +
+                     std::string(R"({"state":")") + std::string(500, 'x')));
+  }  // closed mid-body
+  // A second client stalls mid-body and stays connected.
+  RawSocket stalled(f.port);
+  ASSERT_TRUE(
+      stalled.send_all("POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"));
+  for (int i = 0; i < 8; ++i) {
+    auto res = post(f, kCard);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->body, expected_answer(f, kCard));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1500ms)
+      << "others must not wait for the stalled client's read timeout";
+  // The stalled client is cut off by the read timeout (2 s) with a 400.
+  std::string answer = stalled.read_all(6s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+}
+
+TEST(ServerHttp, RequestWhoseClientLeftBeforeItsTurnIsDropped) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(f.control->wait_started(2));
+  {
+    RawSocket raw(f.port);
+    std::string body = R"({"state":"left","questions":{"q":{"type":"noul"}}})";
+    ASSERT_TRUE(
+        raw.send_all("POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "Content-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body));
+    ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  }  // the client leaves while its request waits
+  f.control->open_gate();
+  EXPECT_EQ(running.get()->status, 200);
+  ASSERT_TRUE(wait_metric(f, "clef_decisions_dropped_total", 1));
+  EXPECT_EQ(f.control->started.load(), 2) << "the dropped request never reached the decider";
+  EXPECT_EQ(post(f, kCard)->status, 200);
+}
+
+TEST(ServerHttp, KeepAliveConnectionServesManyRequests) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto client = f.client();
+  client->set_keep_alive(true);
+  std::set<std::string> ids;
+  for (int i = 0; i < 20; ++i) {
+    auto res = client->Post("/v1/decisions", kCard, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    ids.insert(res->get_header_value("X-Request-Id"));
+  }
+  EXPECT_EQ(ids.size(), 20u);
+}
+
+TEST(ServerHttp, AccessLogHasOneLinePerRequest) {
+  ServerConfig config = test_config();
+  config.log_format = LogFormat::json;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  auto res = post(f, kCard);
+  ASSERT_TRUE(res);
+  std::string id = res->get_header_value("X-Request-Id");
+  f.client()->Get("/nope");
+  f.stop();
+  std::istringstream lines(f.log_text());
+  std::string line;
+  int access_lines = 0;
+  bool found = false;
+  while (std::getline(lines, line)) {
+    json::Value v = json::parse(line);
+    if (v.find("event")->as_string() != "access") continue;
+    ++access_lines;
+    if (v.find("id")->as_string() == id) {
+      found = true;
+      EXPECT_EQ(v.find("status")->integer_digits(), "200");
+      EXPECT_EQ(v.find("path")->as_string(), "/v1/decisions");
+      EXPECT_EQ(v.find("input_tokens")->integer_digits(),
+                json::parse(res->body).find("usage")->find("input_tokens")->integer_digits());
+      EXPECT_NE(v.find("queue_wait_ms"), nullptr);
+      EXPECT_NE(v.find("decision_ms"), nullptr);
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(access_lines, 2);
+}
+
+}  // namespace
+}  // namespace clef::server

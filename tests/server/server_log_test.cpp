@@ -1,0 +1,99 @@
+#include "server/server_log.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "json/parse.hpp"
+#include "util/error.hpp"
+
+namespace clef::server {
+namespace {
+
+AccessRecord sample() {
+  AccessRecord r;
+  r.request_id = "req-1";
+  r.method = "POST";
+  r.path = "/v1/decisions";
+  r.status = 200;
+  r.input_tokens = 57;
+  r.queue_wait_ms = 0.25;
+  r.decision_ms = 12.345;
+  r.total_ms = 13;
+  return r;
+}
+
+TEST(ServerLog, TextAccessLineHasEveryField) {
+  std::string line = format_access(sample(), LogFormat::text);
+  EXPECT_NE(line.find(" access id=req-1 method=POST path=/v1/decisions status=200 input_tokens=57 "
+                      "queue_wait_ms=0.25 decision_ms=12.35 total_ms=13.00"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
+TEST(ServerLog, JsonAccessLineIsOneJsonObject) {
+  json::Value v = json::parse(format_access(sample(), LogFormat::json));
+  EXPECT_EQ(v.find("event")->as_string(), "access");
+  EXPECT_EQ(v.find("id")->as_string(), "req-1");
+  EXPECT_EQ(v.find("method")->as_string(), "POST");
+  EXPECT_EQ(v.find("path")->as_string(), "/v1/decisions");
+  EXPECT_EQ(v.find("status")->integer_digits(), "200");
+  EXPECT_EQ(v.find("input_tokens")->integer_digits(), "57");
+  EXPECT_DOUBLE_EQ(v.find("queue_wait_ms")->as_double(), 0.25);
+  EXPECT_DOUBLE_EQ(v.find("decision_ms")->as_double(), 12.35);
+  EXPECT_TRUE(v.find("time")->is_string());
+}
+
+TEST(ServerLog, NotApplicableFieldsAreLeftOutAndOddBytesMasked) {
+  AccessRecord r;
+  r.request_id = "req-2";
+  r.method = "GET";
+  r.path = "/a b\n\"c\xff";
+  r.status = 404;
+  std::string text = format_access(r, LogFormat::text);
+  EXPECT_EQ(text.find("input_tokens"), std::string::npos);
+  EXPECT_EQ(text.find("decision_ms"), std::string::npos);
+  EXPECT_NE(text.find("path=/a?b?\"c? "), std::string::npos) << text;
+  EXPECT_NO_THROW(json::parse(format_access(r, LogFormat::json)));
+}
+
+TEST(ServerLog, EventsAndWholeLines) {
+  std::ostringstream out;
+  ServerLog log(out, LogFormat::json);
+  log.event("error", "internal fault: x\ny", "req-9");
+  log.access(sample());
+  std::string all = out.str();
+  std::size_t nl = all.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  json::Value first = json::parse(all.substr(0, nl));
+  EXPECT_EQ(first.find("event")->as_string(), "error");
+  EXPECT_EQ(first.find("id")->as_string(), "req-9");
+  EXPECT_EQ(first.find("message")->as_string(), "internal fault: x y");
+  EXPECT_NO_THROW(json::parse(all.substr(nl + 1, all.size() - nl - 2)));
+  EXPECT_EQ(all.back(), '\n');
+}
+
+TEST(ServerConfig, LogFormatAndValidation) {
+  EXPECT_EQ(parse_log_format("text"), LogFormat::text);
+  EXPECT_EQ(parse_log_format("json"), LogFormat::json);
+  EXPECT_THROW(parse_log_format("xml"), Error);
+  ServerConfig c;
+  EXPECT_NO_THROW(validate(c));
+  c.queue_size = 0;
+  try {
+    validate(c);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.param(), "queue-size");
+  }
+  c = ServerConfig{};
+  c.overload_status = 500;
+  EXPECT_THROW(validate(c), Error);
+  c = ServerConfig{};
+  c.port = 70000;
+  EXPECT_THROW(validate(c), Error);
+}
+
+}  // namespace
+}  // namespace clef::server
