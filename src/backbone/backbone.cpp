@@ -34,6 +34,15 @@ class Batch {
 
 }  // namespace
 
+int chunk_length(int total, int start, int chunk) {
+  const int left = total - start;
+  if (left <= chunk) return left;
+  // A one-token decode takes llama.cpp's single-token kernels (Gated DeltaNet's autoregressive
+  // path, gemv), whose rounding differs from the batched ones: never leave a 1-token last chunk.
+  if (chunk > 1 && left == chunk + 1) return chunk - 1;
+  return chunk;
+}
+
 Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
                    std::span<const llama_model_kv_override> kv_overrides)
     : params_(params) {
@@ -113,8 +122,8 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids) {
 
   const int chunk = params_.chunk_tokens;
   Batch batch(chunk);
-  for (int start = 0; start < total; start += chunk) {
-    const int n = std::min(chunk, total - start);
+  for (int start = 0; start < total;) {
+    const int n = chunk_length(total, start, chunk);
     llama_batch& b = batch.get();
     b.n_tokens = n;
     for (int i = 0; i < n; ++i) {
@@ -136,6 +145,7 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids) {
     }
     std::memcpy(out.data.data() + static_cast<std::size_t>(start) * n_embd_, rows,
                 sizeof(float) * static_cast<std::size_t>(n) * n_embd_);
+    start += n;
   }
   return out;
 }

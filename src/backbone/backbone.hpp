@@ -24,6 +24,11 @@ struct HiddenStates {
   }
 };
 
+/// Length of the prefill chunk that starts at token `start` of a `total`-token record: `chunk`,
+/// except that the last two chunks become (chunk - 1, 2) instead of (chunk, 1). The layout
+/// depends only on (total, chunk), so a record always gives bit-identical hidden states.
+int chunk_length(int total, int start, int chunk);
+
 /// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
 /// decision runtime serializes calls).
 class Backbone {

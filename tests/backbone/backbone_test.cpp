@@ -1,0 +1,176 @@
+// The backbone returns the final-norm hidden state of every token (contract section 4) through
+// the nextn path, equal to llama.cpp's embeddings-mode rows, independent of chunking (flash
+// attention off), with a fresh state for every record.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "backbone/backbone.hpp"
+#include "support/tiny_model.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+using clef::backbone::Backbone;
+using clef::backbone::BackboneParams;
+using clef::backbone::HiddenStates;
+
+/// Deterministic pseudo-random token ids below `n_vocab` (a plain LCG; any ids will do).
+std::vector<std::int32_t> make_ids(int n, int n_vocab, std::uint32_t seed) {
+  std::vector<std::int32_t> ids(n);
+  std::uint32_t x = seed;
+  for (auto& id : ids) {
+    x = x * 1664525u + 1013904223u;
+    id = static_cast<std::int32_t>((x >> 8) % static_cast<std::uint32_t>(n_vocab));
+  }
+  return ids;
+}
+
+BackboneParams params_with_chunk(int chunk) {
+  BackboneParams p;
+  p.context_size = 2048;
+  p.threads = 1;  // ctest runs two tests at once on two cores
+  p.chunk_tokens = chunk;
+  return p;
+}
+
+float max_abs_diff(const HiddenStates& a, const HiddenStates& b) {
+  EXPECT_EQ(a.data.size(), b.data.size());
+  float m = 0;
+  for (std::size_t i = 0; i < a.data.size(); ++i) m = std::max(m, std::fabs(a.data[i] - b.data[i]));
+  return m;
+}
+
+/// Rows from llama.cpp's embeddings mode (embeddings = true, pooling none, every token an output):
+/// what the nextn path must reproduce without computing the LM head.
+std::vector<float> embeddings_mode_rows(const Backbone& backbone, std::span<const int32_t> ids) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = 2048;
+  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(ids.size());
+  cp.n_threads = cp.n_threads_batch = 1;
+  cp.embeddings = true;
+  cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  clef::backbone::LlamaContextPtr ctx(
+      llama_init_from_model(const_cast<llama_model*>(backbone.model()), cp));
+  EXPECT_TRUE(ctx);
+  llama_batch batch = llama_batch_init(static_cast<int32_t>(ids.size()), 0, 1);
+  batch.n_tokens = static_cast<int32_t>(ids.size());
+  for (int i = 0; i < batch.n_tokens; ++i) {
+    batch.token[i] = ids[i];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = 1;
+  }
+  EXPECT_EQ(llama_decode(ctx.get(), batch), 0);
+  std::vector<float> rows;
+  const int n_embd = backbone.n_embd();
+  for (int i = 0; i < batch.n_tokens; ++i) {
+    const float* r = llama_get_embeddings_ith(ctx.get(), i);
+    rows.insert(rows.end(), r, r + n_embd);
+  }
+  llama_batch_free(batch);
+  return rows;
+}
+
+class BackboneTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { clef::test::ensure_llama_backend(); }
+  const std::string& path() const { return model_path_; }
+  std::string model_path_ = clef::test::tiny_model().backbone.string();
+};
+
+TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto ids = make_ids(300, backbone.n_vocab(), 1);
+  const HiddenStates h = backbone.hidden_states(ids);
+  ASSERT_EQ(h.rows, 300);
+  ASSERT_EQ(h.n_embd, backbone.n_embd());
+  ASSERT_EQ(h.data.size(), 300u * static_cast<std::size_t>(backbone.n_embd()));
+  for (float v : h.data) ASSERT_TRUE(std::isfinite(v));
+  // Rows differ from token to token (the model is not degenerate).
+  EXPECT_GT(max_abs_diff(HiddenStates{1, h.n_embd, {h.row(0).begin(), h.row(0).end()}},
+                         HiddenStates{1, h.n_embd, {h.row(1).begin(), h.row(1).end()}}),
+            0.0f);
+}
+
+TEST_F(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
+  Backbone backbone(path(), params_with_chunk(512));
+  const auto ids = make_ids(109, backbone.n_vocab(), 2);
+  const HiddenStates h = backbone.hidden_states(ids);
+  const auto reference = embeddings_mode_rows(backbone, ids);
+  ASSERT_EQ(reference.size(), h.data.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) ASSERT_EQ(h.data[i], reference[i]) << i;
+}
+
+TEST_F(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff) {
+  Backbone chunked(path(), params_with_chunk(64));
+  Backbone one_pass(path(), params_with_chunk(1024));
+  for (int n : {63, 64, 65, 127, 128, 129, 1000}) {
+    const auto ids = make_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
+    EXPECT_EQ(max_abs_diff(chunked.hidden_states(ids), one_pass.hidden_states(ids)), 0.0f)
+        << "length " << n;
+  }
+}
+
+TEST_F(BackboneTest, EveryRecordStartsFromAFreshState) {
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto a = make_ids(150, backbone.n_vocab(), 3);
+  const auto b = make_ids(90, backbone.n_vocab(), 4);
+  const HiddenStates a_first = backbone.hidden_states(a);
+  backbone.hidden_states(b);
+  const HiddenStates a_after_b = backbone.hidden_states(a);
+  EXPECT_EQ(a_first.data, a_after_b.data);
+}
+
+TEST_F(BackboneTest, RefusesEmptyAndOverlongRecords) {
+  BackboneParams p = params_with_chunk(64);
+  p.context_size = 512;
+  Backbone backbone(path(), p);
+  EXPECT_THROW(backbone.hidden_states({}), clef::Error);
+  const auto ids = make_ids(513, backbone.n_vocab(), 5);
+  try {
+    backbone.hidden_states(ids);
+    FAIL() << "a record over the context must be refused";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.status(), 413);
+    EXPECT_EQ(e.code(), "context_length_exceeded");
+  }
+}
+
+TEST_F(BackboneTest, RefusesBadParametersAndFiles) {
+  BackboneParams p;
+  p.context_size = 100;
+  EXPECT_THROW(Backbone(path(), p), clef::Error);
+  EXPECT_THROW(Backbone(clef::test::tiny_model().head.string(), BackboneParams{}), clef::Error);
+  EXPECT_THROW(Backbone(clef::test::tiny_model().mmproj.string(), BackboneParams{}), clef::Error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ChunkLayout, FullChunksThenTheRestButNeverAOneTokenTail) {
+  using clef::backbone::chunk_length;
+  auto layout = [](int total, int chunk) {
+    std::vector<int> out;
+    for (int start = 0; start < total;) {
+      out.push_back(chunk_length(total, start, chunk));
+      start += out.back();
+    }
+    return out;
+  };
+  EXPECT_EQ(layout(63, 64), (std::vector<int>{63}));
+  EXPECT_EQ(layout(64, 64), (std::vector<int>{64}));
+  EXPECT_EQ(layout(65, 64), (std::vector<int>{63, 2}));
+  EXPECT_EQ(layout(129, 64), (std::vector<int>{64, 63, 2}));
+  EXPECT_EQ(layout(130, 64), (std::vector<int>{64, 64, 2}));
+  EXPECT_EQ(layout(1, 64), (std::vector<int>{1}));
+  EXPECT_EQ(layout(3, 1), (std::vector<int>{1, 1, 1}));
+}
+
+}  // namespace
