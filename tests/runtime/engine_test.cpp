@@ -1,0 +1,201 @@
+// End to end on the tiny test model: request -> record -> backbone -> joint schema head -> answers.
+// Random weights make the answers meaningless; what is checked is that every response is well
+// formed, probabilities sum to 1 per question, and decisions are deterministic and independent of
+// what was decided before.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "runtime/engine.hpp"
+#include "support/tiny_model.hpp"
+#include "util/error.hpp"
+
+namespace {
+
+using clef::json::Value;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+clef::runtime::EngineConfig tiny_config() {
+  const auto& m = clef::test::tiny_model();
+  clef::runtime::EngineConfig c;
+  c.backbone_path = m.backbone.string();
+  c.head_path = m.head.string();
+  c.head_config_path = m.head_config.string();
+  c.backbone.context_size = 4096;
+  c.backbone.threads = 1;  // ctest runs two tests at once on two cores
+  return c;
+}
+
+/// One engine for the whole suite (loading is the slow part).
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { engine_ = clef::runtime::make_engine(tiny_config()); }
+  static void TearDownTestSuite() { engine_.reset(); }
+  static clef::runtime::Decider& engine() { return *engine_; }
+  static std::unique_ptr<clef::runtime::Decider> engine_;
+};
+std::unique_ptr<clef::runtime::Decider> EngineTest::engine_;
+
+/// Requests of several shapes: the model card's example, 20 real requests of the coreai oracle
+/// (text, JSON states), and synthetic ones covering every question type and state kind.
+std::vector<std::string> varied_requests() {
+  std::vector<std::string> out = {read_file(std::string(CLEF_SOURCE_DIR) + "/examples/card.json")};
+  const Value fixture =
+      clef::json::parse(read_file(std::string(CLEF_TEST_DATA) + "/oracle/coreai/fixture.json"));
+  for (const Value& rec : fixture.find("records")->items()) {
+    if (out.size() > 20) break;
+    if (rec.find("request")->find("state") == nullptr) continue;  // withheld in this copy
+    out.push_back(clef::json::dumps_unsorted(*rec.find("request")));
+  }
+  out.push_back(R"({"state": {"b": [1, 2.5, null, true], "a": "caf\u00e9 \u2603"},
+    "questions": {"ok": {"type": "noul", "criteria": {"true": "fine", "false": null}},
+                  "size": {"type": "score", "instructions": null, "criteria": ["s", "m", "l"]},
+                  "pick": {"type": "choice", "criteria": {"z": 1, "a": {"x": 2}, "m": null}}}})");
+  out.push_back(R"({"model": "mine", "state": 12345678901234567890123,
+    "questions": {"x": {"type": "noul", "instructions": ""}}})");
+  out.push_back(R"({"state": null, "questions": {"n": {"type": "score", "criteria": ["only"]}}})");
+  return out;
+}
+
+void expect_well_formed(const Value& body, const Value& response) {
+  ASSERT_TRUE(response.is_object());
+  const Value* answers = response.find("answers");
+  ASSERT_NE(answers, nullptr);
+  const Value& questions = *body.find("questions");
+  ASSERT_EQ(answers->members().size(), questions.members().size());
+  for (std::size_t k = 0; k < questions.members().size(); ++k) {
+    const auto& [qid, q] = questions.members()[k];
+    const auto& [aid, a] = answers->members()[k];
+    EXPECT_EQ(qid, aid) << "answers keep question order";
+    const std::string type = q.find("type")->as_string();
+    EXPECT_EQ(a.find("type")->as_string(), type);
+    if (type == "noul") {
+      const double p = a.find("noul")->as_double();
+      EXPECT_GE(p, 0.0);
+      EXPECT_LE(p, 1.0);
+      continue;
+    }
+    double sum = 0;
+    for (const auto& [option, p] : a.find("probabilities")->members()) {
+      EXPECT_GE(p.as_double(), 0.0) << option;
+      sum += p.as_double();
+    }
+    const std::size_t n = a.find("probabilities")->members().size();
+    // Each probability is rounded to 4 decimals: the sum is 1 within n * 0.00005.
+    EXPECT_NEAR(sum, 1.0, 0.00005 * static_cast<double>(n) + 1e-12) << qid;
+    const std::size_t criteria = q.find("criteria")->is_array()
+                                     ? q.find("criteria")->items().size()
+                                     : q.find("criteria")->members().size();
+    EXPECT_EQ(n, criteria) << qid;
+  }
+  const Value* usage = response.find("usage");
+  ASSERT_NE(usage, nullptr);
+  EXPECT_EQ(usage->find("output_tokens")->integer_digits(), "0");
+}
+
+TEST_F(EngineTest, AnswersVariedRequestsWithWellFormedResponses) {
+  const auto requests = varied_requests();
+  ASSERT_GE(requests.size(), 21u);
+  for (const std::string& text : requests) {
+    SCOPED_TRACE(text.substr(0, 120));
+    const Value body = clef::json::parse(text);
+    const clef::runtime::Decision d = engine().decide(body);
+    expect_well_formed(body, d.response);
+    EXPECT_EQ(clef::json::dumps_unsorted(d.response), d.body);
+    EXPECT_GT(d.input_tokens, 54);
+    const Value* model = body.find("model");
+    EXPECT_EQ(d.response.find("model")->as_string(), model ? model->as_string() : "clef-flash");
+  }
+}
+
+TEST_F(EngineTest, SameRequestTwiceGivesIdenticalBytes) {
+  const Value body = clef::json::parse(varied_requests()[0]);
+  EXPECT_EQ(engine().decide(body).body, engine().decide(body).body);
+}
+
+TEST_F(EngineTest, DecisionDoesNotDependOnThePreviousRecord) {
+  const auto requests = varied_requests();
+  const Value a = clef::json::parse(requests[1]);
+  const Value b = clef::json::parse(requests[2]);
+  // A fresh engine decides `a` first; the shared one decides `b` and then `a`.
+  auto fresh = clef::runtime::make_engine(tiny_config());
+  const std::string first = fresh->decide(a).body;
+  engine().decide(b);
+  EXPECT_EQ(engine().decide(a).body, first);
+}
+
+TEST_F(EngineTest, TraceHasTheRecordIdsAndSpans) {
+  const Value body = clef::json::parse(varied_requests()[0]);
+  const clef::runtime::Decision d = engine().decide_traced(body);
+  ASSERT_TRUE(d.trace.is_object());
+  EXPECT_EQ(d.trace.find("ids")->items().size(), static_cast<std::size_t>(d.input_tokens));
+  EXPECT_EQ(d.trace.find("questions")->items().size(), 3u);
+}
+
+TEST_F(EngineTest, BadRequestsAreRefusedAndTheEngineKeepsWorking) {
+  const char* bad[] = {
+      R"({"questions": {"q": {"type": "noul"}}})",
+      R"({"state": "x", "questions": {}})",
+      R"({"state": "x", "questions": {"q": {"type": "maybe"}}})",
+      R"({"state": "x", "questions": {"q": {"type": "score", "criteria": []}}})",
+      R"({"state": "x", "model": 3, "questions": {"q": {"type": "noul"}}})",
+  };
+  for (const char* text : bad) {
+    try {
+      engine().decide(clef::json::parse(text));
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const clef::Error& e) {
+      EXPECT_EQ(e.status(), 400) << text << ": " << e.what();
+    }
+  }
+  const Value good = clef::json::parse(varied_requests()[0]);
+  expect_well_formed(good, engine().decide(good).response);
+}
+
+TEST_F(EngineTest, OverlongStateIsTruncatedOrRefusedAsConfigured) {
+  std::string state(20000, 'a');
+  for (std::size_t i = 0; i < state.size(); i += 7) state[i] = ' ';
+  const Value body =
+      clef::json::parse(R"({"state": ")" + state + R"(", "questions": {"q": {"type": "noul"}}})");
+  const clef::runtime::Decision d = engine().decide(body);
+  EXPECT_EQ(d.input_tokens, 4096);
+
+  auto config = tiny_config();
+  config.truncation = clef::runtime::Truncation::refuse;
+  auto refusing = clef::runtime::make_engine(config);
+  try {
+    refusing->decide(body);
+    FAIL() << "refuse mode must not truncate";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.status(), 413);
+    EXPECT_EQ(e.code(), "context_length_exceeded");
+    EXPECT_NE(std::string(e.what()).find("4096"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EngineLoadTest, MissingOrMismatchedFilesAreRefusedClearly) {
+  auto config = tiny_config();
+  config.head_path = "/nonexistent/joint_head.safetensors";
+  EXPECT_THROW(clef::runtime::make_engine(config), clef::Error);
+  config = tiny_config();
+  config.backbone_path = config.head_path;  // not a GGUF
+  EXPECT_THROW(clef::runtime::make_engine(config), clef::Error);
+  EXPECT_THROW(clef::runtime::EngineConfig::from_model_dir("/nonexistent"), clef::Error);
+  const auto made = clef::runtime::EngineConfig::from_model_dir(
+      clef::test::tiny_model().backbone.parent_path().string());
+  EXPECT_EQ(made.backbone_path, clef::test::tiny_model().backbone.string());
+  EXPECT_EQ(made.mmproj_path, clef::test::tiny_model().mmproj.string());
+}
+
+}  // namespace
