@@ -37,13 +37,18 @@ Span read_span(const rapidjson::Value& v) {
 
 }  // namespace
 
-std::vector<fs::path> oracle_config_dirs() {
+std::vector<fs::path> bundled_config_dirs() {
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(fs::path(CLEF_TEST_DATA) / "oracle" / "head")) {
     if (e.is_directory() && fs::exists(e.path() / "joint_head_config.json"))
       dirs.push_back(e.path());
   }
   std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+std::vector<fs::path> extra_config_dirs() {
+  std::vector<fs::path> dirs;
   if (const char* extra = std::getenv("CLEF_EXTRA_HEAD_ORACLES")) {
     std::stringstream ss(extra);
     std::string item;

@@ -24,10 +24,13 @@ struct OracleRecord {
   std::vector<std::vector<double>> logits_bf16;  ///< logits_bf16weights_f32math
 };
 
-/// Every configuration directory to test: tests/data/oracle/head/{tiny,small,...} (each
-/// subdirectory with a joint_head_config.json) then each entry of CLEF_EXTRA_HEAD_ORACLES
-/// (colon-separated).
-std::vector<std::filesystem::path> oracle_config_dirs();
+/// The configuration directories bundled in tests/data/oracle/head (each subdirectory with a
+/// joint_head_config.json), sorted.
+std::vector<std::filesystem::path> bundled_config_dirs();
+
+/// The directories listed in the environment variable CLEF_EXTRA_HEAD_ORACLES (colon-separated;
+/// empty entries skipped), in order; empty when unset.
+std::vector<std::filesystem::path> extra_config_dirs();
 
 /// The rec* subdirectories of `config_dir`, sorted by name.
 std::vector<std::filesystem::path> record_dirs(const std::filesystem::path& config_dir);
