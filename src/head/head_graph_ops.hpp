@@ -37,7 +37,9 @@ ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const LayerNormTensor
 /// x * W^T (+ b). x: [in, rows] -> [out, rows].
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const LinearTensors& p);
 
-/// GELU, exact erf form: 0.5 x (1 + erf(x / sqrt 2)) (ggml_gelu_erf, computed with erff).
+/// GELU, exact erf form: 0.5 x (1 + erf(x / sqrt 2)). In the pinned ggml the CPU kernel of
+/// ggml_gelu_erf on f32 (ggml-cpu/vec.h, ggml_vec_gelu_erf_f32) calls erff per element: no
+/// table and no tanh approximation (those are ggml_gelu's, which is not used here).
 ggml_tensor* gelu(ggml_context* ctx, ggml_tensor* x);
 
 /// Linear -> GELU -> Linear (the feed-forward blocks and the residual scorer).
