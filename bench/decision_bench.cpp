@@ -1,0 +1,211 @@
+// clef's speed against the raw backbone prefill, measured side by side in one run.
+//
+//   raw_prefill     llama_decode over the record's ids as a plain llama.cpp user would (LM-head
+//                   logits for the last token only), same chunk layout and flash-attention setting
+//   hidden_states   clef's backbone: final-norm rows of every token through the nextn path
+//   decision        the whole decision: parse + record + backbone + lexical rows + head + answers
+//
+// After the benchmarks it prints the ratios decision/raw_prefill and hidden_states/raw_prefill.
+// Model: the `small` test model by default (generated once into the build dir); set
+// CLEF_BENCH_PRESET=tiny|small|shape-0.8b, or CLEF_BENCH_MODEL_DIR=DIR for real files.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "backbone/backbone.hpp"
+#include "backbone/llama_handles.hpp"
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "runtime/engine.hpp"
+#include "testmodel/make_test_model.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+fs::path model_dir() {
+  const std::string given = env_or("CLEF_BENCH_MODEL_DIR", "");
+  if (!given.empty()) return given;
+  const std::string preset = env_or("CLEF_BENCH_PRESET", "small");
+  const fs::path dir = fs::path(CLEF_BINARY_DIR) / "bench-models" / (preset + "-seed0");
+  if (!fs::exists(dir / "joint_head_config.json")) {
+    clef::testmodel::MakeOptions o;
+    o.dir = dir;
+    o.preset = preset;
+    clef::testmodel::make_test_model(o);
+  }
+  return dir;
+}
+
+/// A SystemOne request whose state is `words` words long (the card example's questions).
+std::string request_with_state(int words) {
+  std::string state;
+  const char* vocabulary[] = {"database", "outage",  "customers", "login",  "error",  "region",
+                              "payment",  "latency", "support",   "ticket", "deploy", "rollback"};
+  for (int i = 0; i < words; ++i) {
+    state += vocabulary[(i * 7 + 3) % 12];
+    state += ' ';
+  }
+  std::string out = R"({"state": ")";
+  out.append(state);
+  out.append(R"(", "questions": {
+    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
+      "criteria": {"engineering": "Software, infrastructure and outages",
+                   "sales": "Pricing, quotes and purchases", "support": "Account and usage help"}},
+    "urgency": {"type": "score", "instructions": "How urgent is this ticket?",
+      "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
+    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}}})");
+  return out;
+}
+
+/// Shared state: one engine (for decisions and record ids) and one plain llama context.
+struct Fixture {
+  clef::runtime::EngineConfig config;
+  std::unique_ptr<clef::runtime::Decider> engine;
+  std::unique_ptr<clef::backbone::Backbone> backbone;
+  clef::backbone::LlamaContextPtr raw_ctx;
+
+  Fixture() {
+    config = clef::runtime::EngineConfig::from_model_dir(model_dir().string());
+    config.backbone.context_size = 8192;
+    config.backbone.threads = std::atoi(env_or("CLEF_BENCH_THREADS", "0").c_str());
+    engine = clef::runtime::make_engine(config);
+    backbone = std::make_unique<clef::backbone::Backbone>(config.backbone_path, config.backbone);
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = static_cast<uint32_t>(config.backbone.context_size);
+    cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(config.backbone.chunk_tokens);
+    cp.n_seq_max = 1;
+    const int threads = config.backbone.threads > 0
+                            ? config.backbone.threads
+                            : static_cast<int>(std::thread::hardware_concurrency());
+    cp.n_threads = cp.n_threads_batch = threads;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    raw_ctx.reset(llama_init_from_model(backbone->model(), cp));
+  }
+
+  std::vector<std::int32_t> ids_of(const clef::json::Value& body) {
+    const auto d = engine->decide_traced(body);
+    std::vector<std::int32_t> ids;
+    for (const auto& v : d.trace.find("ids")->items()) ids.push_back(std::stoi(v.integer_digits()));
+    return ids;
+  }
+
+  /// Plain prefill: same chunk layout, logits for the last token only.
+  void raw_prefill(const std::vector<std::int32_t>& ids) {
+    llama_memory_clear(llama_get_memory(raw_ctx.get()), true);
+    const int total = static_cast<int>(ids.size());
+    const int chunk = config.backbone.chunk_tokens;
+    llama_batch b = llama_batch_init(chunk, 0, 1);
+    for (int start = 0; start < total;) {
+      const int n = clef::backbone::chunk_length(total, start, chunk);
+      b.n_tokens = n;
+      for (int i = 0; i < n; ++i) {
+        b.token[i] = ids[start + i];
+        b.pos[i] = start + i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = (start + i == total - 1) ? 1 : 0;
+      }
+      if (llama_decode(raw_ctx.get(), b) != 0) std::abort();
+      start += n;
+    }
+    llama_batch_free(b);
+    benchmark::DoNotOptimize(llama_get_logits_ith(raw_ctx.get(), -1));
+  }
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+void set_counters(benchmark::State& state, std::size_t tokens) {
+  state.counters["tokens"] = static_cast<double>(tokens);
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(tokens) * state.iterations(),
+                                               benchmark::Counter::kIsRate);
+}
+
+void BM_raw_prefill(benchmark::State& state) {
+  auto& f = fixture();
+  const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
+  for (auto _ : state) f.raw_prefill(ids);
+  set_counters(state, ids.size());
+}
+
+void BM_hidden_states(benchmark::State& state) {
+  auto& f = fixture();
+  const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
+  for (auto _ : state) benchmark::DoNotOptimize(f.backbone->hidden_states(ids));
+  set_counters(state, ids.size());
+}
+
+void BM_decision(benchmark::State& state) {
+  auto& f = fixture();
+  const std::string text = request_with_state(state.range(0));
+  std::size_t tokens = 0;
+  double head_ms = 0;
+  for (auto _ : state) {
+    const auto d = f.engine->decide(clef::json::parse(text));
+    tokens = static_cast<std::size_t>(d.input_tokens);
+    head_ms += d.timings.head_ms;
+  }
+  set_counters(state, tokens);
+  state.counters["head_ms"] = head_ms / static_cast<double>(state.iterations());
+}
+
+constexpr int kStates[] = {60, 1800};
+BENCHMARK(BM_raw_prefill)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_hidden_states)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_decision)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
+
+/// Collects each run's real time per iteration so the ratios can be printed after the table.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nratios (same record, same run):\n");
+    std::printf("%-8s %22s %22s\n", "state", "hidden_states/raw", "decision/raw");
+    for (int s : kStates) {
+      const double raw = time_of("BM_raw_prefill", s);
+      if (raw <= 0) continue;
+      std::printf("%-8d %22.3f %22.3f\n", s, time_of("BM_hidden_states", s) / raw,
+                  time_of("BM_decision", s) / raw);
+    }
+  }
+
+ private:
+  double time_of(const char* name, int arg) const {
+    char key[96];
+    std::snprintf(key, sizeof key, "%s/%d", name, arg);
+    const auto it = times_.find(key);
+    return it == times_.end() ? 0.0 : it->second;
+  }
+  std::map<std::string, double> times_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::printf("model: %s\n", model_dir().string().c_str());
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
