@@ -71,49 +71,57 @@ void GgufStreamWriter::add_tensor(GgufTensorSpec spec) {
 
 void GgufStreamWriter::write(const std::filesystem::path& path, std::uint64_t seed) const {
   const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot create " + tmp.string());
-
-    std::vector<char> meta(gguf_get_meta_size(gguf_.get()));
-    gguf_get_meta_data(gguf_.get(), meta.data());
-    out.write(meta.data(), static_cast<std::streamsize>(meta.size()));
-
-    const std::size_t alignment = gguf_get_alignment(gguf_.get());
-    std::size_t data_pos = 0;  // bytes written into the data section
-    std::vector<float> values;
-    std::vector<char> converted;
-    for (std::size_t i = 0; i < specs_.size(); ++i) {
-      const GgufTensorSpec& spec = specs_[i];
-      if (gguf_get_tensor_offset(gguf_.get(), static_cast<std::int64_t>(i)) != data_pos) {
-        throw std::runtime_error("gguf: tensor offset mismatch at " + spec.name);
-      }
-      const std::int64_t n_per_row = spec.ne[0];
-      std::int64_t nrows = 1;
-      for (std::size_t d = 1; d < spec.ne.size(); ++d) nrows *= spec.ne[d];
-      const std::int64_t chunk_rows = std::max<std::int64_t>(1, kChunkValues / n_per_row);
-      Rng rng(derive_seed(seed, label_ + "/" + spec.name));
-      std::size_t written = 0;
-      for (std::int64_t r0 = 0; r0 < nrows; r0 += chunk_rows) {
-        const std::int64_t rows = std::min(chunk_rows, nrows - r0);
-        values.resize(static_cast<std::size_t>(rows * n_per_row));
-        draw(spec.init, rng, values.data(), values.size());
-        const std::size_t bytes =
-            ggml_row_size(spec.type, n_per_row) * static_cast<std::size_t>(rows);
-        converted.resize(bytes);
-        convert_rows(spec.type, values.data(), converted.data(), rows, n_per_row);
-        out.write(converted.data(), static_cast<std::streamsize>(bytes));
-        written += bytes;
-      }
-      const std::size_t padded = GGML_PAD(written, alignment);
-      const std::vector<char> zeros(padded - written, 0);
-      out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
-      data_pos += padded;
-    }
-    out.flush();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  try {
+    write_unrenamed(tmp, seed);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
   }
   std::filesystem::rename(tmp, path);
+}
+
+void GgufStreamWriter::write_unrenamed(const std::filesystem::path& tmp, std::uint64_t seed) const {
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot create " + tmp.string());
+
+  std::vector<char> meta(gguf_get_meta_size(gguf_.get()));
+  gguf_get_meta_data(gguf_.get(), meta.data());
+  out.write(meta.data(), static_cast<std::streamsize>(meta.size()));
+
+  const std::size_t alignment = gguf_get_alignment(gguf_.get());
+  std::size_t data_pos = 0;  // bytes written into the data section
+  std::vector<float> values;
+  std::vector<char> converted;
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const GgufTensorSpec& spec = specs_[i];
+    if (gguf_get_tensor_offset(gguf_.get(), static_cast<std::int64_t>(i)) != data_pos) {
+      throw std::runtime_error("gguf: tensor offset mismatch at " + spec.name);
+    }
+    const std::int64_t n_per_row = spec.ne[0];
+    std::int64_t nrows = 1;
+    for (std::size_t d = 1; d < spec.ne.size(); ++d) nrows *= spec.ne[d];
+    const std::int64_t chunk_rows = std::max<std::int64_t>(1, kChunkValues / n_per_row);
+    Rng rng(derive_seed(seed, label_ + "/" + spec.name));
+    std::size_t written = 0;
+    for (std::int64_t r0 = 0; r0 < nrows; r0 += chunk_rows) {
+      const std::int64_t rows = std::min(chunk_rows, nrows - r0);
+      values.resize(static_cast<std::size_t>(rows * n_per_row));
+      draw(spec.init, rng, values.data(), values.size());
+      const std::size_t bytes =
+          ggml_row_size(spec.type, n_per_row) * static_cast<std::size_t>(rows);
+      converted.resize(bytes);
+      convert_rows(spec.type, values.data(), converted.data(), rows, n_per_row);
+      out.write(converted.data(), static_cast<std::streamsize>(bytes));
+      written += bytes;
+    }
+    const std::size_t padded = GGML_PAD(written, alignment);
+    const std::vector<char> zeros(padded - written, 0);
+    out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    data_pos += padded;
+  }
+  out.flush();
+  if (!out) throw std::runtime_error("cannot write " + tmp.string());
 }
 
 }  // namespace clef::testmodel

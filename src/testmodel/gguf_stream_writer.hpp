@@ -49,6 +49,9 @@ class GgufStreamWriter {
   struct GgmlDeleter {
     void operator()(ggml_context* c) const { ggml_free(c); }
   };
+  /// Writes the whole file to `tmp` (write() renames it into place).
+  void write_unrenamed(const std::filesystem::path& tmp, std::uint64_t seed) const;
+
   std::string label_;
   std::unique_ptr<gguf_context, GgufDeleter> gguf_;
   std::unique_ptr<ggml_context, GgmlDeleter> meta_;  ///< no_alloc: tensor headers only
