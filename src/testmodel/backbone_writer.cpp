@@ -54,8 +54,9 @@ std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneSh
   gguf_set_val_str(kv, "general.type", "model");
   gguf_set_val_str(kv, "general.name", "clef test backbone");
   gguf_set_val_str(kv, "general.description", description.c_str());
+  const bool all_f32 = s.matrix_type == GGML_TYPE_F32 && s.vocab_type == GGML_TYPE_F32;
   gguf_set_val_u32(kv, "general.file_type",
-                   s.matrix_type == GGML_TYPE_F32 ? 0u : 1u);  // ALL_F32 / MOSTLY_F16
+                   all_f32 ? 0u : 1u);  // LLAMA_FTYPE_ALL_F32 / MOSTLY_F16
   set_u32(kv, a + "context_length", s.context_length);
   set_u32(kv, a + "embedding_length", s.n_embd);
   set_u32(kv, a + "block_count", s.n_layer);
