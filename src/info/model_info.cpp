@@ -41,7 +41,7 @@ std::string pattern(const std::vector<bool>& recurrent) {
 
 }  // namespace
 
-ModelReport inspect_model(const ModelFiles& files) {
+ModelReport inspect_files(const ModelFiles& files) {
   ModelReport r;
   if (files.backbone) r.backbone = read_backbone_info(GgufFile(*files.backbone));
   if (files.mmproj) {
@@ -65,7 +65,7 @@ ModelReport inspect_model(const ModelFiles& files) {
 }
 
 ModelReport inspect_model(const std::vector<std::filesystem::path>& paths) {
-  return inspect_model(classify_model_files(paths));
+  return inspect_files(classify_model_files(paths));
 }
 
 std::string format_report(const ModelReport& r) {

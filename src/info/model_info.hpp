@@ -22,9 +22,9 @@ struct ModelReport {
 
 /// Reads the given files. Throws model_error for the first unusable file, and when the pieces
 /// disagree: head hidden_size != backbone n_embd, mmproj output dim != backbone n_embd.
-ModelReport inspect_model(const ModelFiles& files);
+ModelReport inspect_files(const ModelFiles& files);
 
-/// inspect_model(classify_model_files(paths)).
+/// inspect_files(classify_model_files(paths)).
 ModelReport inspect_model(const std::vector<std::filesystem::path>& paths);
 
 /// Human-readable multi-line summary (one block per file, then warnings).
