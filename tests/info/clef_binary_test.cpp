@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "../testmodel/tiny_model.hpp"
+#include "support/tiny_model.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <memory>
 
-#include "../testmodel/tiny_model.hpp"
+#include "support/tiny_model.hpp"
 #include "info/safetensors_header.hpp"
 #include "llama.h"
 #include "testmodel/head_layout.hpp"

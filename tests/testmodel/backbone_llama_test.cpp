@@ -12,7 +12,7 @@
 
 #include "llama-ext.h"
 #include "llama.h"
-#include "tiny_model.hpp"
+#include "support/tiny_model.hpp"
 
 namespace clef::testmodel {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "testmodel/make_test_model.hpp"
-#include "tiny_model.hpp"
+#include "support/tiny_model.hpp"
 #include "util/error.hpp"
 
 namespace clef::testmodel {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "tiny_model.hpp"
+#include "support/tiny_model.hpp"
 
 namespace clef::testmodel {
 namespace {

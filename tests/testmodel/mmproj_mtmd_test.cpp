@@ -9,7 +9,7 @@
 
 #include "llama.h"
 #include "mtmd.h"
-#include "tiny_model.hpp"
+#include "support/tiny_model.hpp"
 
 namespace clef::testmodel {
 namespace {

@@ -11,7 +11,7 @@
 #include "testmodel/bf16.hpp"
 #include "testmodel/head_layout.hpp"
 #include "testmodel/head_writer.hpp"
-#include "tiny_model.hpp"
+#include "support/tiny_model.hpp"
 
 namespace clef::testmodel {
 namespace {
