@@ -14,5 +14,6 @@ struct ExitCode {
 void add_make_test_model_command(CLI::App& app, ExitCode& exit_code);  ///< `clef make-test-model`
 void add_info_command(CLI::App& app, ExitCode& exit_code);             ///< `clef info`
 void add_ask_command(CLI::App& app, ExitCode& exit_code);              ///< `clef ask`
+void add_serve_command(CLI::App& app, ExitCode& exit_code);
 
 }  // namespace clef::cli

@@ -1,5 +1,7 @@
 #include "server/http_server.hpp"
 
+#include <sys/socket.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -36,6 +38,12 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   http.set_keep_alive_max_count(1000);
   http.set_payload_max_length(config.max_body_bytes);
   http.set_tcp_nodelay(true);
+  // httplib's default also sets SO_REUSEPORT, which would let a second server bind the same port
+  // and silently take half the connections; keep only SO_REUSEADDR (fast restarts).
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 
   http.set_pre_routing_handler(
       [&core](const Request& req, Response& res) { return core.pre_route(req, res); });

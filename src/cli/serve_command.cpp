@@ -1,0 +1,134 @@
+// `clef serve`: the SystemOne HTTP server (src/server) over the decision engine (src/runtime).
+//   clef serve --model-dir DIR [--host 127.0.0.1] [--port 8080] [--alias NAME] ...
+//   clef serve --demo          serves the random-weight `tiny` test model, generated once into
+//                              ${XDG_CACHE_HOME:-~/.cache}/clef/demo-tiny/tiny-seed<N>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
+#include "runtime/engine.hpp"
+#include "server/serve_loop.hpp"
+#include "server/server_config.hpp"
+#include "testmodel/make_test_model.hpp"
+#include "util/error.hpp"
+
+namespace clef::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ServeOptions {
+  EngineOptions engine;
+  server::ServerConfig server;
+  std::string log_format = "text";
+  bool demo = false;
+  std::uint64_t demo_seed = 0;
+};
+
+/// ${XDG_CACHE_HOME:-$HOME/.cache}/clef/demo-tiny. Throws invalid_request when neither is set.
+fs::path demo_cache_root() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return fs::path(xdg) / "clef" / "demo-tiny";
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || home[0] == '\0') {
+    throw invalid_request("--demo needs XDG_CACHE_HOME or HOME for its model cache", "demo");
+  }
+  return fs::path(home) / ".cache" / "clef" / "demo-tiny";
+}
+
+/// The `tiny` test model for `seed`, generated on first use. Generation writes into a private
+/// temporary directory that is renamed into place, so concurrent first runs cannot see half a
+/// model; the directory name is the cache key (preset + seed).
+fs::path demo_model_dir(std::uint64_t seed) {
+  const fs::path root = demo_cache_root();
+  const fs::path dir = root / ("tiny-seed" + std::to_string(seed));
+  if (fs::exists(dir / "joint_head_config.json")) return dir;
+  fs::create_directories(root);
+  const fs::path tmp =
+      root / (".tmp-" + std::to_string(::getpid()) + "-tiny-seed" + std::to_string(seed));
+  fs::remove_all(tmp);
+  testmodel::MakeOptions make;
+  make.dir = tmp;
+  make.seed = seed;
+  make.preset = "tiny";
+  std::cerr << "clef serve: generating the demo model (tiny, seed " << seed << ") in " << dir
+            << "\n";
+  testmodel::make_test_model(make);
+  std::error_code ec;
+  fs::rename(tmp, dir, ec);
+  if (ec) {  // another process finished first: use its copy
+    fs::remove_all(tmp);
+    if (!fs::exists(dir / "joint_head_config.json")) {
+      throw model_error("cannot place the demo model in " + dir.string() + ": " + ec.message());
+    }
+  }
+  return dir;
+}
+
+int run_serve(ServeOptions& options) {
+  options.server.log_format = server::parse_log_format(options.log_format);
+  if (options.demo) {
+    if (!options.engine.model_dir.empty() || !options.engine.model.empty()) {
+      throw invalid_request("--demo serves its own model; drop --model-dir/--model", "demo");
+    }
+    options.engine.model_dir = demo_model_dir(options.demo_seed).string();
+  }
+  runtime::EngineConfig config = options.engine.to_config();
+  server::DecisionQueue::Factory factory = [config] { return runtime::make_engine(config); };
+  return server::serve_until_signal(options.server, std::move(factory), std::cout, std::cerr);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, ExitCode& exit_code) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "serve SystemOne decisions over HTTP: POST /v1/systemone and /v1/decisions, GET /health, "
+      "/v1/models, /metrics; SIGTERM/SIGINT drain and exit 0");
+  options->engine.add_to(*cmd);
+  server::ServerConfig& s = options->server;
+  cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
+      ->capture_default_str();
+  cmd->add_option("--max-body", s.max_body_bytes,
+                  "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted), else 413")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  cmd->add_option("--queue-size", s.queue_size,
+                  "decisions that may wait for the runtime thread; more get 429")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", s.http_threads,
+                  "HTTP worker threads (each serves one open connection at a time)")
+      ->capture_default_str();
+  cmd->add_option("--read-timeout", s.read_timeout_s, "seconds a connection may stay silent")
+      ->capture_default_str();
+  cmd->add_option("--write-timeout", s.write_timeout_s, "seconds a blocked write may take")
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", s.body_timeout_s,
+                  "seconds the whole request body may take to arrive")
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s,
+                  "seconds an idle keep-alive connection is kept")
+      ->capture_default_str();
+  cmd->add_option("--busy-status", s.overload_status, "status when the queue is full")
+      ->check(CLI::IsMember({429, 503}))
+      ->capture_default_str();
+  cmd->add_option("--log-format", options->log_format, "request log on stderr")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_flag("--demo", options->demo,
+                "serve the random-weight tiny test model (generated once into the user cache)");
+  cmd->add_option("--demo-seed", options->demo_seed, "seed of the --demo model")
+      ->capture_default_str();
+  cmd->callback([options, &exit_code] { exit_code.value = run_serve(*options); });
+}
+
+}  // namespace clef::cli

@@ -1,0 +1,34 @@
+// clef_fake_server: serve_until_signal() over the FakeDecider, so the signal and drain path of
+// `clef serve` can be tested as a child process without a model.
+//   clef_fake_server [--delay-ms N] [--queue-size N] [--port N]
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "fake_decider.hpp"
+#include "server/serve_loop.hpp"
+
+int main(int argc, char** argv) {
+  clef::server::ServerConfig config;
+  config.port = 0;
+  config.read_timeout_s = 2;
+  config.keep_alive_timeout_s = 1;
+  auto control = std::make_shared<clef::server::testing::FakeControl>();
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    long value = std::strtol(argv[i + 1], nullptr, 10);
+    if (flag == "--delay-ms")
+      control->delay = std::chrono::milliseconds(value);
+    else if (flag == "--queue-size")
+      config.queue_size = static_cast<std::size_t>(value);
+    else if (flag == "--port")
+      config.port = static_cast<int>(value);
+    else {
+      std::cerr << "unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
+  return clef::server::serve_until_signal(config, clef::server::testing::fake_factory(control),
+                                          std::cout, std::cerr);
+}

@@ -1,0 +1,135 @@
+// `clef serve`'s life as a process: the signal/drain path over the fake decider
+// (clef_fake_server), run as a child process.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "child_process.hpp"
+#include "json/parse.hpp"
+#include "temp_dir.hpp"
+
+namespace clef::server {
+namespace {
+
+using testing::ChildProcess;
+using testing::port_from_banner;
+using testing::TempDir;
+using namespace std::chrono_literals;
+
+std::unique_ptr<httplib::Client> client(int port) {
+  auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+  c->set_connection_timeout(2, 0);
+  c->set_read_timeout(20, 0);
+  c->set_tcp_nodelay(true);
+  return c;
+}
+
+bool wait_healthy(int port, std::chrono::seconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    auto res = client(port)->Get("/health");
+    if (res && res->status == 200) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+double queue_depth(int port) {
+  auto res = client(port)->Get("/metrics");
+  if (!res) return -1;
+  auto pos = res->body.find("\nclef_queue_depth ");
+  return pos == std::string::npos ? -1 : std::stod(res->body.substr(pos + 18));
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string request_body(int i) {
+  return R"({"state":"ticket )" + std::to_string(i) +
+         R"(","questions":{"outage":{"type":"noul"}}})";
+}
+
+TEST(ServeProcess, SigtermDuringLoadAnswersEveryAcceptedRequestAndExitsZero) {
+  TempDir tmp;
+  ChildProcess child({CLEF_FAKE_SERVER, "--delay-ms", "150", "--queue-size", "16"}, {},
+                     (tmp.path() / "stderr.log").string());
+  ASSERT_TRUE(child.started());
+  int port = port_from_banner(child.read_line(10s));
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(wait_healthy(port, 10s));
+
+  // The answers each request gets alone, before the load.
+  std::vector<std::string> alone;
+  for (int i = 0; i < 6; ++i) {
+    auto res = client(port)->Post("/v1/decisions", request_body(i), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+    alone.push_back(res->body);
+  }
+
+  std::vector<std::future<httplib::Result>> load;
+  for (int i = 0; i < 6; ++i) {
+    load.push_back(std::async(std::launch::async, [port, i] {
+      return client(port)->Post("/v1/decisions", request_body(i), "application/json");
+    }));
+  }
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (queue_depth(port) < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GE(queue_depth(port), 3) << "SIGTERM must arrive while decisions are queued";
+  child.send_signal(SIGTERM);
+
+  // New requests are refused (503) while the queue drains, or find nobody listening after.
+  std::this_thread::sleep_for(50ms);
+  auto late = client(port)->Post("/v1/decisions", request_body(99), "application/json");
+  if (late) {
+    EXPECT_EQ(late->status, 503);
+    EXPECT_NE(late->body.find("shutting_down"), std::string::npos);
+  }
+
+  for (int i = 0; i < 6; ++i) {
+    auto res = load[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(res) << "request " << i << " lost: " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->body, alone[static_cast<std::size_t>(i)]);
+  }
+  auto code = child.wait_exit(15s);
+  ASSERT_TRUE(code.has_value()) << "the server did not exit after draining";
+  EXPECT_EQ(*code, 0);
+  std::string log = slurp(tmp.path() / "stderr.log");
+  EXPECT_NE(log.find("SIGTERM received"), std::string::npos) << log;
+  EXPECT_NE(log.find("draining"), std::string::npos) << log;
+  EXPECT_NE(log.find("stopped"), std::string::npos) << log;
+}
+
+TEST(ServeProcess, SigintIdleExitsZeroAndBusyPortExitsOne) {
+  TempDir tmp;
+  ChildProcess first({CLEF_FAKE_SERVER}, {}, (tmp.path() / "first.log").string());
+  int port = port_from_banner(first.read_line(10s));
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(wait_healthy(port, 10s));
+
+  ChildProcess second({CLEF_FAKE_SERVER, "--port", std::to_string(port)}, {},
+                      (tmp.path() / "second.log").string());
+  auto second_code = second.wait_exit(10s);
+  ASSERT_TRUE(second_code.has_value());
+  EXPECT_EQ(*second_code, 1);
+  EXPECT_NE(slurp(tmp.path() / "second.log").find("cannot listen"), std::string::npos);
+
+  first.send_signal(SIGINT);
+  auto code = first.wait_exit(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+}
+
+}  // namespace
+}  // namespace clef::server
