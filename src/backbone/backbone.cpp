@@ -52,6 +52,7 @@ Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = params_.gpu_layers;
   mp.load_mode = LLAMA_LOAD_MODE_MMAP;
+  mp.use_extra_bufts = params_.weight_repacking;
   if (!kv_overrides.empty()) {
     if (kv_overrides.back().key[0] != '\0') {
       throw std::invalid_argument("Backbone: kv_overrides must end with an empty-key entry");

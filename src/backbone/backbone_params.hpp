@@ -21,6 +21,11 @@ struct BackboneParams {
   /// Flash attention in the backbone. Off by default: with it on, the CPU kernels give results
   /// that depend on the chunk layout (see docs/performance.md).
   bool flash_attention = false;
+  /// Let llama.cpp repack quantized weights into CPU-specific layouts (its "extra buffer
+  /// types": AMX, AArch64 interleaving). Off by default: on this pinned version a Q4_K_M
+  /// backbone crashed in ggml_backend_amx_mul_mat on an AMX CPU, and repacked kernels give
+  /// results that depend on the chunk layout (llama-probes.md section 2).
+  bool weight_repacking = false;
   /// Called while the weights load with progress in [0, 1]; return false to abort.
   std::function<bool(float)> on_progress;
 };

@@ -43,7 +43,8 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
       ->capture_default_str();
   cmd.add_option("--set", settings,
-                 "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens)");
+                 "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
+                 "flash_attention=0|1, weight_repacking=0|1)");
   cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
 }
 
@@ -86,10 +87,16 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.gpu_layers = parse_int_setting(name, value);
     } else if (name == "chunk_tokens") {
       p.chunk_tokens = parse_int_setting(name, value);
+    } else if (name == "flash_attention") {
+      p.flash_attention = parse_int_setting(name, value) != 0;
+    } else if (name == "weight_repacking") {
+      p.weight_repacking = parse_int_setting(name, value) != 0;
     } else {
-      throw invalid_request("--set: unknown engine parameter '" + name +
-                                "' (known: context_size, threads, gpu_layers, chunk_tokens)",
-                            "set");
+      throw invalid_request(
+          "--set: unknown engine parameter '" + name +
+              "' (known: context_size, threads, gpu_layers, chunk_tokens, flash_attention, "
+              "weight_repacking)",
+          "set");
     }
   }
   return config;
