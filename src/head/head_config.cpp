@@ -37,6 +37,26 @@ std::string HeadConfig::describe() const {
          ", feedforward=" + std::to_string(feedforward) + "}";
 }
 
+void validate_head_config(const HeadConfig& c, const std::string& source) {
+  const auto check = [&](const char* key, std::int64_t v, std::int64_t min, std::int64_t max) {
+    if (v < min || v > max) {
+      throw model_error(source + ": \"" + key + "\" is " + std::to_string(v) +
+                        "; it must be an integer in [" + std::to_string(min) + ", " +
+                        std::to_string(max) + "]");
+    }
+  };
+  check("hidden_size", c.hidden_size, 1, kMaxDim);
+  check("width", c.width, 1, kMaxDim);
+  check("routing_layers", c.routing_layers, 0, kMaxLayers);
+  check("layers", c.layers, 0, kMaxLayers);
+  check("heads", c.heads, 1, kMaxDim);
+  check("feedforward", c.feedforward, 1, kMaxDim);
+  if (c.width % c.heads != 0) {
+    throw model_error(source + ": \"width\" " + std::to_string(c.width) +
+                      " is not divisible by \"heads\" " + std::to_string(c.heads));
+  }
+}
+
 HeadConfig parse_head_config(std::string_view json, const std::string& source) {
   rapidjson::Document doc;
   doc.Parse(json.data(), json.size());

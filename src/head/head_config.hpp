@@ -28,6 +28,11 @@ struct HeadConfig {
 /// naming `source` and the key at fault.
 HeadConfig parse_head_config(std::string_view json, const std::string& source);
 
+/// Checks a config built in code (e.g. from GGUF keys) with the bounds parse_head_config applies:
+/// every size positive (routing_layers and layers may be 0), width divisible by heads. Throws
+/// clef::Error (model_error) naming `source` and the field at fault.
+void validate_head_config(const HeadConfig& config, const std::string& source);
+
 /// Reads and parses `path`. Throws model_error when the file is missing or invalid.
 HeadConfig read_head_config(const std::filesystem::path& path);
 

@@ -52,6 +52,15 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
 
   std::map<std::string, ggml_tensor*, std::less<>> by_name;
   for (const auto& s : specs) {
+    // Folded scales take the raw scalars' places (same [1] shape, other values).
+    const bool scalar = s.name == kScalarNames[0] || s.name == kScalarNames[1] ||
+                        s.name == kScalarNames[2];
+    if (scalar && weights.folded_scales()) {
+      ggml_tensor* t = ggml_new_tensor_1d(ctx_.get(), GGML_TYPE_F32, 1);
+      ggml_set_name(t, ("clef.folded." + s.name).c_str());
+      by_name.emplace(s.name, t);
+      continue;
+    }
     std::int64_t ne[4] = {1, 1, 1, 1};
     const int n_dims = s.shape.empty() ? 1 : static_cast<int>(s.shape.size());
     for (std::size_t i = 0; i < s.shape.size(); ++i) ne[i] = s.shape[s.shape.size() - 1 - i];
@@ -61,6 +70,7 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
   }
   const Lookup at(by_name);
   HeadTensors& w = tensors_;
+  w.scales_folded = weights.folded_scales().has_value();
   w.prior_logit_scale = at("prior_logit_scale");
   w.joint_logit_scale = at("joint_logit_scale");
   w.residual_gate = at("residual_gate");
@@ -102,8 +112,17 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
   }
   ggml_backend_buffer_set_usage(buffer_.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
   for (const auto& [name, t] : by_name) {
+    if (w.scales_folded && (t == w.prior_logit_scale || t == w.joint_logit_scale ||
+                            t == w.residual_gate)) {
+      continue;
+    }
     const HeadTensor& src = weights.at(name);
     ggml_backend_tensor_set(t, src.values.data(), 0, src.values.size() * sizeof(float));
+  }
+  if (const auto& f = weights.folded_scales()) {
+    ggml_backend_tensor_set(w.prior_logit_scale, &f->prior, 0, sizeof(float));
+    ggml_backend_tensor_set(w.joint_logit_scale, &f->joint, 0, sizeof(float));
+    ggml_backend_tensor_set(w.residual_gate, &f->gate, 0, sizeof(float));
   }
   // torch divides by math.sqrt(n) (a double) in f32 math: the divisor is f32(sqrt(n)).
   const float sqrt_d =

@@ -28,10 +28,14 @@ struct DecoderLayerTensors {
 };
 
 /// All head tensors, ggml layout (see head_graph_ops.hpp), plus two derived constants.
+/// With `scales_folded`, the three scalar tensors hold FoldedScales (prior and joint multipliers,
+/// gate value) and the forward applies them as they are; otherwise they hold the raw torch
+/// parameters and the forward computes exp(min(., ln 100)) and sigmoid.
 struct HeadTensors {
-  ggml_tensor* prior_logit_scale = nullptr;  ///< [1]
-  ggml_tensor* joint_logit_scale = nullptr;  ///< [1]
-  ggml_tensor* residual_gate = nullptr;      ///< [1]
+  bool scales_folded = false;
+  ggml_tensor* prior_logit_scale = nullptr;  ///< [1] raw, or the folded prior multiplier
+  ggml_tensor* joint_logit_scale = nullptr;  ///< [1] raw, or the folded joint multiplier
+  ggml_tensor* residual_gate = nullptr;      ///< [1] raw, or the folded gate value
   LayerNormTensors hidden_norm;
   LinearTensors memory_projection, question_projection, option_question_projection,
       global_projection, option_context_projection, option_lexical_projection;  ///< no bias

@@ -186,8 +186,13 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
   ggml_tensor* lex_anchor = l2_normalize(ctx, io.lexical);        // [H, N]
   ggml_tensor* prior_cos =
       ggml_sum_rows(ctx, ggml_mul(ctx, lex_anchor, ggml_get_rows(ctx, anchor, option_q)));
-  ggml_tensor* prior =
-      ggml_mul(ctx, prior_cos, clamped_exp_scale(ctx, w.prior_logit_scale));  // [1, N]
+  // Folded scales (llama.cpp's decision.scales) are the multipliers themselves.
+  ggml_tensor* prior_scale =
+      w.scales_folded ? w.prior_logit_scale : clamped_exp_scale(ctx, w.prior_logit_scale);
+  ggml_tensor* joint_scale =
+      w.scales_folded ? w.joint_logit_scale : clamped_exp_scale(ctx, w.joint_logit_scale);
+  ggml_tensor* gate = w.scales_folded ? w.residual_gate : ggml_sigmoid(ctx, w.residual_gate);
+  ggml_tensor* prior = ggml_mul(ctx, prior_cos, prior_scale);  // [1, N]
 
   ggml_tensor* on = layer_norm(ctx, o, w.option_norm);  // [E, N]
   ggml_tensor* f = ggml_get_rows(ctx, fz, option_q);    // [E, N]
@@ -196,9 +201,8 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
   feat = ggml_concat(ctx, feat, ggml_mul(ctx, f, on), 0);
   feat = ggml_concat(ctx, feat, ggml_abs(ctx, ggml_sub(ctx, f, on)), 0);      // [4E, N]
   ggml_tensor* res = feed_forward(ctx, feat, w.residual_in, w.residual_out);  // [1, N]
-  ggml_tensor* joint =
-      ggml_add(ctx, ggml_mul(ctx, cos, clamped_exp_scale(ctx, w.joint_logit_scale)), res);
-  io.logits = ggml_add(ctx, prior, ggml_mul(ctx, joint, ggml_sigmoid(ctx, w.residual_gate)));
+  ggml_tensor* joint = ggml_add(ctx, ggml_mul(ctx, cos, joint_scale), res);
+  io.logits = ggml_add(ctx, prior, ggml_mul(ctx, joint, gate));
   ggml_set_name(io.logits, "logits");
   ggml_set_output(io.logits);
   ggml_build_forward_expand(gf, io.logits);
