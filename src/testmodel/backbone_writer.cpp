@@ -5,6 +5,7 @@
 
 #include "testmodel/gguf_copy.hpp"
 #include "testmodel/gguf_stream_writer.hpp"
+#include "testmodel/vocab_specials.hpp"
 #include "util/error.hpp"
 
 namespace clef::testmodel {
@@ -45,8 +46,6 @@ std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneSh
   if (tokens_id < 0) {
     throw model_error(vocab_gguf.string() + " has no tokenizer.ggml.tokens");
   }
-  const auto n_vocab = static_cast<std::int64_t>(gguf_get_arr_n(vocab.get(), tokens_id));
-
   GgufStreamWriter w("backbone");
   gguf_context* kv = w.kv();
   const std::string a = "qwen35.";
@@ -77,6 +76,9 @@ std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneSh
   set_u32(kv, a + "ssm.inner_size", s.ssm_state_size * s.ssm_time_step_rank);
   set_u32(kv, a + "full_attention_interval", s.full_attention_interval);
   copy_keys_with_prefix(kv, vocab.get(), "tokenizer.");
+  // The test vocabulary is Qwen2's: give it the record's vision and thinking tokens so a record
+  // has the real structure (the engine looks them up by text).
+  const std::int64_t n_vocab = append_control_tokens(kv, record_special_tokens());
 
   const std::int64_t E = s.n_embd;
   const std::int64_t hd = s.head_dim;

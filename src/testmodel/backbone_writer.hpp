@@ -12,9 +12,11 @@
 
 namespace clef::testmodel {
 
-/// Writes `path`. Every `tokenizer.*` key of `vocab_gguf` is copied; n_vocab is its token count.
-/// Returns n_vocab. Throws clef::Error (model_error) when `vocab_gguf` is not a readable GGUF with
-/// tokenizer.ggml.tokens, std::runtime_error on I/O failure.
+/// Writes `path`. Every `tokenizer.*` key of `vocab_gguf` is copied, then the record's special
+/// tokens it lacks (record_special_tokens()) are appended as CONTROL tokens; n_vocab is the
+/// resulting token count (151,936 + 6 for the pinned test vocabulary). Returns n_vocab. Throws
+/// clef::Error (model_error) when `vocab_gguf` is not a readable GGUF with tokenizer.ggml.tokens,
+/// std::runtime_error on I/O failure.
 std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneShape& shape,
                              const std::string& description, std::uint64_t seed,
                              const std::filesystem::path& vocab_gguf);

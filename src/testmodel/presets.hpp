@@ -7,7 +7,8 @@
 // (n_rot 64), mrope_section [11, 11, 10], rope_theta 1e7, intermediate 3584, Gated DeltaNet 16 key
 // heads / 16 value heads of dim 128, conv kernel 4; vision depth 12, hidden 768, intermediate
 // 3072, 12 heads, patch 16, spatial merge 2, 2304 position embeddings, out_hidden_size 1024.
-// Its vocabulary is the copied test tokenizer's (151936), not the real 248320, and its head config
+// Its vocabulary is the copied test tokenizer's (151936 + the 6 record special tokens it lacks,
+// see vocab_specials.hpp), not the real 248320, and its head config
 // is a guess (the real clef-flash head sits on a 9B backbone).
 
 #include <cstdint>
