@@ -53,8 +53,8 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
   std::map<std::string, ggml_tensor*, std::less<>> by_name;
   for (const auto& s : specs) {
     // Folded scales take the raw scalars' places (same [1] shape, other values).
-    const bool scalar = s.name == kScalarNames[0] || s.name == kScalarNames[1] ||
-                        s.name == kScalarNames[2];
+    const bool scalar =
+        s.name == kScalarNames[0] || s.name == kScalarNames[1] || s.name == kScalarNames[2];
     if (scalar && weights.folded_scales()) {
       ggml_tensor* t = ggml_new_tensor_1d(ctx_.get(), GGML_TYPE_F32, 1);
       ggml_set_name(t, ("clef.folded." + s.name).c_str());
@@ -112,8 +112,8 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
   }
   ggml_backend_buffer_set_usage(buffer_.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
   for (const auto& [name, t] : by_name) {
-    if (w.scales_folded && (t == w.prior_logit_scale || t == w.joint_logit_scale ||
-                            t == w.residual_gate)) {
+    if (w.scales_folded &&
+        (t == w.prior_logit_scale || t == w.joint_logit_scale || t == w.residual_gate)) {
       continue;
     }
     const HeadTensor& src = weights.at(name);

@@ -105,8 +105,7 @@ FoldedScales fold_scales(float prior_logit_scale, float joint_logit_scale, float
 }
 
 HeadWeights HeadWeights::from_tensors(const HeadConfig& config, TensorMap tensors,
-                                      std::optional<FoldedScales> folded,
-                                      const std::string& source,
+                                      std::optional<FoldedScales> folded, const std::string& source,
                                       std::optional<std::int64_t> expected_hidden_size) {
   validate_head_config(config, source);
   check_hidden_size(config, expected_hidden_size, source);
