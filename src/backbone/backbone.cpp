@@ -19,20 +19,100 @@ bool progress_trampoline(float progress, void* user_data) {
   return fn(progress);
 }
 
-/// RAII llama_batch (llama_batch_init / llama_batch_free).
-class Batch {
+[[noreturn]] void bad_prefill(const std::string& what) {
+  throw Error(ErrorKind::internal, "backbone_failed", "prefill: " + what);
+}
+
+/// The storage of one llama_batch of one sequence, no output rows (the llama_batch fields point
+/// into it; nothing is allocated by libllama).
+class BatchStorage {
  public:
-  explicit Batch(int capacity) : batch_(llama_batch_init(capacity, 0, 1)) {}
-  ~Batch() { llama_batch_free(batch_); }
-  Batch(const Batch&) = delete;
-  Batch& operator=(const Batch&) = delete;
-  llama_batch& get() { return batch_; }
+  explicit BatchStorage(int capacity)
+      : n_seq_id_(capacity, 1), seq_ptrs_(capacity, &seq0_), logits_(capacity, 0) {}
+
+  /// A batch over `n` tokens: `tokens` or `embd` (exactly one non-null) and `pos`.
+  llama_batch view(int n, const std::int32_t* tokens, const float* embd,
+                   std::vector<std::int32_t>& pos) {
+    llama_batch b{};
+    b.n_tokens = n;
+    // libllama only reads the inputs; its llama_batch has non-const pointers.
+    b.token = const_cast<std::int32_t*>(tokens);
+    b.embd = const_cast<float*>(embd);
+    b.pos = pos.data();
+    b.n_seq_id = n_seq_id_.data();
+    b.seq_id = seq_ptrs_.data();
+    b.logits = logits_.data();  // no LM-head row for any token
+    return b;
+  }
 
  private:
-  llama_batch batch_;
+  llama_seq_id seq0_ = 0;
+  std::vector<std::int32_t> n_seq_id_;
+  std::vector<llama_seq_id*> seq_ptrs_;
+  std::vector<std::int8_t> logits_;
 };
 
 }  // namespace
+
+std::vector<PrefillBatch> prefill_batches(int total, std::span<const EmbeddingSpan> spans,
+                                          int chunk) {
+  if (chunk < 1) bad_prefill("chunk size " + std::to_string(chunk));
+  std::vector<PrefillBatch> out;
+  auto add_segment = [&](int begin, int end, bool embeddings) {
+    for (int start = begin; start < end;) {
+      const int n = chunk_length(end - begin, start - begin, chunk);
+      out.push_back({start, n, embeddings});
+      start += n;
+    }
+  };
+  int at = 0;
+  for (const EmbeddingSpan& s : spans) {
+    if (s.n_tokens <= 0 || s.first < at || s.first > total - s.n_tokens) {
+      bad_prefill("embedding span [" + std::to_string(s.first) + ", +" +
+                  std::to_string(s.n_tokens) + ") does not fit a " + std::to_string(total) +
+                  "-token record in order");
+    }
+    add_segment(at, s.first, false);
+    add_segment(s.first, s.first + s.n_tokens, true);
+    at = s.first + s.n_tokens;
+  }
+  add_segment(at, total, false);
+  return out;
+}
+
+std::vector<std::int32_t> batch_positions(const PrefillBatch& batch,
+                                          std::span<const RopePosition> positions) {
+  const auto n = static_cast<std::size_t>(batch.n_tokens);
+  const auto at = static_cast<std::size_t>(batch.start);
+  if (!positions.empty() && at + n > positions.size()) bad_prefill("fewer positions than tokens");
+  auto pos = [&](std::size_t i) {
+    return positions.empty()
+               ? RopePosition{static_cast<std::int32_t>(at + i), static_cast<std::int32_t>(at + i),
+                              static_cast<std::int32_t>(at + i), static_cast<std::int32_t>(at + i)}
+               : positions[at + i];
+  };
+  std::vector<std::int32_t> out;
+  if (!batch.embeddings) {
+    out.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const RopePosition p = pos(i);
+      if (p.h != p.t || p.w != p.t || p.z != p.t) {
+        bad_prefill("text token " + std::to_string(at + i) + " has different M-RoPE sections");
+      }
+      out[i] = p.t;
+    }
+    return out;
+  }
+  out.resize(4 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const RopePosition p = pos(i);
+    out[i] = p.t;
+    out[n + i] = p.h;
+    out[2 * n + i] = p.w;
+    out[3 * n + i] = p.z;
+  }
+  return out;
+}
 
 int chunk_length(int total, int start, int chunk) {
   const int left = total - start;
@@ -73,6 +153,8 @@ Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
                       "'; clef needs a qwen35 backbone");
   }
   n_embd_ = llama_model_n_embd(model_.get());
+  const llama_rope_type rope = llama_model_rope_type(model_.get());
+  mrope_ = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
 
   const int threads = params_.threads > 0
                           ? params_.threads
@@ -106,6 +188,12 @@ const llama_vocab* Backbone::vocab() const noexcept {
 }
 
 HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids) {
+  return hidden_states(ids, {}, {});
+}
+
+HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
+                                     std::span<const RopePosition> positions,
+                                     std::span<const EmbeddingSpan> embeddings) {
   const int total = static_cast<int>(ids.size());
   if (total == 0) throw invalid_request("a record needs at least one token");
   if (total > params_.context_size) {
@@ -113,6 +201,23 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids) {
                 "record has " + std::to_string(total) + " tokens; the context size is " +
                     std::to_string(params_.context_size));
   }
+  if (!positions.empty() && positions.size() != ids.size()) {
+    bad_prefill(std::to_string(positions.size()) + " positions for " + std::to_string(total) +
+                " tokens");
+  }
+  if (!embeddings.empty() && !mrope_) {
+    bad_prefill("embedding inputs need an M-RoPE backbone");
+  }
+  for (const EmbeddingSpan& s : embeddings) {
+    if (s.rows.size() != static_cast<std::size_t>(s.n_tokens) * n_embd_) {
+      bad_prefill("an embedding span of " + std::to_string(s.n_tokens) + " tokens has " +
+                  std::to_string(s.rows.size()) + " values (n_embd " + std::to_string(n_embd_) +
+                  ")");
+    }
+  }
+  const std::vector<PrefillBatch> batches =
+      prefill_batches(total, embeddings, params_.chunk_tokens);
+
   // Fresh KV and recurrent state: nothing of the previous record may leak into this one.
   llama_memory_clear(llama_get_memory(ctx_.get()), true);
 
@@ -121,32 +226,32 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids) {
   out.n_embd = n_embd_;
   out.data.resize(static_cast<std::size_t>(total) * n_embd_);
 
-  const int chunk = params_.chunk_tokens;
-  Batch batch(chunk);
-  for (int start = 0; start < total;) {
-    const int n = chunk_length(total, start, chunk);
-    llama_batch& b = batch.get();
-    b.n_tokens = n;
-    for (int i = 0; i < n; ++i) {
-      b.token[i] = ids[start + i];
-      b.pos[i] = start + i;
-      b.n_seq_id[i] = 1;
-      b.seq_id[i][0] = 0;
-      b.logits[i] = 0;  // no LM-head row for any token
+  BatchStorage storage(params_.chunk_tokens);
+  std::size_t span_index = 0;
+  for (const PrefillBatch& pb : batches) {
+    std::vector<std::int32_t> pos = batch_positions(pb, positions);
+    const float* embd = nullptr;
+    if (pb.embeddings) {
+      while (embeddings[span_index].first + embeddings[span_index].n_tokens <= pb.start) {
+        ++span_index;
+      }
+      const EmbeddingSpan& s = embeddings[span_index];
+      embd = s.rows.data() + static_cast<std::size_t>(pb.start - s.first) * n_embd_;
     }
+    const llama_batch b =
+        storage.view(pb.n_tokens, pb.embeddings ? nullptr : ids.data() + pb.start, embd, pos);
     const int rc = llama_decode(ctx_.get(), b);
     if (rc != 0) {
       throw Error(ErrorKind::internal, "backbone_failed",
                   "llama_decode failed with code " + std::to_string(rc) + " at token " +
-                      std::to_string(start));
+                      std::to_string(pb.start));
     }
     const float* rows = llama_get_embeddings_nextn(ctx_.get());
     if (rows == nullptr) {
       throw Error(ErrorKind::internal, "backbone_failed", "backbone returned no hidden states");
     }
-    std::memcpy(out.data.data() + static_cast<std::size_t>(start) * n_embd_, rows,
-                sizeof(float) * static_cast<std::size_t>(n) * n_embd_);
-    start += n;
+    std::memcpy(out.data.data() + static_cast<std::size_t>(pb.start) * n_embd_, rows,
+                sizeof(float) * static_cast<std::size_t>(pb.n_tokens) * n_embd_);
   }
   return out;
 }

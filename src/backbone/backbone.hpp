@@ -24,6 +24,51 @@ struct HiddenStates {
   }
 };
 
+/// One token's M-RoPE position on libllama's four sections (t, h, w, z). A text token has the
+/// same value on all four (libllama broadcasts a token batch's one position); an image token
+/// has (q, q + row, q + column, 0) (contract section 4, vision/mrope.hpp).
+struct RopePosition {
+  std::int32_t t = 0;
+  std::int32_t h = 0;
+  std::int32_t w = 0;
+  std::int32_t z = 0;
+  bool operator==(const RopePosition&) const = default;
+};
+
+/// A run of record tokens whose inputs are embedding rows (the vision tower's output) instead of
+/// the token ids' embeddings: tokens [first, first + n_tokens), rows n_tokens x n_embd, row-major.
+struct EmbeddingSpan {
+  int first = 0;
+  int n_tokens = 0;
+  std::span<const float> rows;
+};
+
+/// One llama_decode call of a prefill: tokens [start, start + n_tokens), either all token ids or
+/// all embedding rows (a llama_batch is one or the other).
+struct PrefillBatch {
+  int start = 0;
+  int n_tokens = 0;
+  bool embeddings = false;
+  bool operator==(const PrefillBatch&) const = default;
+};
+
+/// The llama_decode calls of a prefill of `total` tokens with the embedding runs `spans` (sorted,
+/// not overlapping, inside [0, total)): the record is split into segments at every span boundary,
+/// and each segment into chunks with chunk_length(segment length, offset in segment, chunk). The
+/// layout depends only on the record (total and spans) and the chunk size; no chunk is a 1-token
+/// tail of a longer segment. Without spans this is the text-only layout. Throws clef::Error
+/// (internal) for spans out of order, overlapping or out of range.
+std::vector<PrefillBatch> prefill_batches(int total, std::span<const EmbeddingSpan> spans,
+                                          int chunk);
+
+/// llama_batch.pos for `batch` given every token's position: for a token batch one value per token
+/// (its t; libllama broadcasts it to the four sections, so a text token must have t == h == w ==
+/// z), for an embedding batch 4 * n_tokens values section-major, [t...][h...][w...][z...]
+/// (mtmd-helper-common.h set_position_mrope_2d). `positions` empty means plain positions
+/// 0..total-1. Throws clef::Error (internal) for a text token whose sections differ.
+std::vector<std::int32_t> batch_positions(const PrefillBatch& batch,
+                                          std::span<const RopePosition> positions);
+
 /// Length of the prefill chunk that starts at token `start` of a `total`-token record: `chunk`,
 /// except that the last two chunks become (chunk - 1, 2) instead of (chunk, 1). The layout
 /// depends only on (total, chunk), so a record always gives bit-identical hidden states.
@@ -54,11 +99,22 @@ class Backbone {
   /// llama_decode fails.
   HiddenStates hidden_states(std::span<const std::int32_t> ids);
 
+  /// The same with images: the tokens of each `embeddings` span take its rows instead of their
+  /// ids' embeddings (the ids there are ignored), and token i has M-RoPE position `positions[i]`
+  /// (all T of them; empty = plain 0..T-1). Decodes prefill_batches(T, embeddings, chunk) in order
+  /// with batch_positions() and returns [T, n_embd]. Throws clef::Error: invalid_request as above,
+  /// internal for spans or positions that do not fit the record, a rows size other than
+  /// n_tokens * n_embd, images on a backbone without M-RoPE, or a failed llama_decode.
+  HiddenStates hidden_states(std::span<const std::int32_t> ids,
+                             std::span<const RopePosition> positions,
+                             std::span<const EmbeddingSpan> embeddings);
+
  private:
   BackboneParams params_;
   LlamaModelPtr model_;
   LlamaContextPtr ctx_;
   int n_embd_ = 0;
+  bool mrope_ = false;  ///< the model uses (I)M-RoPE: four positions per embedding
 };
 
 }  // namespace clef::backbone
