@@ -65,4 +65,27 @@ std::vector<std::uint8_t> decode_base64(std::string_view text) {
   return out;
 }
 
+std::string encode_base64(std::span<const std::uint8_t> bytes) {
+  static constexpr std::string_view alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const std::uint32_t v = (std::uint32_t{bytes[i]} << 16) | (std::uint32_t{bytes[i + 1]} << 8) |
+                            std::uint32_t{bytes[i + 2]};
+    for (int k = 3; k >= 0; --k) out.push_back(alphabet[(v >> (6 * k)) & 63]);
+  }
+  const std::size_t left = bytes.size() - i;
+  if (left > 0) {
+    std::uint32_t v = std::uint32_t{bytes[i]} << 16;
+    if (left == 2) v |= std::uint32_t{bytes[i + 1]} << 8;
+    out.push_back(alphabet[(v >> 18) & 63]);
+    out.push_back(alphabet[(v >> 12) & 63]);
+    out.push_back(left == 2 ? alphabet[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
 }  // namespace clef::vision

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,5 +19,8 @@ std::size_t base64_decoded_size(std::string_view text) noexcept;
 /// the last one or two characters, no whitespace, and the unused bits of the last group zero.
 /// Throws clef::Error (400, invalid_image) naming the first offending position.
 std::vector<std::uint8_t> decode_base64(std::string_view text);
+
+/// Standard base64 with '=' padding (the inverse of decode_base64).
+std::string encode_base64(std::span<const std::uint8_t> bytes);
 
 }  // namespace clef::vision

@@ -4,6 +4,14 @@
 
 namespace clef::vision {
 
+RgbImage resize_for_processor(const RgbImage& image, const ProcessorConfig& config,
+                              ResampleKind kind) {
+  const ResizedSize size = smart_resize(image.height, image.width, config.factor(),
+                                        config.min_pixels, config.max_pixels);
+  if (size.height == image.height && size.width == image.width) return image;
+  return resize_bicubic(image, size.width, size.height, kind);
+}
+
 ProcessedImage preprocess_image(const RgbImage& image, const ProcessorConfig& config,
                                 ResampleKind kind) {
   const ResizedSize size = smart_resize(image.height, image.width, config.factor(),

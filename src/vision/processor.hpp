@@ -19,6 +19,12 @@ struct ProcessedImage {
   PatchTensor pixel_values;  ///< [grid.n_patches(), 1536]
 };
 
+/// `image` at the size the processor gives it, smart_resize(h, w) with config's factor and min/max
+/// pixels, resized with `kind` (returned unchanged when the size is already right): the pixels the
+/// vision tower gets. Throws clef::Error (400) for an aspect ratio above 200.
+RgbImage resize_for_processor(const RgbImage& image, const ProcessorConfig& config = {},
+                              ResampleKind kind = ResampleKind::torch_bicubic_aa);
+
 /// Resizes `image` to smart_resize(h, w) (skipped when the size is already right) with `kind`
 /// (the reference's torchvision kernel by default) and patchifies it. Throws clef::Error (400)
 /// for an aspect ratio above 200.

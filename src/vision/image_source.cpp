@@ -1,0 +1,71 @@
+#include "vision/image_source.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "vision/base64.hpp"
+#include "vision/decode.hpp"
+#include "vision/errors.hpp"
+
+namespace clef::vision {
+namespace {
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& policy,
+                            const std::string& param) {
+  if (starts_with_ci(source, "data:")) return decode_data_uri(source, policy.limits, param);
+  if (starts_with_ci(source, "http://") || starts_with_ci(source, "https://")) {
+    if (!policy.allow_urls) {
+      throw invalid_request(param +
+                                ": image URLs are not enabled on this server (it must be started "
+                                "with --allow-image-urls); send the image as a data URI",
+                            param);
+    }
+    UrlFetchPolicy url = policy.url;
+    url.max_bytes = std::min(url.max_bytes, policy.limits.max_encoded_bytes);
+    const std::vector<std::uint8_t> bytes = fetch_image_url(source, url, param);
+    return decode_image(bytes, policy.limits, param);
+  }
+  throw invalid_request(param +
+                            ": an image must be a data URI (data:image/png|jpeg|webp;base64,...) "
+                            "or, where the server allows it, an http(s) URL",
+                        param);
+}
+
+std::string image_file_data_uri(const std::filesystem::path& path, const DecodeLimits& limits,
+                                const std::string& param) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw invalid_request("cannot read image file '" + path.string() + "'", param);
+  if (size > limits.max_encoded_bytes) {
+    throw image_too_large("image file '" + path.string() + "' is " + std::to_string(size) +
+                              " bytes; the limit is " + std::to_string(limits.max_encoded_bytes),
+                          param);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw invalid_request("cannot read image file '" + path.string() + "'", param);
+  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                        std::istreambuf_iterator<char>());
+  const auto format = sniff_image_format(bytes);
+  if (!format) {
+    throw unsupported_image("image file '" + path.string() + "' is not a PNG, JPEG or WebP image",
+                            param);
+  }
+  const char* media = *format == ImageFormat::png    ? "image/png"
+                      : *format == ImageFormat::jpeg ? "image/jpeg"
+                                                     : "image/webp";
+  return std::string("data:") + media + ";base64," + encode_base64(bytes);
+}
+
+}  // namespace clef::vision

@@ -1,0 +1,36 @@
+#pragma once
+// Where a request image comes from: a data URI, an http(s) URL (only when the engine allows
+// URLs), or, for `clef ask --image`, a local file turned into a data URI by the CLI.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "vision/image.hpp"
+#include "vision/image_url.hpp"
+#include "vision/limits.hpp"
+
+namespace clef::vision {
+
+/// What request images may be and how large.
+struct ImageSourcePolicy {
+  bool allow_urls = false;  ///< http(s) URLs are fetched only when true (server --allow-image-urls)
+  UrlFetchPolicy url;       ///< limits of URL fetching
+  DecodeLimits limits;      ///< encoded size and pixel limits of every image
+};
+
+/// Decodes request image `source` to RGB (decode_image: Pillow's RGB with EXIF orientation).
+/// `data:image/png|jpeg|webp;base64,...` is decoded; `http://` / `https://` is fetched with
+/// fetch_image_url when policy.allow_urls, else refused (400) before any network access; anything
+/// else (file paths, other schemes) is a 400 naming the accepted forms. Errors are clef::Error
+/// naming `param` (e.g. "images.0"): 400 bad URI / URL / image, 413 too large, 415 other formats.
+RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& policy,
+                            const std::string& param);
+
+/// A data URI of the image file at `path` for `clef ask --image`: the media type comes from the
+/// file's bytes (PNG, JPEG or WebP, else 415). Throws clef::Error (400 unreadable file, 413 over
+/// limits.max_encoded_bytes) naming `param`.
+std::string image_file_data_uri(const std::filesystem::path& path, const DecodeLimits& limits,
+                                const std::string& param);
+
+}  // namespace clef::vision

@@ -1,0 +1,31 @@
+#pragma once
+// What a qwen3vl mmproj GGUF says about image preprocessing, read from its metadata only.
+
+#include <array>
+#include <string>
+
+#include "vision/processor_config.hpp"
+
+namespace clef::vision {
+
+/// Preprocessing settings of an mmproj (llama.cpp tools/mtmd/clip-impl.h keys).
+struct MmprojInfo {
+  std::string projector_type;  ///< clip.vision.projector_type or clip.projector_type
+  /// patch_size from clip.vision.patch_size, merge_size from clip.vision.spatial_merge_size
+  /// (default 2), min/max pixels from clip.vision.image_min_pixels / image_max_pixels when the file
+  /// has them, else the reference processor's 65,536 / 16,777,216 (llama.cpp ignores these keys
+  /// for qwen3vl and caps at 4,096 tokens; clef follows the reference, contract section 7).
+  ProcessorConfig processor;
+  std::array<float, 3> image_mean{0.5f, 0.5f, 0.5f};  ///< clip.vision.image_mean (0.5 if absent)
+  std::array<float, 3> image_std{0.5f, 0.5f, 0.5f};   ///< clip.vision.image_std (0.5 if absent)
+  int projection_dim = 0;                             ///< clip.vision.projection_dim
+
+  /// True when mean and std are the reference processor's 0.5 / 0.5 on every channel.
+  bool reference_normalization() const noexcept;
+};
+
+/// Reads `path`'s metadata (no tensor data). Throws clef::Error (model_error) when the file is not
+/// a readable GGUF, has no vision encoder, or its projector is not qwen3vl_merger.
+MmprojInfo read_mmproj_info(const std::string& path);
+
+}  // namespace clef::vision

@@ -1,0 +1,149 @@
+// Image sources: data URIs are decoded, URLs are refused unless allowed, and an allowed URL whose
+// host is (or resolves to) a loopback, private, link-local, unique-local or unspecified address is
+// refused before any connection. No test here touches the network: every refused address is a
+// literal, checked before connecting, and the resolver is only asked about literals.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_files.hpp"
+#include "util/error.hpp"
+#include "vision/base64.hpp"
+#include "vision/decode.hpp"
+#include "vision/image_source.hpp"
+#include "vision/image_url.hpp"
+
+namespace clef::vision {
+namespace {
+
+int status_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return 0;
+}
+
+std::string png_uri() {
+  const auto bytes = test::read_bytes(test::data_path("oracle/coreai/images/gauge_300x200.png"));
+  return "data:image/png;base64," + encode_base64(bytes);
+}
+
+TEST(Base64, EncodeIsTheInverseOfDecode) {
+  for (std::size_t n = 1; n < 8; ++n) {
+    std::vector<std::uint8_t> bytes;
+    for (std::size_t i = 0; i < n; ++i) bytes.push_back(static_cast<std::uint8_t>(251 * i + 7));
+    EXPECT_EQ(decode_base64(encode_base64(bytes)), bytes) << n;
+  }
+  const std::string text = "hello";
+  EXPECT_EQ(encode_base64({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}),
+            "aGVsbG8=");
+}
+
+TEST(ImageSource, DataUrisDecodeAndOtherFormsAreRefused) {
+  ImageSourcePolicy policy;
+  const RgbImage img = load_request_image(png_uri(), policy, "images.0");
+  EXPECT_EQ(img.width, 300);
+  EXPECT_EQ(img.height, 200);
+
+  EXPECT_EQ(
+      status_of([&] { load_request_image("data:image/png;base64,@@@@", policy, "images.0"); }),
+      400);
+  EXPECT_EQ(
+      status_of([&] { load_request_image("data:image/gif;base64,R0lGODlh", policy, "images.0"); }),
+      415);
+  EXPECT_EQ(status_of([&] { load_request_image("/etc/passwd", policy, "images.0"); }), 400);
+  EXPECT_EQ(status_of([&] { load_request_image("file:///etc/passwd", policy, "images.0"); }), 400);
+  EXPECT_EQ(status_of([&] { load_request_image("ftp://example.com/a.png", policy, "images.0"); }),
+            400);
+  try {
+    load_request_image("https://example.com/a.png", policy, "images.1");
+    FAIL() << "URLs must be off by default";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "images.1");
+    EXPECT_NE(std::string(e.what()).find("--allow-image-urls"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageUrl, ParsesHttpUrls) {
+  const HttpUrl a = parse_http_url("https://Example.com/img/a.png?x=1#frag");
+  EXPECT_EQ(a.scheme, "https");
+  EXPECT_EQ(a.host, "example.com");
+  EXPECT_EQ(a.port, 443);
+  EXPECT_EQ(a.target, "/img/a.png?x=1");
+  const HttpUrl b = parse_http_url("http://[::1]:8080");
+  EXPECT_EQ(b.host, "::1");
+  EXPECT_EQ(b.port, 8080);
+  EXPECT_EQ(b.target, "/");
+  for (const char* bad : {"http://", "http://user:pw@example.com/", "http://example.com:0/",
+                          "http://example.com:99999/", "http://exa mple.com/", "gopher://x/",
+                          "http://[::1/", "example.com/a.png"}) {
+    EXPECT_EQ(status_of([&] { parse_http_url(bad, "images.0"); }), 400) << bad;
+  }
+}
+
+TEST(ImageUrl, ClassifiesForbiddenAddresses) {
+  for (const char* ip : {"127.0.0.1",
+                         "127.8.9.10",
+                         "10.0.0.1",
+                         "10.255.255.255",
+                         "172.16.0.1",
+                         "172.31.255.254",
+                         "192.168.1.1",
+                         "169.254.169.254",
+                         "169.254.0.1",
+                         "0.0.0.0",
+                         "0.1.2.3",
+                         "100.64.0.1",
+                         "224.0.0.1",
+                         "255.255.255.255",
+                         "::",
+                         "::1",
+                         "fe80::1",
+                         "fc00::1",
+                         "fd12:3456::1",
+                         "::ffff:127.0.0.1",
+                         "::ffff:10.1.2.3",
+                         "::ffff:169.254.169.254",
+                         "64:ff9b::a9fe:a9fe",
+                         "2002:7f00:1::",
+                         "ff02::1"}) {
+    EXPECT_TRUE(forbidden_address_reason(ip).has_value()) << ip;
+  }
+  for (const char* ip : {"8.8.8.8", "1.1.1.1", "172.32.0.1", "172.15.255.255", "192.169.0.1",
+                         "169.255.0.1", "2606:4700:4700::1111", "2001:4860:4860::8888"}) {
+    EXPECT_FALSE(forbidden_address_reason(ip).has_value()) << ip;
+  }
+  EXPECT_TRUE(forbidden_address_reason("not-an-ip").has_value());
+  // The test-only switch opens loopback and nothing else.
+  EXPECT_FALSE(forbidden_address_reason("127.0.0.1", true).has_value());
+  EXPECT_FALSE(forbidden_address_reason("::1", true).has_value());
+  EXPECT_TRUE(forbidden_address_reason("10.0.0.1", true).has_value());
+  EXPECT_TRUE(forbidden_address_reason("169.254.169.254", true).has_value());
+}
+
+TEST(ImageUrl, ForbiddenHostsAreRefusedBeforeConnecting) {
+  ImageSourcePolicy policy;
+  policy.allow_urls = true;
+  policy.url.timeout = std::chrono::milliseconds(2000);
+  for (const char* url : {"http://127.0.0.1/a.png", "http://169.254.169.254/latest/meta-data/",
+                          "http://10.0.0.1:8080/a.png", "http://[::1]/a.png",
+                          "https://[fd00::1]/a.png", "http://0.0.0.0/", "http://192.168.0.1/",
+                          "http://[::ffff:127.0.0.1]/", "http://localhost/a.png"}) {
+    try {
+      load_request_image(url, policy, "images.2");
+      ADD_FAILURE() << "fetched " << url;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), 400) << url;
+      EXPECT_EQ(e.param(), "images.2");
+      EXPECT_NE(std::string(e.what()).find("does not fetch"), std::string::npos)
+          << url << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clef::vision

@@ -1,0 +1,246 @@
+// The vision tower receives the reference processor's pixel tensor bit for bit: for every image
+// run of the coreai oracle whose image is shipped, the tensor clip's encoder graph gets ("inp_raw",
+// captured through the eval callback), put in the processor's patch order, has the fixture's
+// pixel_values_sha256. Plus: rows per image token, determinism, the one-ulp difference of
+// llama.cpp's own float32 normalization that this path avoids, and the mean/std warning.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf.h"
+#include "sha256.hpp"
+#include "support/tiny_model.hpp"
+#include "test_files.hpp"
+#include "util/error.hpp"
+#include "vision/decode.hpp"
+#include "vision/grid.hpp"
+#include "vision/patches.hpp"
+#include "vision/processor.hpp"
+#include "vision/resample.hpp"
+#include "vision/tower.hpp"
+
+namespace clef::vision {
+namespace {
+
+using test::data_path;
+using test::read_bytes;
+using test::sha256_hex;
+
+constexpr int kTinyEmbd = 64;  // the tiny preset's backbone n_embd (checked below)
+
+/// A captured tower input: planar [3][height][width].
+struct Captured {
+  std::vector<float> planar;
+  int width = 0;
+  int height = 0;
+};
+
+TowerParams capturing(Captured& into) {
+  TowerParams p;
+  p.threads = 1;
+  p.on_input = [&into](std::span<const float> planar, int width, int height) {
+    into.planar.assign(planar.begin(), planar.end());
+    into.width = width;
+    into.height = height;
+  };
+  return p;
+}
+
+/// Planar [3][H][W] in the processor's pixel_values order (make_patches: merge block by merge
+/// block, patches row-major inside a block; per row channel, temporal copy, pixels row-major).
+std::vector<float> to_patch_order(const Captured& c, const ProcessorConfig& config) {
+  const int p = config.patch_size, m = config.merge_size, T = config.temporal_patch_size;
+  const int gh = c.height / p, gw = c.width / p;
+  const std::size_t plane = static_cast<std::size_t>(c.width) * c.height;
+  std::vector<float> out;
+  out.reserve(plane * 3 * T);
+  for (int bh = 0; bh < gh / m; ++bh) {
+    for (int bw = 0; bw < gw / m; ++bw) {
+      for (int mh = 0; mh < m; ++mh) {
+        for (int mw = 0; mw < m; ++mw) {
+          const int y0 = (bh * m + mh) * p, x0 = (bw * m + mw) * p;
+          for (int ch = 0; ch < 3; ++ch) {
+            for (int t = 0; t < T; ++t) {
+              for (int y = 0; y < p; ++y) {
+                for (int x = 0; x < p; ++x) {
+                  out.push_back(
+                      c.planar[ch * plane + static_cast<std::size_t>(y0 + y) * c.width + (x0 + x)]);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+rapidjson::Document load_fixture() {
+  const auto bytes = read_bytes(data_path("oracle/coreai/fixture.json"));
+  rapidjson::Document doc;
+  doc.Parse(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (doc.HasParseError()) throw std::runtime_error("fixture.json does not parse");
+  return doc;
+}
+
+TEST(VisionTower, ReceivesTheReferencePixelTensorForEveryOracleImageRun) {
+  Captured captured;
+  VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd, capturing(captured));
+  ASSERT_EQ(tower.n_embd(), static_cast<int>(clef::test::tiny_model().preset.backbone.n_embd));
+  const ProcessorConfig& config = tower.processor();
+  EXPECT_EQ(config.min_pixels, ProcessorConfig{}.min_pixels);
+  EXPECT_EQ(config.max_pixels, ProcessorConfig{}.max_pixels);
+
+  const rapidjson::Document fx = load_fixture();
+  int checked = 0;
+  for (const auto& run : fx["runs"].GetArray()) {
+    if (!run.HasMember("pixel_values_sha256") || !run["pixel_values_sha256"].IsString()) continue;
+    const std::string file = run["image_files"][0].GetString();
+    const std::string path = data_path("oracle/coreai/images/" + file);
+    if (!std::filesystem::exists(path)) continue;
+    const std::string arm = run["arm"].GetString();
+    SCOPED_TRACE(std::string(run["id"].GetString()) + " " + arm + " " + file);
+    RgbImage rgb = decode_image(read_bytes(path));
+    if (arm != "native") {  // g256 / g448: the oracle resized with Pillow before the processor
+      const int side = std::stoi(arm.substr(1));
+      rgb = resize_bicubic(rgb, side, side, ResampleKind::pillow_bicubic);
+    }
+    const RgbImage resized = resize_for_processor(rgb, config);
+    captured = {};
+    const std::vector<float> rows = tower.encode(resized);
+    ASSERT_EQ(captured.width, resized.width);
+    ASSERT_EQ(captured.height, resized.height);
+    const std::vector<float> patches = to_patch_order(captured, config);
+    EXPECT_EQ(sha256_hex(patches.data(), patches.size() * 4),
+              run["pixel_values_sha256"].GetString());
+    // And the same floats as clef's own preprocess_image (the 30 hashes of coreai_pixels_test).
+    const ProcessedImage ref = preprocess_image(rgb, config);
+    EXPECT_TRUE(patches == ref.pixel_values.data);
+    EXPECT_EQ(rows.size(), static_cast<std::size_t>(ref.grid.n_image_tokens()) * tower.n_embd());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 30);
+}
+
+TEST(VisionTower, RowsAreFiniteDeterministicAndDependOnTheirRegion) {
+  VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
+  RgbImage img(320, 256);  // 10 x 8 image tokens, no resize needed (81,920 px >= min_pixels)
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < img.width; ++x) {
+      std::uint8_t* p = img.pixel(x, y);
+      p[0] = static_cast<std::uint8_t>(x);
+      p[1] = static_cast<std::uint8_t>(y);
+      p[2] = static_cast<std::uint8_t>((x * y) >> 4);
+    }
+  }
+  ASSERT_EQ(resize_for_processor(img, tower.processor()).rgb, img.rgb);
+  const std::vector<float> a = tower.encode(img);
+  const std::vector<float> b = tower.encode(img);
+  ASSERT_EQ(a.size(), 80u * tower.n_embd());
+  EXPECT_TRUE(a == b) << "the same image twice gives identical rows";
+  for (float v : a) ASSERT_TRUE(std::isfinite(v));
+
+  RgbImage changed = img;
+  for (int y = 0; y < 32; ++y) {
+    for (int x = 0; x < 32; ++x) changed.pixel(x, y)[0] = 255;  // image token (0, 0)
+  }
+  const std::vector<float> c = tower.encode(changed);
+  double diff_first = 0;
+  for (int j = 0; j < tower.n_embd(); ++j) diff_first += std::fabs(double(c[j]) - a[j]);
+  EXPECT_GT(diff_first, 1e-4) << "the changed region's token differs";
+}
+
+TEST(VisionTower, RefusesSidesThatAreNotMultiplesOfTheFactor) {
+  VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
+  EXPECT_THROW(tower.encode(RgbImage(100, 64)), Error);
+}
+
+TEST(VisionTower, RefusesAProjectorOfAnotherWidthOrAFileThatIsNotOne) {
+  try {
+    VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd + 1);
+    FAIL() << "a width mismatch must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::model_error);
+    EXPECT_NE(std::string(e.what()).find("65"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(VisionTower(clef::test::tiny_model().backbone.string(), kTinyEmbd), Error);
+  EXPECT_THROW(VisionTower("/nonexistent/mmproj.gguf", kTinyEmbd), Error);
+}
+
+TEST(VisionTower, Float32NormalizationOfLlamaCppDiffersFromTheReferenceOnHalfTheBytes) {
+  // clip_image_f32::from_u8 + normalize: x / 255.0f, then (x - 0.5f) / 0.5f, in float32.
+  int differ = 0;
+  for (int x = 0; x < 256; ++x) {
+    volatile float f = static_cast<float>(x) / 255.0f;
+    f = (f - 0.5f) / 0.5f;
+    if (f != normalize_sample(x)) ++differ;
+  }
+  EXPECT_EQ(differ, 128);  // why VisionTower feeds clip_image_f32 itself (tower.hpp)
+}
+
+struct GgufFree {
+  void operator()(gguf_context* c) const { gguf_free(c); }
+};
+struct GgmlFree {
+  void operator()(ggml_context* c) const { ggml_free(c); }
+};
+
+/// A copy of the tiny mmproj with CLIP's image mean/std, as some converted files have.
+std::filesystem::path clip_normalized_copy(const std::filesystem::path& dir) {
+  ggml_context* meta = nullptr;
+  gguf_init_params params{};
+  params.no_alloc = false;
+  params.ctx = &meta;
+  const std::unique_ptr<gguf_context, GgufFree> src(
+      gguf_init_from_file(clef::test::tiny_model().mmproj.string().c_str(), params));
+  const std::unique_ptr<ggml_context, GgmlFree> tensors(meta);
+  if (!src) throw std::runtime_error("cannot read the tiny mmproj");
+  const std::unique_ptr<gguf_context, GgufFree> copy(gguf_init_empty());
+  gguf_set_kv(copy.get(), src.get());
+  for (std::int64_t i = 0; i < gguf_get_n_tensors(src.get()); ++i) {
+    gguf_add_tensor(copy.get(), ggml_get_tensor(meta, gguf_get_tensor_name(src.get(), i)));
+  }
+  const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+  const float sd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+  gguf_set_arr_data(copy.get(), "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+  gguf_set_arr_data(copy.get(), "clip.vision.image_std", GGUF_TYPE_FLOAT32, sd, 3);
+  const auto out = dir / "mmproj-clip-norm.gguf";
+  if (!gguf_write_to_file(copy.get(), out.string().c_str(), false)) {
+    throw std::runtime_error("cannot write " + out.string());
+  }
+  return out;
+}
+
+TEST(VisionTower, OtherMeanAndStdAreWarnedAboutAndReplacedUnlessInsistedOn) {
+  clef::test::TempDir tmp;
+  const auto path = clip_normalized_copy(tmp.path());
+  std::string warning;
+  TowerParams p;
+  p.on_warning = [&](const std::string& w) { warning += w; };
+  VisionTower tower(path.string(), kTinyEmbd, p);
+  EXPECT_NE(warning.find("0.481455"), std::string::npos) << warning;
+  EXPECT_FALSE(tower.info().reference_normalization());
+  EXPECT_EQ(tower.mean(), (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  RgbImage px(1, 1);
+  px.rgb = {0, 128, 255};
+  EXPECT_EQ(
+      tower.normalized_pixels(px),
+      (std::vector<float>{normalize_sample(0), normalize_sample(128), normalize_sample(255)}));
+
+  warning.clear();
+  p.use_file_normalization = true;
+  VisionTower insisted(path.string(), kTinyEmbd, p);
+  EXPECT_TRUE(warning.empty());
+  EXPECT_FLOAT_EQ(insisted.mean()[0], 0.48145466f);
+  EXPECT_EQ(insisted.normalized_pixels(px)[0],
+            static_cast<float>((0.0 - double(0.48145466f)) / double(0.26862954f)));
+}
+
+}  // namespace
+}  // namespace clef::vision
