@@ -10,6 +10,7 @@
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
 #include "util/error.hpp"
+#include "vision/image_source.hpp"
 
 namespace clef::cli {
 namespace {
@@ -17,7 +18,34 @@ namespace {
 struct AskOptions {
   EngineOptions engine;
   std::string request_path;
+  std::vector<std::string> image_paths;  ///< --image, in order
+  bool allow_image_urls = false;         ///< --allow-image-urls
 };
+
+/// Appends each --image file to the request's `images` as a data URI (after any the request
+/// already has), so local files take the same path as images sent to the server.
+void append_image_files(json::Value& body, const std::vector<std::string>& paths) {
+  if (paths.empty()) return;
+  if (!body.is_object()) throw invalid_request("the request must be a JSON object");
+  auto& members = body.members();
+  json::Value* images = nullptr;
+  for (auto& [key, value] : members) {
+    if (key == "images") images = &value;
+  }
+  if (images == nullptr) {
+    members.emplace_back("images", json::Value::array());
+    images = &members.back().second;
+  } else if (images->is_null()) {
+    *images = json::Value::array();
+  } else if (!images->is_array()) {
+    throw invalid_request("the request's images is not an array, so --image cannot add to it",
+                          "images");
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    images->items().push_back(json::Value::string(
+        vision::image_file_data_uri(paths[i], vision::DecodeLimits{}, "image")));
+  }
+}
 
 std::string read_request(const std::string& path) {
   if (path == "-") {
@@ -31,15 +59,17 @@ std::string read_request(const std::string& path) {
 int run_ask(const AskOptions& options) {
   runtime::EngineConfig config = options.engine.to_config();
   config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
-  const json::Value body = json::parse(read_request(options.request_path));
+  config.allow_image_urls = options.allow_image_urls;
+  json::Value body = json::parse(read_request(options.request_path));
+  append_image_files(body, options.image_paths);
   auto engine = runtime::make_engine(config);
   const runtime::Decision d =
       options.engine.verbose ? engine->decide_traced(body) : engine->decide(body);
   if (options.engine.verbose) {
     std::cerr << "record: " << json::dumps_unsorted(d.trace) << "\n";
-    std::cerr << "timings (ms): tokenize " << d.timings.tokenize_ms << ", backbone "
-              << d.timings.backbone_ms << ", head " << d.timings.head_ms << ", total "
-              << d.timings.total_ms << "\n";
+    std::cerr << "timings (ms): tokenize " << d.timings.tokenize_ms << ", vision "
+              << d.timings.vision_ms << ", backbone " << d.timings.backbone_ms << ", head "
+              << d.timings.head_ms << ", total " << d.timings.total_ms << "\n";
   }
   std::cout << d.body << "\n";
   return 0;
@@ -53,6 +83,11 @@ void add_ask_command(CLI::App& app, ExitCode& exit_code) {
   options->engine.add_to(*cmd);
   cmd->add_option("-r,--request", options->request_path, "request JSON file ('-' = stdin)")
       ->required();
+  cmd->add_option("--image", options->image_paths,
+                  "image file (PNG, JPEG or WebP) added to the request's images; repeatable")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--allow-image-urls", options->allow_image_urls,
+                "fetch http(s) image URLs in the request (never private or local addresses)");
   cmd->callback([options, &exit_code] { exit_code.value = run_ask(*options); });
 }
 

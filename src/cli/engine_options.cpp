@@ -44,7 +44,8 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
-                 "flash_attention=0|1, weight_repacking=0|1)");
+                 "flash_attention=0|1, weight_repacking=0|1, mmproj_normalization=reference|file: "
+                 "the mmproj's own image mean/std even when they are not 0.5/0.5)");
   cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
 }
 
@@ -91,11 +92,17 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.flash_attention = parse_int_setting(name, value) != 0;
     } else if (name == "weight_repacking") {
       p.weight_repacking = parse_int_setting(name, value) != 0;
+    } else if (name == "mmproj_normalization") {
+      if (value != "reference" && value != "file") {
+        throw invalid_request(
+            "--set mmproj_normalization=" + value + ": expected reference or file", name);
+      }
+      config.mmproj_file_normalization = value == "file";
     } else {
       throw invalid_request(
           "--set: unknown engine parameter '" + name +
               "' (known: context_size, threads, gpu_layers, chunk_tokens, flash_attention, "
-              "weight_repacking)",
+              "weight_repacking, mmproj_normalization)",
           "set");
     }
   }

@@ -11,6 +11,7 @@ namespace clef::runtime {
 /// Wall-clock time spent in each stage of one decision, in milliseconds.
 struct StageTimings {
   double tokenize_ms = 0;
+  double vision_ms = 0;  ///< image decoding, resizing and the vision tower (part of total)
   double backbone_ms = 0;
   double head_ms = 0;
   double total_ms = 0;

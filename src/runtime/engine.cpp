@@ -14,7 +14,9 @@
 #include "record/llama_vocab.hpp"
 #include "request/parse.hpp"
 #include "runtime/head_inputs.hpp"
+#include "runtime/image_inputs.hpp"
 #include "util/error.hpp"
+#include "vision/tower.hpp"
 
 namespace clef::runtime {
 namespace {
@@ -31,7 +33,7 @@ json::Value span_value(const record::Span& span) {
 }
 
 /// The record's ids and spans as JSON, for `clef ask --verbose`.
-json::Value record_trace(const record::Record& rec) {
+json::Value record_trace(const record::Record& rec, const std::vector<DecodedImage>& images) {
   std::vector<json::Value> ids;
   ids.reserve(rec.ids.size());
   for (const auto id : rec.ids) ids.push_back(json::Value::integer(id));
@@ -46,8 +48,25 @@ json::Value record_trace(const record::Record& rec) {
                                              {"question_span", span_value(q.question_span)},
                                              {"options", json::Value::array(std::move(options))}}));
   }
+  std::vector<json::Value> blocks;
+  for (std::size_t i = 0; i < rec.images.size(); ++i) {
+    const vision::ImageGrid& g = images[i].grid;
+    blocks.push_back(json::Value::object(
+        {{"first_token",
+          json::Value::integer(static_cast<std::int64_t>(rec.images[i].first_token))},
+         {"n_tokens", json::Value::integer(static_cast<std::int64_t>(rec.images[i].n_tokens))},
+         {"input_size",
+          json::Value::array({json::Value::integer(std::int64_t{images[i].image.height}),
+                              json::Value::integer(std::int64_t{images[i].image.width})})},
+         {"resized_size",
+          json::Value::array({json::Value::integer(std::int64_t{images[i].resized_height}),
+                              json::Value::integer(std::int64_t{images[i].resized_width})})},
+         {"merged_grid", json::Value::array({json::Value::integer(std::int64_t{g.merged_h}),
+                                             json::Value::integer(std::int64_t{g.merged_w})})}}));
+  }
   return json::Value::object({{"ids", json::Value::array(std::move(ids))},
-                              {"questions", json::Value::array(std::move(questions))}});
+                              {"questions", json::Value::array(std::move(questions))},
+                              {"images", json::Value::array(std::move(blocks))}});
 }
 
 /// The decision pipeline over loaded model files (contract sections 1-6).
@@ -69,6 +88,19 @@ class Engine final : public Decider {
                         " values but the backbone's n_embd is " +
                         std::to_string(backbone_.n_embd()));
     }
+    image_policy_.allow_urls = config.allow_image_urls;
+    image_policy_.url.allow_loopback_for_tests = config.allow_loopback_image_urls_for_tests;
+    image_policy_.url.timeout = std::chrono::milliseconds(config.image_fetch_timeout_ms);
+    if (!config.mmproj_path.empty()) {
+      vision::TowerParams tp;
+      tp.threads = resolved_threads(config);
+      tp.use_gpu = config.backbone.gpu_layers != 0;
+      tp.flash_attention = config.backbone.flash_attention;
+      tp.verbose = config.verbose;
+      tp.use_file_normalization = config.mmproj_file_normalization;
+      tower_ = std::make_unique<vision::VisionTower>(
+          config.mmproj_path, llama_model_n_embd_inp(backbone_.model()), std::move(tp));
+    }
   }
 
   Decision decide(const json::Value& body) override { return run(body, false); }
@@ -86,19 +118,51 @@ class Engine final : public Decider {
     limits.max_images = static_cast<std::size_t>(config_.max_images);
     request::Request req = request::parse_request(body, limits);
     if (body.is_object() && body.find("model") == nullptr) req.model = config_.model_name;
+    Decision out;
+
+    // Images: decoded and gridded first, so the token budget is known before anything is encoded.
+    std::vector<DecodedImage> images;
     if (!req.images.empty()) {
-      throw invalid_request("images are not supported by this build of clef yet", "images");
+      if (!tower_) {
+        throw invalid_request(
+            "this model has no mmproj (vision projector), so requests with images cannot be "
+            "decided; load one with --mmproj or put mmproj*.gguf in the model directory",
+            "images");
+      }
+      const auto tv = Clock::now();
+      images = decode_images(req.images, image_policy_, tower_->processor());
+      out.timings.vision_ms += ms_since(tv);
     }
 
     record::EncodeOptions options;
     options.max_length = static_cast<std::size_t>(backbone_.context_size());
-    const record::Record rec = record::encode_record(req, tokenizer_, options);
+    for (const DecodedImage& d : images) {
+      options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
+    }
+    check_image_budget(images);
+    const record::Record rec = encode_with_images(req, options, images);
     if (rec.state_truncated && config_.truncation == Truncation::refuse) refuse_truncation(rec);
-    Decision out;
-    out.timings.tokenize_ms = ms_since(t0);
+    out.timings.tokenize_ms = ms_since(t0) - out.timings.vision_ms;
+
+    // The vision tower's rows for every image block.
+    std::vector<std::vector<float>> rows(images.size());
+    std::vector<backbone::EmbeddingSpan> spans;
+    std::vector<vision::ImageGrid> grids;
+    if (!images.empty()) {
+      const auto tv = Clock::now();
+      for (std::size_t i = 0; i < images.size(); ++i) {
+        rows[i] = tower_->encode(resized_image(images[i], tower_->processor()));
+        spans.push_back({static_cast<int>(rec.images[i].first_token),
+                         static_cast<int>(rec.images[i].n_tokens), rows[i]});
+        grids.push_back(images[i].grid);
+      }
+      out.timings.vision_ms += ms_since(tv);
+    }
 
     const auto t1 = Clock::now();
-    const backbone::HiddenStates hidden = backbone_.hidden_states(rec.ids);
+    const backbone::HiddenStates hidden =
+        images.empty() ? backbone_.hidden_states(rec.ids)
+                       : backbone_.hidden_states(rec.ids, record_positions(rec, grids), spans);
     out.timings.backbone_ms = ms_since(t1);
 
     const auto t2 = Clock::now();
@@ -110,8 +174,50 @@ class Engine final : public Decider {
     out.response = decision::build_response(req, logits, rec.input_tokens());
     out.body = decision::response_body(out.response);
     out.timings.total_ms = ms_since(t0);
-    if (trace) out.trace = record_trace(rec);
+    if (trace) out.trace = record_trace(rec, images);
     return out;
+  }
+
+  /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the
+  /// context: 413 naming every image's tokens and the context size, before any image is encoded.
+  void check_image_budget(const std::vector<DecodedImage>& images) const {
+    if (images.empty()) return;
+    std::size_t total = tokenizer_.tokenize("\n").size();
+    std::string detail;
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      const vision::ImageGrid& g = images[i].grid;
+      total += static_cast<std::size_t>(g.n_image_tokens()) + 2;
+      detail += (i ? ", " : "") + std::string("image ") + std::to_string(i) + ": " +
+                std::to_string(images[i].resized_height) + "x" +
+                std::to_string(images[i].resized_width) + " px = " + std::to_string(g.merged_h) +
+                " x " + std::to_string(g.merged_w) + " = " + std::to_string(g.n_image_tokens()) +
+                " tokens";
+    }
+    if (total > static_cast<std::size_t>(backbone_.context_size())) {
+      throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
+                  "the images need " + std::to_string(total) + " tokens (" + detail +
+                      ") but the context size is " + std::to_string(backbone_.context_size()),
+                  "images");
+    }
+  }
+
+  /// encode_record; with images, a record whose fixed part does not fit the context is a 413 that
+  /// names the image tokens (the images, not the schema, are what the client can shrink).
+  record::Record encode_with_images(const request::Request& req,
+                                    const record::EncodeOptions& options,
+                                    const std::vector<DecodedImage>& images) const {
+    try {
+      return record::encode_record(req, tokenizer_, options);
+    } catch (const Error& e) {
+      if (images.empty() || e.code() != "context_length_exceeded") throw;
+      std::size_t image_tokens = 0;
+      for (std::size_t n : options.image_tokens) image_tokens += n + 2;
+      throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
+                  std::string(e.what()) + " (" + std::to_string(image_tokens) +
+                      " of them for the " + std::to_string(images.size()) +
+                      " image(s); send smaller images or fewer)",
+                  "images");
+    }
   }
 
   static int resolved_threads(const EngineConfig& config) {
@@ -136,6 +242,8 @@ class Engine final : public Decider {
   backbone::Backbone backbone_;
   head::JointSchemaHead head_;
   record::LlamaTokenizer tokenizer_;
+  vision::ImageSourcePolicy image_policy_;
+  std::unique_ptr<vision::VisionTower> tower_;  ///< null without an mmproj
 };
 
 }  // namespace

@@ -15,10 +15,10 @@ enum class Truncation {
 
 /// Model files and engine parameters.
 struct EngineConfig {
-  std::string backbone_path;              ///< qwen35 backbone GGUF
-  std::string head_path;                  ///< joint_head.safetensors
-  std::string head_config_path;           ///< joint_head_config.json
-  std::string mmproj_path;                ///< qwen3vl mmproj GGUF (optional until vision lands)
+  std::string backbone_path;     ///< qwen35 backbone GGUF
+  std::string head_path;         ///< joint_head.safetensors
+  std::string head_config_path;  ///< joint_head_config.json
+  std::string mmproj_path;       ///< qwen3vl mmproj GGUF; empty: requests with images get a 400
   std::string model_name = "clef-flash";  ///< served model id, the default `model`
   backbone::BackboneParams backbone;
   Truncation truncation = Truncation::truncate;
@@ -26,6 +26,16 @@ struct EngineConfig {
   int max_options = 255;   ///< options per question
   int max_images = 4;      ///< images per request
   bool verbose = false;    ///< llama.cpp's own log at info level
+  /// Fetch `images` given as http(s) URLs (server --allow-image-urls). Off: only data URIs.
+  /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.
+  bool allow_image_urls = false;
+  /// TEST ONLY: image URLs may also reach loopback addresses (a test server on localhost). Never
+  /// set it in a server: it lets a request reach services on the host.
+  bool allow_loopback_image_urls_for_tests = false;
+  int image_fetch_timeout_ms = 10'000;  ///< one image URL, all redirects included
+  /// Normalize images with the mmproj's own image_mean / image_std even when they are not the
+  /// reference's 0.5 / 0.5 (by default such a file is warned about and 0.5 / 0.5 are used).
+  bool mmproj_file_normalization = false;
 
   /// Fills the paths from a model directory with the usual file names: backbone.gguf (or the one
   /// *.gguf not named mmproj*), mmproj*.gguf, joint_head.safetensors, joint_head_config.json.
