@@ -17,7 +17,7 @@ std::string ne_string(const std::array<std::int64_t, 4>& ne) {
   return s + "]";
 }
 
-GgufMeta::GgufMeta(const std::filesystem::path& path) : path_(path) {
+GgufMeta::GgufMeta(const std::filesystem::path& path, bool header_only) : path_(path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw model_error(path.string() + ": no such file");
@@ -31,7 +31,7 @@ GgufMeta::GgufMeta(const std::filesystem::path& path) : path_(path) {
   gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
   ctx_.reset(gguf_init_from_file(path.string().c_str(), params));
   if (!ctx_) throw model_error(path.string() + ": the GGUF header is invalid or truncated");
-  for (std::int64_t i = 0; i < gguf_get_n_tensors(ctx_.get()); ++i) {
+  for (std::int64_t i = 0; !header_only && i < gguf_get_n_tensors(ctx_.get()); ++i) {
     const GgufTensorRef t = ref(i);
     if (t.offset + t.bytes > file_size_) {
       throw model_error(path.string() + ": tensor \"" + t.name +

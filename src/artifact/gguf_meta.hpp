@@ -33,8 +33,9 @@ std::string ne_string(const std::array<std::int64_t, 4>& ne);
 class GgufMeta {
  public:
   /// Reads the header of `path`. Throws clef::Error (model_error) when the file is missing, is
-  /// not a GGUF file or its header is invalid, or a tensor's data lies outside the file.
-  explicit GgufMeta(const std::filesystem::path& path);
+  /// not a GGUF file or its header is invalid, or (unless `header_only`, for a file that holds
+  /// only the first bytes of a GGUF) a tensor's data lies outside the file.
+  explicit GgufMeta(const std::filesystem::path& path, bool header_only = false);
 
   const std::filesystem::path& path() const noexcept { return path_; }
   const gguf_context* raw() const noexcept { return ctx_.get(); }

@@ -1,0 +1,37 @@
+#pragma once
+// Streaming digests for verifying downloads against the hub: SHA-256 (Git LFS files, the hub's
+// `lfs.oid`) and the git blob SHA-1 (small files stored in git, the hub's `oid`:
+// sha1("blob " + size + "\0" + content)). OpenSSL EVP underneath.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace clef::pull {
+
+/// An incremental digest.
+class Digest {
+ public:
+  enum class Kind { sha256, git_blob_sha1 };
+  /// For git_blob_sha1, `size` is the blob's full size (it goes into the header first).
+  Digest(Kind kind, std::uint64_t size = 0);
+  ~Digest();
+  Digest(Digest&&) noexcept;
+  Digest& operator=(Digest&&) noexcept;
+
+  void update(std::span<const char> bytes);
+  /// Lower-case hex of the digest; the object cannot be updated afterwards.
+  std::string hex();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Feeds the first `bytes` bytes of `path` into `digest`. Throws clef::Error (model_error) if the
+/// file is shorter or unreadable.
+void digest_file(Digest& digest, const std::filesystem::path& path, std::uint64_t bytes);
+
+}  // namespace clef::pull
