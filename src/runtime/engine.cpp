@@ -33,7 +33,7 @@ json::Value span_value(const record::Span& span) {
 }
 
 /// The record's ids and spans as JSON, for `clef ask --verbose`.
-json::Value record_trace(const record::Record& rec, const std::vector<DecodedImage>& images) {
+json::Value record_trace(const record::Record& rec, const std::vector<RequestImage>& images) {
   std::vector<json::Value> ids;
   ids.reserve(rec.ids.size());
   for (const auto id : rec.ids) ids.push_back(json::Value::integer(id));
@@ -120,8 +120,9 @@ class Engine final : public Decider {
     if (body.is_object() && body.find("model") == nullptr) req.model = config_.model_name;
     Decision out;
 
-    // Images: decoded and gridded first, so the token budget is known before anything is encoded.
-    std::vector<DecodedImage> images;
+    // Images: loaded and gridded from their headers first, so the token budget is checked
+    // before any pixel is decoded or encoded.
+    std::vector<RequestImage> images;
     if (!req.images.empty()) {
       if (!tower_) {
         throw invalid_request(
@@ -130,13 +131,13 @@ class Engine final : public Decider {
             "images");
       }
       const auto tv = Clock::now();
-      images = decode_images(req.images, image_policy_, tower_->processor());
+      images = load_images(req.images, image_policy_, tower_->processor());
       out.timings.vision_ms += ms_since(tv);
     }
 
     record::EncodeOptions options;
     options.max_length = static_cast<std::size_t>(backbone_.context_size());
-    for (const DecodedImage& d : images) {
+    for (const RequestImage& d : images) {
       options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
     }
     check_image_budget(images);
@@ -151,6 +152,7 @@ class Engine final : public Decider {
     if (!images.empty()) {
       const auto tv = Clock::now();
       for (std::size_t i = 0; i < images.size(); ++i) {
+        decode_pixels(images[i], image_policy_, tower_->processor());
         rows[i] = tower_->encode(resized_image(images[i], tower_->processor()));
         spans.push_back({static_cast<int>(rec.images[i].first_token),
                          static_cast<int>(rec.images[i].n_tokens), rows[i]});
@@ -180,7 +182,7 @@ class Engine final : public Decider {
 
   /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the
   /// context: 413 naming every image's tokens and the context size, before any image is encoded.
-  void check_image_budget(const std::vector<DecodedImage>& images) const {
+  void check_image_budget(const std::vector<RequestImage>& images) const {
     if (images.empty()) return;
     std::size_t total = tokenizer_.tokenize("\n").size();
     std::string detail;
@@ -205,7 +207,7 @@ class Engine final : public Decider {
   /// names the image tokens (the images, not the schema, are what the client can shrink).
   record::Record encode_with_images(const request::Request& req,
                                     const record::EncodeOptions& options,
-                                    const std::vector<DecodedImage>& images) const {
+                                    const std::vector<RequestImage>& images) const {
     try {
       return record::encode_record(req, tokenizer_, options);
     } catch (const Error& e) {

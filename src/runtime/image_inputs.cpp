@@ -1,38 +1,64 @@
 #include "runtime/image_inputs.hpp"
 
 #include "util/error.hpp"
+#include "vision/decode.hpp"
 #include "vision/mrope.hpp"
+#include "vision/probe.hpp"
 #include "vision/processor.hpp"
 #include "vision/smart_resize.hpp"
 
 namespace clef::runtime {
 
-std::vector<DecodedImage> decode_images(const std::vector<std::string>& sources,
-                                        const vision::ImageSourcePolicy& policy,
-                                        const vision::ProcessorConfig& processor) {
-  std::vector<DecodedImage> out;
-  out.reserve(sources.size());
+namespace {
+
+/// Sets the resized size and grid of a height x width image; errors name `param`.
+void set_grid(RequestImage& r, int height, int width, const vision::ProcessorConfig& processor) {
+  try {
+    const vision::ResizedSize size = vision::smart_resize(
+        height, width, processor.factor(), processor.min_pixels, processor.max_pixels);
+    r.resized_height = size.height;
+    r.resized_width = size.width;
+    r.grid = vision::image_grid(size.height, size.width, processor);
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.code(), r.param + ": " + e.what(), r.param);
+  }
+}
+
+}  // namespace
+
+std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
+                                      const vision::ImageSourcePolicy& policy,
+                                      const vision::ProcessorConfig& processor) {
+  std::vector<RequestImage> out(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    const std::string param = "images." + std::to_string(i);
-    DecodedImage d;
-    d.image = vision::load_request_image(sources[i], policy, param);
-    try {
-      const vision::ResizedSize r =
-          vision::smart_resize(d.image.height, d.image.width, processor.factor(),
-                               processor.min_pixels, processor.max_pixels);
-      d.resized_height = r.height;
-      d.resized_width = r.width;
-      d.grid = vision::image_grid(r.height, r.width, processor);
-    } catch (const Error& e) {
-      throw Error(e.kind(), e.code(), param + ": " + e.what(), param);
+    RequestImage& r = out[i];
+    r.param = "images." + std::to_string(i);
+    r.bytes = vision::load_request_bytes(sources[i], policy, r.param);
+    if (const auto size = vision::probe_stored_size(r.bytes)) {
+      set_grid(r, size->height, size->width, processor);
+    } else {
+      decode_pixels(r, policy, processor);
     }
-    out.push_back(std::move(d));
   }
   return out;
 }
 
-vision::RgbImage resized_image(const DecodedImage& d, const vision::ProcessorConfig& processor) {
-  return vision::resize_for_processor(d.image, processor);
+void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
+                   const vision::ProcessorConfig& processor) {
+  if (r.image.width > 0) return;
+  const int expected = r.grid.n_image_tokens();
+  r.image = vision::decode_image(r.bytes, policy.limits, r.param);
+  set_grid(r, r.image.height, r.image.width, processor);
+  // The header's size and the decoded one differ at most by EXIF orientation (a transpose),
+  // which leaves the token count unchanged.
+  if (expected != 0 && expected != r.grid.n_image_tokens()) {
+    throw Error(ErrorKind::internal, "internal",
+                r.param + ": the header and the decoded image give different token counts");
+  }
+}
+
+vision::RgbImage resized_image(const RequestImage& r, const vision::ProcessorConfig& processor) {
+  return vision::resize_for_processor(r.image, processor);
 }
 
 std::vector<backbone::RopePosition> record_positions(const record::Record& rec,

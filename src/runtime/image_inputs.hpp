@@ -1,8 +1,9 @@
 #pragma once
-// Request images on their way to the record and the backbone: decoded and gridded (so the token
-// budget is known before anything expensive), then resized and encoded by the vision tower, and
-// the M-RoPE positions of a record that holds them.
+// Request images on their way to the record and the backbone: loaded and gridded from their
+// headers (so the token budget is checked before any pixel is decoded or encoded), then decoded,
+// resized and encoded by the vision tower; and the M-RoPE positions of a record that holds them.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,22 +16,32 @@
 
 namespace clef::runtime {
 
-/// One decoded request image and the grid the reference processor gives it.
-struct DecodedImage {
-  vision::RgbImage image;  ///< as decoded (Pillow's RGB, EXIF orientation applied)
-  int resized_height = 0;  ///< smart_resize of the decoded size
+/// One request image: its bytes, the grid the reference processor gives it, and (after
+/// decode_pixels) its RGB pixels.
+struct RequestImage {
+  std::string param;                ///< "images.<i>"
+  std::vector<std::uint8_t> bytes;  ///< encoded (PNG, JPEG or WebP)
+  vision::RgbImage image;           ///< empty until decode_pixels
+  int resized_height = 0;           ///< smart_resize of the (oriented) size
   int resized_width = 0;
   vision::ImageGrid grid;
 };
 
-/// Loads (load_request_image) and grids every source, in order. Errors name "images.<i>".
-std::vector<DecodedImage> decode_images(const std::vector<std::string>& sources,
-                                        const vision::ImageSourcePolicy& policy,
-                                        const vision::ProcessorConfig& processor);
+/// Loads every source (vision::load_request_bytes) and grids it from its header
+/// (vision::probe_stored_size); an image whose header cannot be probed is decoded here (the
+/// decoder gives the precise error). Errors name "images.<i>".
+std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
+                                      const vision::ImageSourcePolicy& policy,
+                                      const vision::ProcessorConfig& processor);
 
-/// The image at its processed size (vision::resize_for_processor: the reference's torch
+/// Decodes `image`'s pixels (EXIF orientation applied) and sets its resized size from them.
+/// Throws clef::Error naming image.param for an undecodable image.
+void decode_pixels(RequestImage& image, const vision::ImageSourcePolicy& policy,
+                   const vision::ProcessorConfig& processor);
+
+/// The decoded image at its processed size (vision::resize_for_processor: the reference's torch
 /// antialiased bicubic, skipped when the size is already right), as preprocess_image does.
-vision::RgbImage resized_image(const DecodedImage& image, const vision::ProcessorConfig& processor);
+vision::RgbImage resized_image(const RequestImage& image, const vision::ProcessorConfig& processor);
 
 /// M-RoPE position of every token of `rec` whose image blocks have `grids` (one per
 /// rec.images, same order): vision::mrope_positions over the image blocks (contract section 4).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "vision/base64.hpp"
+#include "vision/data_uri.hpp"
 #include "vision/decode.hpp"
 #include "vision/errors.hpp"
 
@@ -22,9 +23,10 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
 
 }  // namespace
 
-RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& policy,
-                            const std::string& param) {
-  if (starts_with_ci(source, "data:")) return decode_data_uri(source, policy.limits, param);
+std::vector<std::uint8_t> load_request_bytes(std::string_view source,
+                                             const ImageSourcePolicy& policy,
+                                             const std::string& param) {
+  if (starts_with_ci(source, "data:")) return parse_data_uri(source, policy.limits, param).bytes;
   if (starts_with_ci(source, "http://") || starts_with_ci(source, "https://")) {
     if (!policy.allow_urls) {
       throw invalid_request(param +
@@ -34,13 +36,17 @@ RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& po
     }
     UrlFetchPolicy url = policy.url;
     url.max_bytes = std::min(url.max_bytes, policy.limits.max_encoded_bytes);
-    const std::vector<std::uint8_t> bytes = fetch_image_url(source, url, param);
-    return decode_image(bytes, policy.limits, param);
+    return fetch_image_url(source, url, param);
   }
   throw invalid_request(param +
                             ": an image must be a data URI (data:image/png|jpeg|webp;base64,...) "
                             "or, where the server allows it, an http(s) URL",
                         param);
+}
+
+RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& policy,
+                            const std::string& param) {
+  return decode_image(load_request_bytes(source, policy, param), policy.limits, param);
 }
 
 std::string image_file_data_uri(const std::filesystem::path& path, const DecodeLimits& limits,

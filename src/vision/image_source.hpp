@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vision/image.hpp"
 #include "vision/image_url.hpp"
@@ -19,11 +20,19 @@ struct ImageSourcePolicy {
   DecodeLimits limits;      ///< encoded size and pixel limits of every image
 };
 
-/// Decodes request image `source` to RGB (decode_image: Pillow's RGB with EXIF orientation).
-/// `data:image/png|jpeg|webp;base64,...` is decoded; `http://` / `https://` is fetched with
-/// fetch_image_url when policy.allow_urls, else refused (400) before any network access; anything
-/// else (file paths, other schemes) is a 400 naming the accepted forms. Errors are clef::Error
-/// naming `param` (e.g. "images.0"): 400 bad URI / URL / image, 413 too large, 415 other formats.
+/// The encoded bytes of request image `source`: a data URI's payload (parse_data_uri: media type
+/// image/png|jpeg|webp else 415, size limit 413), or an allowed URL's body; refusals as
+/// load_request_image. Nothing is decoded.
+std::vector<std::uint8_t> load_request_bytes(std::string_view source,
+                                             const ImageSourcePolicy& policy,
+                                             const std::string& param);
+
+/// load_request_bytes then decode_image: request image `source` as RGB (decode_image: Pillow's RGB
+/// with EXIF orientation). `data:image/png|jpeg|webp;base64,...` is decoded; `http://` / `https://`
+/// is fetched with fetch_image_url when policy.allow_urls, else refused (400) before any network
+/// access; anything else (file paths, other schemes) is a 400 naming the accepted forms. Errors are
+/// clef::Error naming `param` (e.g. "images.0"): 400 bad URI / URL / image, 413 too large, 415
+/// other formats.
 RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& policy,
                             const std::string& param);
 

@@ -21,6 +21,7 @@
 #include "runtime/image_inputs.hpp"
 #include "support/tiny_model.hpp"
 #include "util/error.hpp"
+#include "vision/base64.hpp"
 #include "vision/decode.hpp"
 #include "vision/grid.hpp"
 #include "vision/image_source.hpp"
@@ -66,6 +67,24 @@ Value with_images(const std::vector<std::string>& images) {
   body.members().emplace_back("images", Value::array(std::move(items)));
   return body;
 }
+
+}  // namespace
+
+namespace clef::vision {
+/// The PNG signature and an IHDR chunk (8-bit RGB, CRC left zero) of a width x height image,
+/// with no image data.
+std::vector<std::uint8_t> test_png_header(std::uint32_t width, std::uint32_t height) {
+  std::vector<std::uint8_t> b = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n',
+                                 0,    0,   0,   13,  'I',  'H',  'D',  'R'};
+  for (std::uint32_t v : {width, height}) {
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(v >> s));
+  }
+  for (std::uint8_t v : {8, 2, 0, 0, 0, 0, 0, 0, 0}) b.push_back(v);
+  return b;
+}
+}  // namespace clef::vision
+
+namespace {
 
 int grid_tokens(const std::string& path) {
   const clef::vision::RgbImage img = clef::vision::decode_image([&] {
@@ -320,6 +339,12 @@ TEST(ImageEngineRefusals, NoMmprojContextTooSmallAndForbiddenUrls) {
     // 2 x 300 image tokens cannot fit 512: refused before anything is encoded, naming the numbers.
     expect_refused(*engine, with_images({arrows, arrows}), 413, "images", "512");
     expect_refused(*engine, with_images({arrows, arrows}), 413, "images", "300 tokens");
+    // Checked from the header, before decoding: a PNG whose IHDR says 1280x960 (1,200 tokens)
+    // and whose pixel data is missing (decoding it would be a 400) gets the budget's 413.
+    std::vector<std::uint8_t> header = clef::vision::test_png_header(1280, 960);
+    expect_refused(*engine,
+                   with_images({"data:image/png;base64," + clef::vision::encode_base64(header)}),
+                   413, "images", "1200 tokens");
     // 300 image tokens fit, but not with this schema: still a 413 that names the image tokens.
     Value small = clef::json::parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}})");
     small.members().emplace_back("images", Value::array({Value::string(arrows)}));

@@ -4,6 +4,8 @@
 // literal, checked before connecting, and the resolver is only asked about literals.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,8 +13,10 @@
 #include "util/error.hpp"
 #include "vision/base64.hpp"
 #include "vision/decode.hpp"
+#include "vision/grid.hpp"
 #include "vision/image_source.hpp"
 #include "vision/image_url.hpp"
+#include "vision/probe.hpp"
 
 namespace clef::vision {
 namespace {
@@ -143,6 +147,48 @@ TEST(ImageUrl, ForbiddenHostsAreRefusedBeforeConnecting) {
           << url << ": " << e.what();
     }
   }
+}
+
+}  // namespace
+}  // namespace clef::vision
+
+namespace clef::vision {
+namespace {
+
+/// Every decodable test image: the header probe gives the decoded size, up to the transpose of
+/// EXIF orientations 5..8; the decompression bombs are sized from the header without decoding.
+TEST(ProbeStoredSize, MatchesTheDecodedSizeUpToOrientation) {
+  std::ifstream cases(test::data_path("vision/decode_cases.txt"));
+  std::string line;
+  int checked = 0;
+  while (std::getline(cases, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("refuse", 0) == 0) continue;
+    std::istringstream in(line);
+    std::string name, file, rgb;
+    int width = 0, height = 0;
+    in >> name >> file >> rgb >> width >> height;
+    SCOPED_TRACE(name);
+    const auto bytes = test::read_bytes(test::data_path("vision/" + file));
+    const auto size = probe_stored_size(bytes);
+    ASSERT_TRUE(size.has_value());
+    const bool transposed = size->width != width;
+    EXPECT_EQ(transposed ? size->height : size->width, width);
+    EXPECT_EQ(transposed ? size->width : size->height, height);
+    // The token count does not depend on the orientation.
+    EXPECT_EQ(image_grid_for_input(size->height, size->width).n_image_tokens(),
+              image_grid_for_input(height, width).n_image_tokens());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 33);
+  for (const char* bomb : {"vision/decode/refuse_bomb.png", "vision/decode/refuse_bomb.jpg"}) {
+    const auto size = probe_stored_size(test::read_bytes(test::data_path(bomb)));
+    ASSERT_TRUE(size.has_value()) << bomb;
+    EXPECT_GT(std::uint64_t(size->width) * size->height, DecodeLimits{}.max_pixels) << bomb;
+  }
+  EXPECT_FALSE(probe_stored_size(test::read_bytes(test::data_path("vision/decode/refuse_gif.gif")))
+                   .has_value());
+  EXPECT_FALSE(probe_stored_size(std::vector<std::uint8_t>{0xFF, 0xD8, 0xFF}).has_value());
+  EXPECT_FALSE(probe_stored_size(std::vector<std::uint8_t>{}).has_value());
 }
 
 }  // namespace

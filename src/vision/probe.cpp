@@ -1,0 +1,83 @@
+#include "vision/probe.hpp"
+
+#include <webp/decode.h>
+
+#include <climits>
+
+#include "vision/decode.hpp"
+
+namespace clef::vision {
+namespace {
+
+std::uint32_t be16(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 8) | p[1];
+}
+std::uint32_t be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
+}
+
+std::optional<StoredSize> sized(std::uint64_t w, std::uint64_t h) {
+  if (w == 0 || h == 0 || w > INT_MAX || h > INT_MAX) return std::nullopt;
+  return StoredSize{static_cast<int>(w), static_cast<int>(h)};
+}
+
+std::optional<StoredSize> png_size(std::span<const std::uint8_t> b) {
+  // Signature (8), IHDR length (4) "IHDR" (4), width (4), height (4).
+  if (b.size() < 24 || be32(&b[8]) != 13 || b[12] != 'I' || b[13] != 'H' || b[14] != 'D' ||
+      b[15] != 'R') {
+    return std::nullopt;
+  }
+  return sized(be32(&b[16]), be32(&b[20]));
+}
+
+std::optional<StoredSize> jpeg_size(std::span<const std::uint8_t> b) {
+  std::size_t i = 2;  // after SOI
+  while (i + 4 <= b.size()) {
+    if (b[i] != 0xFF) return std::nullopt;
+    const std::uint8_t marker = b[i + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // no length
+      i += 2;
+      continue;
+    }
+    if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // EOI / SOS before a frame
+    const std::uint32_t len = be16(&b[i + 2]);
+    if (len < 2) return std::nullopt;
+    const bool sof =
+        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (sof) {
+      if (len < 7 || i + 9 > b.size()) return std::nullopt;
+      return sized(be16(&b[i + 7]), be16(&b[i + 5]));  // precision, height, width
+    }
+    i += 2 + len;
+  }
+  return std::nullopt;
+}
+
+std::optional<StoredSize> webp_size(std::span<const std::uint8_t> b) {
+  int w = 0, h = 0;
+  if (!WebPGetInfo(b.data(), b.size(), &w, &h)) return std::nullopt;
+  return sized(static_cast<std::uint64_t>(w), static_cast<std::uint64_t>(h));
+}
+
+}  // namespace
+
+std::optional<StoredSize> probe_stored_size(std::span<const std::uint8_t> bytes) noexcept {
+  const auto format = sniff_image_format(bytes);
+  if (!format) return std::nullopt;
+  switch (*format) {
+    case ImageFormat::png:
+      return png_size(bytes);
+    case ImageFormat::jpeg:
+      return jpeg_size(bytes);
+    case ImageFormat::webp:
+      return webp_size(bytes);
+  }
+  return std::nullopt;
+}
+
+}  // namespace clef::vision
