@@ -4,6 +4,7 @@
 //                              ${XDG_CACHE_HOME:-~/.cache}/clef/demo-tiny/tiny-seed<N>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -81,8 +82,13 @@ int run_serve(ServeOptions& options) {
     options.engine.model_dir = demo_model_dir(options.demo_seed).string();
   }
   runtime::EngineConfig config = options.engine.to_config();
+  // A signal during the model load aborts the load (llama.cpp polls the progress callback)
+  // instead of making the drain wait for it.
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  config.backbone.on_progress = [cancelled](float) { return !cancelled->load(); };
   server::DecisionQueue::Factory factory = [config] { return runtime::make_engine(config); };
-  return server::serve_until_signal(options.server, std::move(factory), std::cout, std::cerr);
+  return server::serve_until_signal(options.server, std::move(factory), std::cout, std::cerr,
+                                    [cancelled] { cancelled->store(true); });
 }
 
 }  // namespace

@@ -16,9 +16,19 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 DecisionQueue::DecisionQueue(Factory factory, std::size_t capacity, json::Value warmup)
     : capacity_(capacity < 1 ? 1 : capacity),
-      thread_([this, f = std::move(factory), w = std::move(warmup)]() mutable {
-        run(std::move(f), std::move(w));
-      }) {}
+      factory_(std::move(factory)),
+      warmup_(std::move(warmup)) {}
+
+void DecisionQueue::start() {
+  std::lock_guard join_lock(join_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (thread_.joinable() || closing_) return;
+  }
+  thread_ = std::thread([this, f = std::move(factory_), w = std::move(warmup_)]() mutable {
+    run(std::move(f), std::move(w));
+  });
+}
 
 DecisionQueue::~DecisionQueue() {
   drain();
@@ -63,7 +73,13 @@ void DecisionQueue::drain() {
     state_cv_.notify_all();
   }
   std::lock_guard join_lock(join_mutex_);
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    std::lock_guard lock(mutex_);
+    if (state_ != QueueState::failed) state_ = QueueState::stopped;  // never started
+    state_cv_.notify_all();
+  }
 }
 
 bool DecisionQueue::wait_until_ready(std::chrono::milliseconds timeout) const {

@@ -52,9 +52,13 @@ class DecisionQueue {
   /// Asked on the runtime thread just before a request's turn; true drops it.
   using ClientGone = std::function<bool()>;
 
-  /// Starts the runtime thread: it calls `factory`, decides `warmup` once, and then serves.
+  /// A queue in state `loading` that has not started yet (see start()).
   /// `capacity`: most requests waiting (not counting the one being decided), >= 1.
   DecisionQueue(Factory factory, std::size_t capacity, json::Value warmup);
+
+  /// Starts the runtime thread: it calls the factory, decides the warm-up request once, and then
+  /// serves. Idempotent; a no-op after drain().
+  void start();
   /// drain()s.
   ~DecisionQueue();
 
@@ -67,8 +71,8 @@ class DecisionQueue {
   std::future<DecisionOutcome> submit(json::Value request, ClientGone client_gone = {});
 
   /// Stops accepting, lets the runtime thread finish every queued and running decision, and
-  /// joins it (waiting for the model load to finish if it is still loading). Idempotent,
-  /// thread-safe.
+  /// joins it (waiting for the model load to finish if it is still loading; a queue never
+  /// started just stops). Idempotent, thread-safe.
   void drain();
 
   /// Blocks until the model is loaded (true) or failed/stopped (false), at most `timeout`
@@ -106,8 +110,10 @@ class DecisionQueue {
   int in_flight_ = 0;
   std::optional<ModelInfo> model_;
   std::string load_error_;
-  std::mutex join_mutex_;
-  std::thread thread_;  ///< last: starts after every other member exists
+  Factory factory_;        ///< moved into the runtime thread by start()
+  json::Value warmup_;     ///< likewise
+  std::mutex join_mutex_;  ///< guards thread_ (start, drain)
+  std::thread thread_;
 };
 
 }  // namespace clef::server

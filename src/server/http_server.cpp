@@ -99,8 +99,11 @@ int HttpServer::bind() {
                 "cannot listen on " + config.host + ":" + std::to_string(config.port) +
                     " (address in use or not local?)");
   }
-  std::lock_guard lock(listener_->mutex);
-  listener_->bound = true;
+  {
+    std::lock_guard lock(listener_->mutex);
+    listener_->bound = true;
+  }
+  core_->queue().start();  // load the model only once the address is ours
   return port;
 }
 

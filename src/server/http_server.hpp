@@ -24,8 +24,9 @@ class ServerCore;
 
 class HttpServer {
  public:
-  /// Validates `config` (throws clef::Error naming the flag) and starts loading the model on the
-  /// runtime thread with `factory`. Log lines go to `log` (not owned; must outlive the server).
+  /// Validates `config` (throws clef::Error naming the flag). The model is loaded with `factory`
+  /// on the runtime thread once bind() succeeds. Log lines go to `log` (not owned; must outlive
+  /// the server).
   HttpServer(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log);
   /// shutdown()s if still serving.
   ~HttpServer();
@@ -33,8 +34,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  /// Binds config.host:config.port and returns the bound port (the picked one for port 0).
-  /// Throws clef::Error (internal, code "bind_failed") when the address cannot be bound.
+  /// Binds config.host:config.port, starts loading the model, and returns the bound port (the
+  /// picked one for port 0). Throws clef::Error (internal, code "bind_failed") when the address
+  /// cannot be bound; nothing is loaded then.
   int bind();
 
   /// Accepts and answers connections until shutdown() has finished. Call after bind(), once.

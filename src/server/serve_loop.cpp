@@ -11,7 +11,7 @@
 namespace clef::server {
 
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
-                       std::ostream& out, std::ostream& log) {
+                       std::ostream& out, std::ostream& log, std::function<void()> on_signal) {
   ShutdownSignals signals;  // first: every thread below inherits the blocked mask
   ServerLog events(log, config.log_format);
   std::unique_ptr<HttpServer> server;
@@ -34,6 +34,7 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
     int signo = signals.wait_for(std::chrono::milliseconds(100));
     if (signo != 0) {
       events.event("info", signo == SIGINT ? "SIGINT received" : "SIGTERM received");
+      if (on_signal) on_signal();
       break;
     }
     Health health = server->health();

@@ -1,6 +1,7 @@
 #pragma once
 // The life of `clef serve`: bind, announce, serve until SIGTERM/SIGINT, drain, exit.
 
+#include <functional>
 #include <ostream>
 
 #include "server/decision_queue.hpp"
@@ -15,7 +16,9 @@ namespace clef::server {
 ///   0  after SIGTERM/SIGINT: new requests got 503, queued and running decisions were answered;
 ///   1  the address could not be bound;
 ///   2  the model failed to load (the reason is logged) or `config` is invalid.
+/// `on_signal` (optional) runs on this thread when the signal arrives, before the drain; `clef
+/// serve` uses it to abort a model load still in progress (BackboneParams::on_progress).
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
-                       std::ostream& out, std::ostream& log);
+                       std::ostream& out, std::ostream& log, std::function<void()> on_signal = {});
 
 }  // namespace clef::server

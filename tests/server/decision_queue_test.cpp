@@ -24,6 +24,7 @@ TEST(DecisionQueue, LoadsThenWarmsUpThenIsReady) {
   auto control = std::make_shared<FakeControl>();
   control->load_gate_open = false;
   DecisionQueue queue(fake_factory(control, "m", 512), 4, warmup_request());
+  queue.start();
   EXPECT_EQ(queue.state(), QueueState::loading);
   EXPECT_FALSE(queue.model().has_value());
   EXPECT_THROW(queue.submit(request_with_state("x")), Error);
@@ -40,6 +41,7 @@ TEST(DecisionQueue, SubmitWhileLoadingIsUnavailable) {
   auto control = std::make_shared<FakeControl>();
   control->load_gate_open = false;
   DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  queue.start();
   try {
     queue.submit(request_with_state("x"));
     FAIL() << "submit while loading must throw";
@@ -53,6 +55,7 @@ TEST(DecisionQueue, SubmitWhileLoadingIsUnavailable) {
 TEST(DecisionQueue, AnswersEqualTheDecidersAnswersInOrder) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 16, warmup_request());
+  queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   testing::FakeDecider reference(control, "fake-model", 4096);
   std::vector<std::future<DecisionOutcome>> futures;
@@ -69,6 +72,7 @@ TEST(DecisionQueue, AnswersEqualTheDecidersAnswersInOrder) {
 TEST(DecisionQueue, FullQueueRefusesWithQueueFull) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 2, warmup_request());
+  queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   control->close_gate();
   auto running = queue.submit(request_with_state("a"));
@@ -95,6 +99,7 @@ TEST(DecisionQueue, FullQueueRefusesWithQueueFull) {
 TEST(DecisionQueue, DrainFinishesQueuedAndRunningThenRefuses) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 8, warmup_request());
+  queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   control->close_gate();
   std::vector<std::future<DecisionOutcome>> futures;
@@ -126,6 +131,7 @@ TEST(DecisionQueue, DeciderRunsOnOneThreadOneCallAtATime) {
   auto control = std::make_shared<FakeControl>();
   control->delay = 2ms;
   DecisionQueue queue(fake_factory(control), 64, warmup_request());
+  queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   std::vector<std::thread> submitters;
   std::atomic<int> decided{0};
@@ -151,6 +157,7 @@ TEST(DecisionQueue, FactoryFailureIsReportedAndRefusesRequests) {
         throw model_error("backbone.gguf: not a GGUF file");
       },
       4, warmup_request());
+  queue.start();
   EXPECT_FALSE(queue.wait_until_ready(10s));
   EXPECT_EQ(queue.state(), QueueState::failed);
   EXPECT_NE(queue.load_error().find("not a GGUF file"), std::string::npos);
@@ -162,6 +169,7 @@ TEST(DecisionQueue, WarmUpFailureIsALoadFailure) {
   // A decider that rejects the warm-up (no questions accepted) fails the load.
   json::Value bad_warmup = json::parse(R"({"state":"x"})");
   DecisionQueue queue(fake_factory(control), 4, bad_warmup);
+  queue.start();
   EXPECT_FALSE(queue.wait_until_ready(10s));
   EXPECT_NE(queue.load_error().find("questions"), std::string::npos);
 }
@@ -169,6 +177,7 @@ TEST(DecisionQueue, WarmUpFailureIsALoadFailure) {
 TEST(DecisionQueue, DeciderErrorsComeBackAsFailedOutcomes) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   DecisionOutcome outcome = queue.submit(json::parse(R"({"state":"x"})")).get();
   ASSERT_EQ(outcome.status, DecisionOutcome::Status::failed);
@@ -188,6 +197,7 @@ TEST(DecisionQueue, DeciderErrorsComeBackAsFailedOutcomes) {
 TEST(DecisionQueue, GoneClientsAreDroppedWithoutDeciding) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   int before = control->started.load();
   DecisionOutcome outcome = queue.submit(request_with_state("x"), [] { return true; }).get();
@@ -197,6 +207,25 @@ TEST(DecisionQueue, GoneClientsAreDroppedWithoutDeciding) {
   outcome =
       queue.submit(request_with_state("x"), []() -> bool { throw std::runtime_error("x"); }).get();
   EXPECT_EQ(outcome.status, DecisionOutcome::Status::decided);
+}
+
+TEST(DecisionQueue, NothingLoadsBeforeStartAndAnUnstartedQueueDrainsAtOnce) {
+  auto control = std::make_shared<FakeControl>();
+  {
+    DecisionQueue queue(fake_factory(control), 4, warmup_request());
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(queue.state(), QueueState::loading);
+    EXPECT_EQ(control->started.load(), 0);
+    queue.drain();
+    EXPECT_EQ(queue.state(), QueueState::stopped);
+    queue.start();  // too late: no-op
+    EXPECT_EQ(control->started.load(), 0);
+  }
+  DecisionQueue queue(fake_factory(control), 4, warmup_request());
+  queue.start();
+  queue.start();
+  ASSERT_TRUE(queue.wait_until_ready(10s));
+  EXPECT_EQ(control->started.load(), 1);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // clef_fake_server: serve_until_signal() over the FakeDecider, so the signal and drain path of
 // `clef serve` can be tested as a child process without a model.
-//   clef_fake_server [--delay-ms N] [--queue-size N] [--port N]
+//   clef_fake_server [--delay-ms N] [--queue-size N] [--port N] [--load-ms N]
 
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "fake_decider.hpp"
 #include "server/serve_loop.hpp"
@@ -15,20 +16,27 @@ int main(int argc, char** argv) {
   config.read_timeout_s = 2;
   config.keep_alive_timeout_s = 1;
   auto control = std::make_shared<clef::server::testing::FakeControl>();
+  long load_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    long value = std::strtol(argv[i + 1], nullptr, 10);
-    if (flag == "--delay-ms")
+    const std::string flag = argv[i];
+    const long value = std::strtol(argv[i + 1], nullptr, 10);
+    if (flag == "--delay-ms") {
       control->delay = std::chrono::milliseconds(value);
-    else if (flag == "--queue-size")
+    } else if (flag == "--queue-size") {
       config.queue_size = static_cast<std::size_t>(value);
-    else if (flag == "--port")
+    } else if (flag == "--port") {
       config.port = static_cast<int>(value);
-    else {
+    } else if (flag == "--load-ms") {
+      load_ms = value;
+    } else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;
     }
   }
-  return clef::server::serve_until_signal(config, clef::server::testing::fake_factory(control),
-                                          std::cout, std::cerr);
+  auto make = clef::server::testing::fake_factory(control);
+  auto slow_load = [make, load_ms] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(load_ms));
+    return make();
+  };
+  return clef::server::serve_until_signal(config, slow_load, std::cout, std::cerr);
 }

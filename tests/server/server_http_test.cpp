@@ -216,6 +216,48 @@ TEST(ServerHttp, OversizedBodyIsRefusedBeforeItIsSent) {
   EXPECT_NE(answer.find("X-Request-Id: "), std::string::npos);
 }
 
+TEST(ServerHttp, ChunkedBodiesAreReadAndLimited) {
+  ServerFixture f;  // max body 4096 bytes
+  ASSERT_TRUE(f.wait_ready());
+  auto chunked = [](const std::string& body) {
+    std::string out;
+    for (std::size_t i = 0; i < body.size(); i += 1000) {
+      std::string part = body.substr(i, 1000);
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx\r\n", part.size());
+      out += size + part + "\r\n";
+    }
+    return out + "0\r\n\r\n";
+  };
+  const std::string head =
+      "POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  RawSocket small(f.port);
+  ASSERT_TRUE(small.send_all(head + chunked(kCard)));
+  std::string answer = small.read_all(5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find(expected_answer(f, kCard)), std::string::npos) << answer;
+
+  RawSocket big(f.port);
+  std::string large = R"({"state":")" + std::string(6000, 'x') + R"(","questions":{}})";
+  big.send_all(head + chunked(large));  // the server may close before it has read everything
+  answer = big.read_until("request_too_large", 5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+}
+
+TEST(ServerHttp, MalformedRequestGetsAJson400WithARequestId) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  RawSocket raw(f.port);
+  ASSERT_TRUE(
+      raw.send_all("POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Content-Type: application/json\r\nContent-Length: 12x\r\n\r\n{}"));
+  std::string answer = raw.read_until("\"param\":null}}", 5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+  EXPECT_NE(answer.find("X-Request-Id: req-"), std::string::npos) << answer;
+  EXPECT_NE(answer.find(R"({"error":{"message":)"), std::string::npos) << answer;
+}
+
 TEST(ServerHttp, NonJsonContentTypeIs415) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());

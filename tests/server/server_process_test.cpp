@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <future>
 #include <sstream>
@@ -38,11 +39,24 @@ bool wait_healthy(int port, std::chrono::seconds timeout) {
   return false;
 }
 
-double queue_depth(int port) {
+/// The value of the sample `name` in the server's /metrics, or -1.
+double metric(int port, const std::string& name) {
   auto res = client(port)->Get("/metrics");
   if (!res) return -1;
-  auto pos = res->body.find("\nclef_queue_depth ");
-  return pos == std::string::npos ? -1 : std::stod(res->body.substr(pos + 18));
+  auto pos = res->body.find("\n" + name + " ");
+  return pos == std::string::npos ? -1 : std::stod(res->body.substr(pos + name.size() + 2));
+}
+
+double queue_depth(int port) {
+  return metric(port, "clef_queue_depth");
+}
+
+/// Decision requests the queue has taken: waiting + running + answered with 200.
+double accepted(int port) {
+  return metric(port, "clef_queue_depth") + metric(port, "clef_decisions_in_flight") +
+         std::max(
+             0.0,
+             metric(port, R"(clef_http_requests_total{endpoint="/v1/decisions",status="200"})"));
 }
 
 std::string slurp(const std::filesystem::path& path) {
@@ -59,7 +73,7 @@ std::string request_body(int i) {
 
 TEST(ServeProcess, SigtermDuringLoadAnswersEveryAcceptedRequestAndExitsZero) {
   TempDir tmp;
-  ChildProcess child({CLEF_FAKE_SERVER, "--delay-ms", "150", "--queue-size", "16"}, {},
+  ChildProcess child({CLEF_FAKE_SERVER, "--delay-ms", "300", "--queue-size", "16"}, {},
                      (tmp.path() / "stderr.log").string());
   ASSERT_TRUE(child.started());
   int port = port_from_banner(child.read_line(10s));
@@ -81,11 +95,13 @@ TEST(ServeProcess, SigtermDuringLoadAnswersEveryAcceptedRequestAndExitsZero) {
       return client(port)->Post("/v1/decisions", request_body(i), "application/json");
     }));
   }
+  // SIGTERM once all six are accepted (answered or queued) and several still wait.
   auto until = std::chrono::steady_clock::now() + 5s;
-  while (queue_depth(port) < 3 && std::chrono::steady_clock::now() < until) {
+  while (accepted(port) < 12 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(5ms);
   }
-  ASSERT_GE(queue_depth(port), 3) << "SIGTERM must arrive while decisions are queued";
+  ASSERT_EQ(accepted(port), 12) << "6 alone + 6 under load";
+  ASSERT_GE(queue_depth(port), 2) << "SIGTERM must arrive while decisions are queued";
   child.send_signal(SIGTERM);
 
   // New requests are refused (503) while the queue drains, or find nobody listening after.
@@ -127,6 +143,21 @@ TEST(ServeProcess, SigintIdleExitsZeroAndBusyPortExitsOne) {
 
   first.send_signal(SIGINT);
   auto code = first.wait_exit(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(ServeProcess, SigtermWhileTheModelLoadsExitsZero) {
+  TempDir tmp;
+  ChildProcess child({CLEF_FAKE_SERVER, "--load-ms", "800"}, {}, (tmp.path() / "log").string());
+  int port = port_from_banner(child.read_line(10s));
+  ASSERT_GT(port, 0);
+  auto health = client(port)->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(health->body, R"({"status":"loading"})");
+  child.send_signal(SIGTERM);
+  auto code = child.wait_exit(10s);
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 0);
 }
