@@ -15,5 +15,6 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code);  ///< `cle
 void add_info_command(CLI::App& app, ExitCode& exit_code);             ///< `clef info`
 void add_ask_command(CLI::App& app, ExitCode& exit_code);              ///< `clef ask`
 void add_serve_command(CLI::App& app, ExitCode& exit_code);
+void add_pull_command(CLI::App& app, ExitCode& exit_code);  ///< `clef pull`
 
 }  // namespace clef::cli

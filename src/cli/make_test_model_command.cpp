@@ -1,5 +1,6 @@
-// `clef make-test-model DIR [--seed N] [--preset tiny|small|shape-0.8b] [--vocab GGUF]`: writes a
-// random-weight clef model directory (src/testmodel/make_test_model.hpp).
+// `clef make-test-model DIR [--seed N] [--preset tiny|small|shape-0.8b] [--vocab GGUF]
+// [--layout A|B|C] [--head-type BF16|Q8_0]`: writes a random-weight clef model directory
+// (src/testmodel/make_test_model.hpp) in one of the published artifact layouts.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -16,6 +17,8 @@ struct MakeTestModelArgs {
   std::uint64_t seed = 0;
   std::string preset = "tiny";
   std::string vocab = testmodel::default_vocab_gguf().string();
+  std::string layout = "A";
+  std::string head_type = "BF16";
 };
 
 }  // namespace
@@ -34,8 +37,20 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
       ->capture_default_str();
   cmd->add_option("--vocab", args->vocab, "GGUF whose tokenizer.* keys are copied")
       ->capture_default_str();
+  cmd->add_option("--layout", args->layout,
+                  "A: backbone.gguf + joint_head.safetensors; B: llama.cpp clef GGUF; C: Ollama "
+                  "qwen35 GGUF with the head inside (B and C write model.gguf)")
+      ->check(CLI::IsMember({"A", "B", "C"}))
+      ->capture_default_str();
+  cmd->add_option("--head-type", args->head_type, "layout B: type of the head's matrices")
+      ->check(CLI::IsMember({"BF16", "Q8_0"}))
+      ->capture_default_str();
   cmd->callback([args, &exit_code] {
     testmodel::MakeOptions options;
+    options.layout = args->layout == "B"   ? artifact::Layout::llama_cpp
+                     : args->layout == "C" ? artifact::Layout::ollama
+                                           : artifact::Layout::hf_head;
+    options.head_matrix_type = args->head_type == "Q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_BF16;
     options.dir = args->dir;
     options.seed = args->seed;
     options.preset = args->preset;
@@ -44,8 +59,10 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
     std::cout << "wrote " << made.preset.name << " test model (seed " << args->seed << ", n_embd "
               << made.preset.backbone.n_embd << ", n_vocab " << made.n_vocab << ") to " << args->dir
               << "\n"
-              << "  " << made.backbone.string() << "\n  " << made.mmproj.string() << "\n  "
-              << made.head.string() << "\n  " << made.head_config.string() << "\n";
+              << "  " << made.backbone.string() << "\n  " << made.mmproj.string() << "\n";
+    if (!made.head.empty()) {
+      std::cout << "  " << made.head.string() << "\n  " << made.head_config.string() << "\n";
+    }
     exit_code.value = 0;
   });
 }

@@ -23,9 +23,11 @@ BackboneInfo read_backbone_info(const GgufFile& f) {
   if (b.arch == "clip") {
     throw model_error(file + " is an mmproj (vision projector), not a backbone");
   }
-  if (b.arch != "qwen35") {
+  // "clef" is llama.cpp's name for the same backbone with the head inside (keys clef.*).
+  if (b.arch != "qwen35" && b.arch != "clef") {
     throw model_error(file + ": architecture '" + b.arch +
-                      "' is not supported; clef needs a Qwen3.5 backbone (GGUF arch qwen35)");
+                      "' is not supported; clef needs a Qwen3.5 backbone (GGUF arch qwen35, or "
+                      "clef with the head inside)");
   }
   b.name = f.get_string("general.name").value_or("");
   const std::string a = b.arch + ".";

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "artifact/gguf_meta.hpp"
+#include "artifact/layout.hpp"
 #include "info/gguf_file.hpp"
 #include "util/error.hpp"
 
@@ -51,13 +53,19 @@ ModelFiles find_model_files(const std::filesystem::path& dir) {
     throw model_error(dir.string() + ": several mmproj*.gguf files; keep one");
   }
   if (mmprojs.size() == 1) files.mmproj = mmprojs.front();
+  // A GGUF with the head inside (layouts B, C, D) needs no head files; a qwen35 GGUF without it
+  // (layout A) does. detect_layout also refuses an unknown architecture or decision.type.
+  const bool head_inside =
+      artifact::detect_layout(artifact::GgufMeta(*files.backbone)) != artifact::Layout::hf_head;
   for (const char* name : {"joint_head.safetensors", "joint_head_config.json"}) {
-    if (!std::filesystem::is_regular_file(dir / name)) {
+    if (!head_inside && !std::filesystem::is_regular_file(dir / name)) {
       throw model_error(dir.string() + ": missing " + name + " (the joint schema head)");
     }
   }
-  files.head = dir / "joint_head.safetensors";
-  files.head_config = dir / "joint_head_config.json";
+  if (std::filesystem::is_regular_file(dir / "joint_head.safetensors")) {
+    files.head = dir / "joint_head.safetensors";
+    files.head_config = dir / "joint_head_config.json";
+  }
   return files;
 }
 
@@ -70,8 +78,8 @@ ModelFiles classify_model_files(const std::vector<std::filesystem::path>& paths)
       const ModelFiles dir = find_model_files(p);
       if (dir.backbone) set_once(files.backbone, *dir.backbone, "backbone");
       if (dir.mmproj) set_once(files.mmproj, *dir.mmproj, "mmproj");
-      set_once(files.head, *dir.head, "head");
-      set_once(files.head_config, *dir.head_config, "head config");
+      if (dir.head) set_once(files.head, *dir.head, "head");
+      if (dir.head_config) set_once(files.head_config, *dir.head_config, "head config");
       continue;
     }
     if (!std::filesystem::exists(p, ec)) throw model_error(p.string() + ": no such file");

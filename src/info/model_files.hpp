@@ -1,7 +1,8 @@
 #pragma once
 // Finds the files of a clef model from a directory or a list of files.
 // A directory holds: backbone.gguf (or the single *.gguf whose name does not start with "mmproj"),
-// optionally one mmproj*.gguf, and joint_head.safetensors + joint_head_config.json.
+// optionally one mmproj*.gguf, and joint_head.safetensors + joint_head_config.json unless the GGUF
+// holds the head itself (llama.cpp's clef layout, Ollama's; src/artifact/layout.hpp).
 
 #include <filesystem>
 #include <optional>
@@ -17,8 +18,8 @@ struct ModelFiles {
 };
 
 /// Files of the model directory `dir`. Throws model_error when `dir` is not a directory, holds no
-/// backbone GGUF or several candidates, several mmproj*.gguf, or no joint_head.safetensors /
-/// joint_head_config.json.
+/// backbone GGUF or several candidates, several mmproj*.gguf, or, when the GGUF has no head
+/// inside (artifact layout A), no joint_head.safetensors / joint_head_config.json.
 ModelFiles find_model_files(const std::filesystem::path& dir);
 
 /// Classifies explicit paths: a directory expands with find_model_files; *.safetensors is the head

@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "artifact/gguf_meta.hpp"
+#include "artifact/layout.hpp"
+#include "artifact/open_model.hpp"
+#include "artifact/reference.hpp"
 #include "util/error.hpp"
 
 namespace clef::info {
@@ -39,6 +43,48 @@ std::string pattern(const std::vector<bool>& recurrent) {
   return s;
 }
 
+/// HeadInfo of a head read from inside a GGUF (weights == config_path == the GGUF).
+HeadInfo head_info_in_gguf(const artifact::OpenedModel& m) {
+  HeadInfo h;
+  h.weights = m.paths.gguf;
+  h.config_path = m.paths.gguf;
+  const auto& c = m.head.config();
+  h.config = {
+      static_cast<std::uint32_t>(c.hidden_size),    static_cast<std::uint32_t>(c.width),
+      static_cast<std::uint32_t>(c.routing_layers), static_cast<std::uint32_t>(c.layers),
+      static_cast<std::uint32_t>(c.heads),          static_cast<std::uint32_t>(c.feedforward)};
+  for (const GgufTensor& t : GgufFile(m.paths.gguf).tensors()) {
+    for (const auto& prefix : m.backbone.head_tensor_prefixes) {
+      if (t.name.starts_with(prefix)) {
+        h.dtypes.insert(type_name(t.type));
+        ++h.n_tensors;
+        break;
+      }
+    }
+  }
+  for (const auto& [name, t] : m.head.tensors()) h.n_params += t.values.size();
+  if (m.head.folded_scales()) h.n_params += 3;
+  return h;
+}
+
+/// Differences of a joint_head.safetensors head from the reference (config values, dtype).
+std::vector<std::string> reference_differences(const HeadInfo& h) {
+  head::HeadConfig c;
+  c.hidden_size = h.config.hidden_size;
+  c.width = h.config.width;
+  c.routing_layers = h.config.routing_layers;
+  c.layers = h.config.layers;
+  c.heads = h.config.heads;
+  c.feedforward = h.config.feedforward;
+  std::vector<std::string> out = artifact::config_differences(c);
+  if (h.dtypes != std::set<std::string>{"BF16"}) {
+    std::string d;
+    for (const auto& t : h.dtypes) d += (d.empty() ? "" : ", ") + t;
+    out.push_back("joint_head.safetensors dtype " + d + " (reference BF16)");
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelReport inspect_files(const ModelFiles& files) {
@@ -48,7 +94,20 @@ ModelReport inspect_files(const ModelFiles& files) {
     r.mmproj = read_mmproj_info(GgufFile(*files.mmproj));
     r.warnings.insert(r.warnings.end(), r.mmproj->warnings.begin(), r.mmproj->warnings.end());
   }
-  if (files.head) r.head = read_head_info(*files.head, *files.head_config);
+  if (files.backbone) {
+    const artifact::Layout layout = artifact::detect_layout(artifact::GgufMeta(*files.backbone));
+    r.layout = artifact::layout_description(layout);
+    if (layout != artifact::Layout::hf_head) {
+      const artifact::OpenedModel opened =
+          artifact::open_model({*files.backbone, files.mmproj, files.head, files.head_config});
+      r.head = head_info_in_gguf(opened);
+      r.differences = opened.differences;
+    }
+  }
+  if (files.head && !r.head) {
+    r.head = read_head_info(*files.head, *files.head_config);
+    r.differences = reference_differences(*r.head);
+  }
   if (r.backbone && r.head && r.head->config.hidden_size != r.backbone->n_embd) {
     throw model_error("head hidden_size " + std::to_string(r.head->config.hidden_size) + " (" +
                       r.head->config_path.string() + ") does not match the backbone's n_embd " +
@@ -61,6 +120,7 @@ ModelReport inspect_files(const ModelFiles& files) {
   }
   if (r.backbone && !r.mmproj) r.warnings.push_back("no mmproj: images are not supported");
   if (r.backbone && !r.head) r.warnings.push_back("no joint schema head: clef cannot decide");
+  if (r.head && r.differences.empty()) r.differences.push_back("none");
   return r;
 }
 
@@ -70,6 +130,7 @@ ModelReport inspect_model(const std::vector<std::filesystem::path>& paths) {
 
 std::string format_report(const ModelReport& r) {
   std::ostringstream s;
+  if (!r.layout.empty()) s << "layout " << r.layout << "\n";
   if (r.backbone) {
     const BackboneInfo& b = *r.backbone;
     std::size_t n_attn = 0;
@@ -120,8 +181,12 @@ std::string format_report(const ModelReport& r) {
   if (r.head) {
     const HeadInfo& h = *r.head;
     const auto& c = h.config;
-    s << "head " << h.weights.string() << "\n";
-    s << "  config              " << h.config_path.string() << "\n";
+    if (h.config_path == h.weights) {
+      s << "head inside " << h.weights.string() << "\n";
+    } else {
+      s << "head " << h.weights.string() << "\n";
+      s << "  config              " << h.config_path.string() << "\n";
+    }
     s << "  hidden_size         " << c.hidden_size << "\n";
     s << "  width               " << c.width << "\n";
     s << "  routing_layers      " << c.routing_layers << "\n";
@@ -136,7 +201,10 @@ std::string format_report(const ModelReport& r) {
     }
     s << "\n  tensors             " << h.n_tensors << " (names and shapes match the config)\n";
     s << "  parameters          " << h.n_params << "\n";
-    s << "  file size           " << human_size(h.file_size) << "\n";
+    if (h.config_path != h.weights)
+      s << "  file size           " << human_size(h.file_size) << "\n";
+    s << "  differences from the reference head:\n";
+    for (const auto& d : r.differences) s << "    " << d << "\n";
   }
   for (const auto& w : r.warnings) s << "warning: " << w << "\n";
   return s.str();

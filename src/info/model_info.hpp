@@ -16,12 +16,20 @@ namespace clef::info {
 struct ModelReport {
   std::optional<BackboneInfo> backbone;
   std::optional<MmprojInfo> mmproj;
-  std::optional<HeadInfo> head;
+  std::optional<HeadInfo> head;  ///< for layouts B/C/D, the head inside the GGUF
+  /// artifact::layout_description of the backbone GGUF's layout; empty without a backbone.
+  std::string layout;
+  /// Every difference from the reference head (Clef-Flash joint_head_config.json, BF16
+  /// safetensors, raw scalars): config values, tensor types, folded scales, ...
+  std::vector<std::string> differences;
   std::vector<std::string> warnings;
 };
 
-/// Reads the given files. Throws model_error for the first unusable file, and when the pieces
-/// disagree: head hidden_size != backbone n_embd, mmproj output dim != backbone n_embd.
+/// Reads the given files. The backbone GGUF's layout is detected (artifact::detect_layout); a
+/// head inside the GGUF (layouts B, C, D) is read and checked with artifact::open_model. Throws
+/// model_error for the first unusable file, and when the pieces disagree: head hidden_size !=
+/// backbone n_embd, mmproj output dim != backbone n_embd, a head both inside the GGUF and beside
+/// it.
 ModelReport inspect_files(const ModelFiles& files);
 
 /// inspect_files(classify_model_files(paths)).

@@ -1,5 +1,6 @@
 #include "testmodel/make_test_model.hpp"
 
+#include "artifact/layout_writer.hpp"
 #include "testmodel/backbone_writer.hpp"
 #include "testmodel/head_writer.hpp"
 #include "testmodel/mmproj_writer.hpp"
@@ -24,6 +25,16 @@ MadeModel make_test_model(const MakeOptions& o) {
       write_backbone(made.backbone, made.preset.backbone, description, o.seed, o.vocab_gguf);
   write_mmproj(made.mmproj, made.preset.vision, made.preset.backbone.n_embd, description, o.seed);
   write_head(o.dir, made.preset.head, o.seed);
+  if (o.layout != artifact::Layout::hf_head) {
+    // The same weights in one GGUF, as the publishers' converters write them.
+    const std::filesystem::path model = o.dir / "model.gguf";
+    artifact::write_layout({made.backbone, made.mmproj, made.head, made.head_config}, o.layout,
+                           model, o.head_matrix_type);
+    for (const auto& p : {made.backbone, made.head, made.head_config}) std::filesystem::remove(p);
+    made.backbone = model;
+    made.head.clear();
+    made.head_config.clear();
+  }
   return made;
 }
 

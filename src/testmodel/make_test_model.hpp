@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "artifact/layout.hpp"
 #include "testmodel/presets.hpp"
 
 namespace clef::testmodel {
@@ -24,13 +25,19 @@ struct MakeOptions {
   std::uint64_t seed = 0;
   std::string preset = "tiny";
   std::filesystem::path vocab_gguf = default_vocab_gguf();
+  /// Artifact layout (artifact/layout.hpp). hf_head: the four files above. llama_cpp / ollama:
+  /// DIR/model.gguf (backbone and head in one GGUF, same weights, artifact::write_layout) and
+  /// DIR/mmproj.gguf.
+  artifact::Layout layout = artifact::Layout::hf_head;
+  /// Layout B only: the type of the head's 2-D matrices (BF16, Q8_0, ...).
+  ggml_type head_matrix_type = GGML_TYPE_BF16;
 };
 
 struct MadeModel {
-  std::filesystem::path backbone;
+  std::filesystem::path backbone;  ///< model.gguf for layouts B and C
   std::filesystem::path mmproj;
-  std::filesystem::path head;
-  std::filesystem::path head_config;
+  std::filesystem::path head;         ///< empty for layouts B and C
+  std::filesystem::path head_config;  ///< empty for layouts B and C
   Preset preset;
   std::uint32_t n_vocab = 0;
 };
