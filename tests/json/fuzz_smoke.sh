@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Short libFuzzer run of clef's JSON fuzz targets (fuzz/json_*_fuzzer.cpp), part of the tests;
+# Short libFuzzer run of clef's fuzz targets (fuzz/*_fuzzer.cpp: the JSON parser and renderer,
+# and the request path json::parse -> parse_request -> encode_record), part of the tests;
 # the long run is documented in fuzz/README.md.
 #
 # Usage: fuzz_smoke.sh <source dir> <work dir> [seconds per target, default 20]
@@ -24,7 +25,7 @@ if [[ -z "$cxx" ]]; then
 fi
 
 mkdir -p "$work"
-flags=(-std=c++20 -g -O1 -Wall -Wextra -I"$src/src" -fno-sanitize-recover=undefined)
+flags=(-std=c++20 -g -O1 -Wall -Wextra -I"$src/src" -I"$src/tests" -fno-sanitize-recover=undefined)
 
 # libFuzzer present? (clang without compiler-rt's fuzzer runtime fails to link this)
 probe_src="$work/probe.cpp"
@@ -36,20 +37,22 @@ if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe_src" -o "$work/probe" 2>
   exit 77
 fi
 
-echo "== compiling src/json with $cxx ($(${cxx} --version | head -1))"
+echo "== compiling src/json, src/request and the record encoder with $cxx ($(${cxx} --version | head -1))"
 objects=()
-for f in "$src"/src/json/*.cpp; do
-  o="$work/$(basename "${f%.cpp}").o"
+for f in "$src"/src/json/*.cpp "$src"/src/request/*.cpp "$src"/src/record/encode.cpp \
+         "$src"/src/record/nfc.cpp; do
+  o="$work/$(basename "$(dirname "$f")")_$(basename "${f%.cpp}").o"
   "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link,address,undefined -c "$f" -o "$o"
   objects+=("$o")
 done
 
 status=0
-for target_src in "$src"/fuzz/json_*_fuzzer.cpp; do
+for target_src in "$src"/fuzz/*_fuzzer.cpp; do
   name=$(basename "${target_src%.cpp}")
   exe="$work/$name"
   echo "== building $name"
-  "$cxx" "${flags[@]}" -fsanitize=fuzzer,address,undefined "$target_src" "${objects[@]}" -o "$exe"
+  "$cxx" "${flags[@]}" -fsanitize=fuzzer,address,undefined "$target_src" "${objects[@]}" \
+    -lutf8proc -o "$exe"
   # A fresh corpus each run, seeded from fuzz/corpus/<target without _fuzzer> when present.
   corpus="$work/corpus_$name"
   rm -rf "$corpus"
@@ -58,7 +61,7 @@ for target_src in "$src"/fuzz/json_*_fuzzer.cpp; do
   [[ -d "$seeds" ]] && cp "$seeds"/* "$corpus"/
   args=(-max_total_time="$seconds" -error_exitcode=1 -timeout=10 -rss_limit_mb=2048
         -print_final_stats=1 -artifact_prefix="$work/$name-")
-  [[ "$name" == *parse* ]] && args+=(-dict="$src/fuzz/json.dict")
+  [[ "$name" == json_parse* || "$name" == request* ]] && args+=(-dict="$src/fuzz/json.dict")
   echo "== running $name for ${seconds}s"
   if ! "$exe" "${args[@]}" "$corpus" >"$work/$name.log" 2>&1; then
     echo "FAIL: $name found a problem; reproducer in $work/$name-*; log $work/$name.log" >&2

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "byte_tokenizer.hpp"
+#include "support/byte_tokenizer.hpp"
 #include "json/parse.hpp"
 #include "request/parse.hpp"
 #include "util/error.hpp"

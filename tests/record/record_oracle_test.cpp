@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "byte_tokenizer.hpp"
+#include "support/byte_tokenizer.hpp"
 #include "json/parse.hpp"
 #include "json/value.hpp"
 #include "oracle_files.hpp"
