@@ -141,10 +141,10 @@ class EndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const auto& m = test::layout_models();
-    a_ = std::make_unique<Pipeline>(m.a);
-    b_ = std::make_unique<Pipeline>(m.b_bf16);
-    b_q8_ = std::make_unique<Pipeline>(m.b_q8);
-    c_ = std::make_unique<Pipeline>(m.c);
+    a_ = std::make_unique<Pipeline>(m.a());
+    b_ = std::make_unique<Pipeline>(m.b_bf16());
+    b_q8_ = std::make_unique<Pipeline>(m.b_q8());
+    c_ = std::make_unique<Pipeline>(m.c());
   }
   static void TearDownTestSuite() {
     a_.reset();

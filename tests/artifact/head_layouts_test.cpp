@@ -83,20 +83,20 @@ void expect_same_tensors(const head::HeadWeights& a, const head::HeadWeights& b)
 }
 
 const head::HeadWeights& head_a() {
-  static const head::HeadWeights w = open_model(layout_models().a).head;
+  static const head::HeadWeights w = open_model(layout_models().a()).head;
   return w;
 }
 
 TEST(Layouts, DetectsEachLayoutFromTheFile) {
   const auto& m = layout_models();
-  EXPECT_EQ(detect_layout(GgufMeta(m.a.gguf)), Layout::hf_head);
-  EXPECT_EQ(detect_layout(GgufMeta(m.b_bf16.gguf)), Layout::llama_cpp);
-  EXPECT_EQ(detect_layout(GgufMeta(m.b_q8.gguf)), Layout::llama_cpp);
-  EXPECT_EQ(detect_layout(GgufMeta(m.c.gguf)), Layout::ollama);
+  EXPECT_EQ(detect_layout(GgufMeta(m.a().gguf)), Layout::hf_head);
+  EXPECT_EQ(detect_layout(GgufMeta(m.b_bf16().gguf)), Layout::llama_cpp);
+  EXPECT_EQ(detect_layout(GgufMeta(m.b_q8().gguf)), Layout::llama_cpp);
+  EXPECT_EQ(detect_layout(GgufMeta(m.c().gguf)), Layout::ollama);
 }
 
 TEST(Layouts, LayoutBHas160HeadTensorsWithQ8MatricesAnd1DScorerOut) {
-  const GgufMeta g(layout_models().b_q8.gguf);
+  const GgufMeta g(layout_models().b_q8().gguf);
   const head::HeadConfig& c = head_a().config();
   std::size_t n_head = 0;
   for (const auto& t : g.tensors())
@@ -115,7 +115,7 @@ TEST(Layouts, LayoutBHas160HeadTensorsWithQ8MatricesAnd1DScorerOut) {
 }
 
 TEST(Layouts, LayoutCHeadEqualsTheHfHead) {
-  const OpenedModel c = open_model(layout_models().c);
+  const OpenedModel c = open_model(layout_models().c());
   EXPECT_EQ(c.layout, Layout::ollama);
   EXPECT_FALSE(c.head.folded_scales());
   EXPECT_EQ(c.head.tensors().size(), head_a().tensors().size());
@@ -124,7 +124,7 @@ TEST(Layouts, LayoutCHeadEqualsTheHfHead) {
 }
 
 TEST(Layouts, LayoutBBf16HeadEqualsTheHfHeadWithFoldedScales) {
-  const OpenedModel b = open_model(layout_models().b_bf16);
+  const OpenedModel b = open_model(layout_models().b_bf16());
   EXPECT_EQ(b.layout, Layout::llama_cpp);
   ASSERT_TRUE(b.head.folded_scales());
   const head::FoldedScales want = head::fold_scales(head_a().at("prior_logit_scale").values[0],
@@ -166,7 +166,7 @@ std::vector<float> round_trip(const std::vector<float>& values, std::int64_t n_p
 }
 
 TEST(Layouts, LayoutBQ8HeadMatchesItsDequantizedHfTwin) {
-  const OpenedModel b = open_model(layout_models().b_q8);
+  const OpenedModel b = open_model(layout_models().b_q8());
   // The twin: the HF head with every matrix through Q8_0 (the scorer's 1-D output weight stays
   // BF16, exact for BF16 values; vectors are F32, exact).
   head::HeadWeights::TensorMap twin = head_a().tensors();
@@ -187,7 +187,7 @@ TEST(Layouts, LayoutBQ8HeadMatchesItsDequantizedHfTwin) {
 }
 
 TEST(Layouts, InfoLinesNameTheDifferencesFromTheReference) {
-  const OpenedModel b = open_model(layout_models().b_q8);
+  const OpenedModel b = open_model(layout_models().b_q8());
   std::string all;
   for (const auto& d : b.differences) all += d + "\n";
   EXPECT_HAS(all, "head width 32 (reference 1024)");
@@ -199,7 +199,7 @@ TEST(Layouts, InfoLinesNameTheDifferencesFromTheReference) {
 
 TEST(Refusals, HeadlessQwen35WithoutSafetensors) {
   ModelPaths p;
-  p.gguf = layout_models().a.gguf;
+  p.gguf = layout_models().a().gguf;
   const std::string msg = refusal([&] { open_model(p); });
   EXPECT_HAS(msg, "without a joint schema head");
   EXPECT_HAS(msg, "joint_head.safetensors");
@@ -209,21 +209,21 @@ TEST(Refusals, HeadOfAnotherHiddenSize) {
   test::TempDir dir;
   testmodel::HeadConfig c{32, 32, 1, 1, 4, 64};
   testmodel::write_head(dir.path(), c, 1);
-  ModelPaths p = layout_models().a;
+  ModelPaths p = layout_models().a();
   p.head_weights = dir.path() / "joint_head.safetensors";
   p.head_config = dir.path() / "joint_head_config.json";
   EXPECT_HAS(refusal([&] { open_model(p); }), "does not match the backbone");
 
   // Layout C whose decision.hidden_size is not the backbone's embedding_length.
   const fs::path c_bad = dir.path() / "c.gguf";
-  test::rewrite_gguf(layout_models().c.gguf, c_bad, [](gguf_context* g) {
+  test::rewrite_gguf(layout_models().c().gguf, c_bad, [](gguf_context* g) {
     gguf_set_val_u32(g, "qwen35.decision.hidden_size", 48);
   });
   EXPECT_HAS(refusal([&] { open_model({c_bad, {}, {}, {}}); }), "clef.hidden_norm.weight");
 
   // Layout B whose clef.embedding_length disagrees with the head's projections.
   const fs::path b_bad = dir.path() / "b.gguf";
-  test::rewrite_gguf(layout_models().b_bf16.gguf, b_bad,
+  test::rewrite_gguf(layout_models().b_bf16().gguf, b_bad,
                      [](gguf_context* g) { gguf_set_val_u32(g, "clef.embedding_length", 48); });
   const std::string msg = refusal([&] { open_model({b_bad, {}, {}, {}}); });
   EXPECT_HAS(msg, "decision.hidden_norm.weight has shape [64]");
@@ -233,12 +233,12 @@ TEST(Refusals, HeadOfAnotherHiddenSize) {
 TEST(Refusals, UnknownDecisionType) {
   test::TempDir dir;
   const fs::path b = dir.path() / "b.gguf";
-  test::rewrite_gguf(layout_models().b_bf16.gguf, b, [](gguf_context* g) {
+  test::rewrite_gguf(layout_models().b_bf16().gguf, b, [](gguf_context* g) {
     gguf_set_val_str(g, "clef.decision.type", "classifier");
   });
   EXPECT_HAS(refusal([&] { open_model({b, {}, {}, {}}); }), "unknown decision.type \"classifier\"");
   const fs::path c = dir.path() / "c.gguf";
-  test::rewrite_gguf(layout_models().c.gguf, c, [](gguf_context* g) {
+  test::rewrite_gguf(layout_models().c().gguf, c, [](gguf_context* g) {
     gguf_set_val_str(g, "qwen35.decision.type", "reranker");
   });
   EXPECT_HAS(refusal([&] { open_model({c, {}, {}, {}}); }), "unknown decision.type \"reranker\"");
@@ -247,7 +247,7 @@ TEST(Refusals, UnknownDecisionType) {
 TEST(Refusals, TiedLmHead) {
   test::TempDir dir;
   const fs::path b = dir.path() / "b.gguf";
-  test::rewrite_gguf(layout_models().b_bf16.gguf, b, [](gguf_context*) {}, {"output.weight"});
+  test::rewrite_gguf(layout_models().b_bf16().gguf, b, [](gguf_context*) {}, {"output.weight"});
   const std::string msg = refusal([&] { open_model({b, {}, {}, {}}); });
   EXPECT_HAS(msg, "tied");
   EXPECT_HAS(msg, "output.weight");
@@ -256,21 +256,21 @@ TEST(Refusals, TiedLmHead) {
 TEST(Refusals, MissingHeadTensorAndTwoHeads) {
   test::TempDir dir;
   const fs::path b = dir.path() / "b.gguf";
-  test::rewrite_gguf(layout_models().b_bf16.gguf, b, [](gguf_context*) {},
+  test::rewrite_gguf(layout_models().b_bf16().gguf, b, [](gguf_context*) {},
                      {"dec.blk.0.cross_attn_k.weight"});
   const std::string msg = refusal([&] { open_model({b, {}, {}, {}}); });
   EXPECT_HAS(msg, "dec.blk.0.cross_attn_k.weight");
   EXPECT_HAS(msg, "missing");
 
-  ModelPaths both = layout_models().b_bf16;
-  both.head_weights = layout_models().a.head_weights;
-  both.head_config = layout_models().a.head_config;
+  ModelPaths both = layout_models().b_bf16();
+  both.head_weights = layout_models().a().head_weights;
+  both.head_config = layout_models().a().head_config;
   EXPECT_HAS(refusal([&] { open_model(both); }), "two heads");
 }
 
 TEST(Refusals, ProjectorGivenAsTheModel) {
   EXPECT_HAS(refusal([&] {
-               open_model({layout_models().a.mmproj.value(), {}, {}, {}});
+               open_model({layout_models().a().mmproj.value(), {}, {}, {}});
              }),
              "vision projector");
 }
@@ -281,7 +281,7 @@ TEST(Refusals, ScalesThatAreNotFolded) {
   test::TempDir dir;
   const fs::path b = dir.path() / "b.gguf";
   test::rewrite_gguf(
-      layout_models().b_bf16.gguf, b, [](gguf_context*) {}, {},
+      layout_models().b_bf16().gguf, b, [](gguf_context*) {}, {},
       [](ggml_context* data) {
         static_cast<float*>(ggml_get_tensor(data, "decision.scales")->data)[2] = -2.0f;
       });

@@ -15,32 +15,37 @@
 
 namespace clef::test {
 
-struct LayoutModels {
-  artifact::ModelPaths a, b_bf16, b_q8, c;
-};
-
 inline artifact::ModelPaths tiny_paths() {
   const auto& m = tiny_model();
   return {m.backbone, m.mmproj, m.head, m.head_config};
 }
 
-/// The tiny model in every layout, written once per process.
-inline const LayoutModels& layout_models() {
+/// The tiny model converted to `layout` (head matrices `type`), written on first use.
+inline artifact::ModelPaths converted(artifact::Layout layout, ggml_type type, const char* name) {
   static TempDir dir("clef-layouts");
-  static const LayoutModels models = [] {
-    LayoutModels m;
-    m.a = tiny_paths();
-    const auto write = [&](artifact::Layout layout, const char* name, ggml_type type) {
-      artifact::ModelPaths p;
-      p.gguf = dir.path() / name;
-      artifact::write_layout(m.a, layout, p.gguf, type);
-      return p;
-    };
-    m.b_bf16 = write(artifact::Layout::llama_cpp, "b_bf16.gguf", GGML_TYPE_BF16);
-    m.b_q8 = write(artifact::Layout::llama_cpp, "b_q8.gguf", GGML_TYPE_Q8_0);
-    m.c = write(artifact::Layout::ollama, "c.gguf", GGML_TYPE_F32);
-    return m;
-  }();
+  artifact::ModelPaths p;
+  p.gguf = dir.path() / name;
+  if (!std::filesystem::exists(p.gguf)) artifact::write_layout(tiny_paths(), layout, p.gguf, type);
+  return p;
+}
+
+/// The tiny model in every layout; each conversion is made once per process, when first used:
+/// A (the shared tiny model), B with BF16 head matrices, B with Q8_0 head matrices, C.
+struct LayoutModels {
+  artifact::ModelPaths a() const { return tiny_paths(); }
+  artifact::ModelPaths b_bf16() const {
+    return converted(artifact::Layout::llama_cpp, GGML_TYPE_BF16, "b_bf16.gguf");
+  }
+  artifact::ModelPaths b_q8() const {
+    return converted(artifact::Layout::llama_cpp, GGML_TYPE_Q8_0, "b_q8.gguf");
+  }
+  artifact::ModelPaths c() const {
+    return converted(artifact::Layout::ollama, GGML_TYPE_F32, "c.gguf");
+  }
+};
+
+inline const LayoutModels& layout_models() {
+  static const LayoutModels models;
   return models;
 }
 

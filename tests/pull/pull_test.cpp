@@ -89,11 +89,11 @@ TEST(HubFiles, SelectsModelMmprojAndHead) {
 
 TEST(GgufProbe, HeaderSizeIsTheDataOffset) {
   const auto& m = test::layout_models();
-  const std::string bytes = bytes_of(m.b_q8.gguf);
+  const std::string bytes = bytes_of(m.b_q8().gguf);
   const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
   const auto size = gguf_header_size(span);
   ASSERT_TRUE(size);
-  gguf_context* g = gguf_init_from_file(m.b_q8.gguf.c_str(), {true, nullptr});
+  gguf_context* g = gguf_init_from_file(m.b_q8().gguf.c_str(), {true, nullptr});
   EXPECT_EQ(*size, gguf_get_data_offset(g));
   gguf_free(g);
   EXPECT_FALSE(gguf_header_size(span.first(*size / 2)));
@@ -102,36 +102,35 @@ TEST(GgufProbe, HeaderSizeIsTheDataOffset) {
   refusal([&] { gguf_header_size(std::as_bytes(std::span(junk.data(), junk.size()))); });
 }
 
+/// A fake hub and a download directory per test; model files are read (and converted) lazily.
 class PullTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto& m = test::layout_models();
-    b_q8_ = bytes_of(m.b_q8.gguf);
-    b_bf16_ = bytes_of(m.b_bf16.gguf);
-    a_backbone_ = bytes_of(m.a.gguf);
-    c_ = bytes_of(m.c.gguf);
-    mmproj_ = bytes_of(*m.a.mmproj);
-    head_ = bytes_of(*m.a.head_weights);
-    head_config_ = bytes_of(*m.a.head_config);
-  }
+  static const test::LayoutModels& m() { return test::layout_models(); }
+  static std::string b_q8() { return bytes_of(m().b_q8().gguf); }
+  static std::string b_bf16() { return bytes_of(m().b_bf16().gguf); }
+  static std::string a_backbone() { return bytes_of(m().a().gguf); }
+  static std::string c() { return bytes_of(m().c().gguf); }
+  static std::string mmproj() { return bytes_of(*m().a().mmproj); }
+  static std::string head() { return bytes_of(*m().a().head_weights); }
+  static std::string head_config() { return bytes_of(*m().a().head_config); }
+
   FakeHub hub_;
   test::TempDir dir_{"clef-pull"};
-  std::string b_q8_, b_bf16_, a_backbone_, c_, mmproj_, head_, head_config_;
 };
 
 TEST_F(PullTest, FreshDownloadOfALayoutBRepository) {
-  hub_.add("ggml-org/Clef-Flash-GGUF", "Clef-Flash-Q8_0.gguf", b_q8_);
-  hub_.add("ggml-org/Clef-Flash-GGUF", "Clef-Flash-BF16.gguf", b_bf16_);
-  hub_.add("ggml-org/Clef-Flash-GGUF", "mmproj-Clef-Flash-f16.gguf", mmproj_);
-  hub_.add("ggml-org/Clef-Flash-GGUF", "mmproj-Clef-Flash-bf16.gguf", mmproj_);
+  hub_.add("ggml-org/Clef-Flash-GGUF", "Clef-Flash-Q8_0.gguf", b_q8());
+  hub_.add("ggml-org/Clef-Flash-GGUF", "Clef-Flash-BF16.gguf", b_bf16());
+  hub_.add("ggml-org/Clef-Flash-GGUF", "mmproj-Clef-Flash-f16.gguf", mmproj());
+  hub_.add("ggml-org/Clef-Flash-GGUF", "mmproj-Clef-Flash-bf16.gguf", mmproj());
   hub_.add("ggml-org/Clef-Flash-GGUF", "README.md", "# Clef-Flash\n", false);
   std::string log;
   const PullResult r = run_pull(hub_, "ggml-org/Clef-Flash-GGUF:Q8_0", dir_.path(), &log);
   EXPECT_EQ(r.layout, artifact::Layout::llama_cpp);
   EXPECT_EQ(r.files,
             (std::vector<std::string>{"Clef-Flash-Q8_0.gguf", "mmproj-Clef-Flash-bf16.gguf"}));
-  EXPECT_EQ(bytes_of(dir_.path() / "Clef-Flash-Q8_0.gguf"), b_q8_);
-  EXPECT_EQ(bytes_of(dir_.path() / "mmproj-Clef-Flash-bf16.gguf"), mmproj_);
+  EXPECT_EQ(bytes_of(dir_.path() / "Clef-Flash-Q8_0.gguf"), b_q8());
+  EXPECT_EQ(bytes_of(dir_.path() / "mmproj-Clef-Flash-bf16.gguf"), mmproj());
   EXPECT_FALSE(fs::exists(dir_.path() / "Clef-Flash-Q8_0.gguf.part"));
   EXPECT_FALSE(fs::exists(dir_.path() / "Clef-Flash-BF16.gguf"));
   EXPECT_HAS(log, "100%");
@@ -142,41 +141,41 @@ TEST_F(PullTest, FreshDownloadOfALayoutBRepository) {
   const std::size_t sent = hub_.bytes_sent("Clef-Flash-Q8_0.gguf");
   run_pull(hub_, "ggml-org/Clef-Flash-GGUF:Q8_0", dir_.path(), &log);
   EXPECT_HAS(log, "already there");
-  EXPECT_LT(hub_.bytes_sent("Clef-Flash-Q8_0.gguf") - sent, b_q8_.size() / 2);
+  EXPECT_LT(hub_.bytes_sent("Clef-Flash-Q8_0.gguf") - sent, b_q8().size() / 2);
 }
 
 TEST_F(PullTest, LayoutAResumesAfterTheConnectionIsCut) {
-  hub_.add("bartowski/Clef-Flash-GGUF", "Clef-Flash-Q4_K_M.gguf", a_backbone_, true, true);
-  hub_.add("bartowski/Clef-Flash-GGUF", "mmproj-Clef-Flash-f16.gguf", mmproj_);
-  hub_.add("bartowski/Clef-Flash-GGUF", "joint_head.safetensors", head_);
-  hub_.add("bartowski/Clef-Flash-GGUF", "joint_head_config.json", head_config_, false);
+  hub_.add("bartowski/Clef-Flash-GGUF", "Clef-Flash-Q4_K_M.gguf", a_backbone(), true, true);
+  hub_.add("bartowski/Clef-Flash-GGUF", "mmproj-Clef-Flash-f16.gguf", mmproj());
+  hub_.add("bartowski/Clef-Flash-GGUF", "joint_head.safetensors", head());
+  hub_.add("bartowski/Clef-Flash-GGUF", "joint_head_config.json", head_config(), false);
   const PullResult r = run_pull(hub_, "bartowski/Clef-Flash-GGUF", dir_.path());
   EXPECT_EQ(r.layout, artifact::Layout::hf_head);
   EXPECT_EQ(r.files.size(), 4u);
-  EXPECT_EQ(bytes_of(dir_.path() / "Clef-Flash-Q4_K_M.gguf"), a_backbone_);
-  EXPECT_EQ(bytes_of(dir_.path() / "joint_head.safetensors"), head_);
-  EXPECT_EQ(bytes_of(dir_.path() / "joint_head_config.json"), head_config_);
+  EXPECT_EQ(bytes_of(dir_.path() / "Clef-Flash-Q4_K_M.gguf"), a_backbone());
+  EXPECT_EQ(bytes_of(dir_.path() / "joint_head.safetensors"), head());
+  EXPECT_EQ(bytes_of(dir_.path() / "joint_head_config.json"), head_config());
   // The cut left half the file; the retry asked for the rest with a Range.
-  EXPECT_EQ(resumes_from(hub_.ranges("Clef-Flash-Q4_K_M.gguf"), a_backbone_.size() / 2), 1u);
-  EXPECT_LT(hub_.bytes_sent("Clef-Flash-Q4_K_M.gguf"), a_backbone_.size() * 2);
+  EXPECT_EQ(resumes_from(hub_.ranges("Clef-Flash-Q4_K_M.gguf"), a_backbone().size() / 2), 1u);
+  EXPECT_LT(hub_.bytes_sent("Clef-Flash-Q4_K_M.gguf"), a_backbone().size() * 2);
   EXPECT_EQ(artifact::open_model_dir(dir_.path()).layout, artifact::Layout::hf_head);
 }
 
 TEST_F(PullTest, ResumesAPartialFileFromAnEarlierRun) {
-  hub_.add("ollama/clef-flash", "clef-flash-q8_0.gguf", c_);
+  hub_.add("ollama/clef-flash", "clef-flash-q8_0.gguf", c());
   const std::size_t kept = 100000;
   {
     std::ofstream part(dir_.path() / "clef-flash-q8_0.gguf.part", std::ios::binary);
-    part.write(c_.data(), kept);
+    part.write(c().data(), kept);
   }
   const PullResult r = run_pull(hub_, "ollama/clef-flash", dir_.path());
   EXPECT_EQ(r.layout, artifact::Layout::ollama);
-  EXPECT_EQ(bytes_of(dir_.path() / "clef-flash-q8_0.gguf"), c_);
+  EXPECT_EQ(bytes_of(dir_.path() / "clef-flash-q8_0.gguf"), c());
   EXPECT_EQ(resumes_from(hub_.ranges("clef-flash-q8_0.gguf"), kept), 1u);
 }
 
 TEST_F(PullTest, CorruptedDownloadIsCaughtBySha256) {
-  hub_.add("evil/mirror", "Clef-Flash-Q8_0.gguf", b_q8_, true, false, std::string(64, 'a'));
+  hub_.add("evil/mirror", "Clef-Flash-Q8_0.gguf", b_q8(), true, false, std::string(64, 'a'));
   const std::string msg = refusal([&] { run_pull(hub_, "evil/mirror", dir_.path()); });
   EXPECT_HAS(msg, "corrupted");
   EXPECT_HAS(msg, "sha256");
@@ -185,14 +184,14 @@ TEST_F(PullTest, CorruptedDownloadIsCaughtBySha256) {
 }
 
 TEST_F(PullTest, RepositoryWithoutAHeadIsRefusedBeforeTheDownload) {
-  hub_.add("prithivMLmods/clef-flash-GGUF", "clef-flash.Q8_0.gguf", a_backbone_);
-  hub_.add("prithivMLmods/clef-flash-GGUF", "mmproj-clef-flash.f16.gguf", mmproj_);
+  hub_.add("prithivMLmods/clef-flash-GGUF", "clef-flash.Q8_0.gguf", a_backbone());
+  hub_.add("prithivMLmods/clef-flash-GGUF", "mmproj-clef-flash.f16.gguf", mmproj());
   const std::string msg =
       refusal([&] { run_pull(hub_, "prithivMLmods/clef-flash-GGUF", dir_.path()); });
   EXPECT_HAS(msg, "holds no usable head");
   EXPECT_HAS(msg, "clef-flash.Q8_0.gguf");
   // Only the header was read.
-  EXPECT_LT(hub_.bytes_sent("clef-flash.Q8_0.gguf"), a_backbone_.size());
+  EXPECT_LT(hub_.bytes_sent("clef-flash.Q8_0.gguf"), a_backbone().size());
   EXPECT_EQ(hub_.bytes_sent("mmproj-clef-flash.f16.gguf"), 0u);
   EXPECT_TRUE(fs::is_empty(dir_.path()));
 }
@@ -200,7 +199,7 @@ TEST_F(PullTest, RepositoryWithoutAHeadIsRefusedBeforeTheDownload) {
 TEST_F(PullTest, UnknownRepositoryAndUnknownDecisionType) {
   EXPECT_HAS(refusal([&] { run_pull(hub_, "nobody/nothing", dir_.path()); }), "not found");
   const fs::path odd = dir_.path() / "odd.gguf";
-  test::rewrite_gguf(test::layout_models().b_bf16.gguf, odd,
+  test::rewrite_gguf(test::layout_models().b_bf16().gguf, odd,
                      [](gguf_context* g) { gguf_set_val_str(g, "clef.decision.type", "ranker"); });
   hub_.add("someone/odd", "odd-Q8_0.gguf", bytes_of(odd));
   fs::remove(odd);
