@@ -123,33 +123,50 @@ int chunk_length(int total, int start, int chunk) {
   return chunk;
 }
 
-Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
-                   std::span<const llama_model_kv_override> kv_overrides)
-    : params_(params) {
-  validate(params_);
-  ensure_llama_backend();
-
+llama_model_params Backbone::model_params(const BackboneParams& params,
+                                          std::span<const llama_model_kv_override> kv_overrides) {
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = params_.gpu_layers;
+  mp.n_gpu_layers = params.gpu_layers;
   mp.load_mode = LLAMA_LOAD_MODE_MMAP;
-  mp.use_extra_bufts = params_.weight_repacking;
+  mp.use_extra_bufts = params.weight_repacking;
   if (!kv_overrides.empty()) {
     if (kv_overrides.back().key[0] != '\0') {
       throw std::invalid_argument("Backbone: kv_overrides must end with an empty-key entry");
     }
     mp.kv_overrides = kv_overrides.data();
   }
-  if (params_.on_progress) {
+  if (params.on_progress) {
     mp.progress_callback = progress_trampoline;
-    mp.progress_callback_user_data = &params_.on_progress;
+    // llama.cpp only reads through this pointer during the load, while `params` is alive.
+    mp.progress_callback_user_data = const_cast<std::function<bool(float)>*>(&params.on_progress);
   }
-  model_.reset(llama_model_load_from_file(gguf_path.c_str(), mp));
-  if (!model_) throw model_error("cannot load backbone GGUF '" + gguf_path + "' (see log above)");
+  return mp;
+}
 
+Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
+                   std::span<const llama_model_kv_override> kv_overrides)
+    : params_(params) {
+  validate(params_);
+  ensure_llama_backend();
+  const llama_model_params mp = model_params(params_, kv_overrides);
+  LlamaModelPtr model(llama_model_load_from_file(gguf_path.c_str(), mp));
+  if (!model) throw model_error("cannot load backbone GGUF '" + gguf_path + "' (see log above)");
+  init(std::move(model), gguf_path);
+}
+
+Backbone::Backbone(LlamaModelPtr model, const BackboneParams& params, const std::string& name)
+    : params_(params) {
+  validate(params_);
+  if (!model) throw std::invalid_argument("Backbone: null model");
+  init(std::move(model), name);
+}
+
+void Backbone::init(LlamaModelPtr model, const std::string& name) {
+  model_ = std::move(model);
   char arch[64] = {0};
   llama_model_meta_val_str(model_.get(), "general.architecture", arch, sizeof arch);
   if (std::string(arch) != "qwen35") {
-    throw model_error("backbone '" + gguf_path + "' has architecture '" + arch +
+    throw model_error("backbone '" + name + "' has architecture '" + arch +
                       "'; clef needs a qwen35 backbone");
   }
   n_embd_ = llama_model_n_embd(model_.get());
@@ -174,7 +191,7 @@ Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
       params_.flash_attention ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
   ctx_.reset(llama_init_from_model(model_.get(), cp));
-  if (!ctx_) throw model_error("cannot create a llama context for '" + gguf_path + "'");
+  if (!ctx_) throw model_error("cannot create a llama context for '" + name + "'");
   // Unmasked: rows for every token of the last llama_decode call, whatever batch.logits says.
   llama_set_embeddings_nextn(ctx_.get(), true, false);
 }

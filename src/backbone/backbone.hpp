@@ -85,6 +85,16 @@ class Backbone {
   Backbone(const std::string& gguf_path, const BackboneParams& params,
            std::span<const llama_model_kv_override> kv_overrides = {});
 
+  /// Takes an already loaded qwen35 model (e.g. a layout B/C file loaded by
+  /// artifact::load_backbone) and creates the context; `name` is used in messages.
+  /// Throws clef::Error like the file constructor.
+  Backbone(LlamaModelPtr model, const BackboneParams& params, const std::string& name);
+
+  /// The llama_model_params clef loads a backbone with (mmap, gpu_layers, weight repacking,
+  /// `kv_overrides`, progress callback). `params` and `kv_overrides` must outlive the load.
+  static llama_model_params model_params(const BackboneParams& params,
+                                         std::span<const llama_model_kv_override> kv_overrides);
+
   int n_embd() const noexcept { return n_embd_; }
   int n_vocab() const noexcept;
   int context_size() const noexcept { return params_.context_size; }
@@ -110,6 +120,8 @@ class Backbone {
                              std::span<const EmbeddingSpan> embeddings);
 
  private:
+  void init(LlamaModelPtr model, const std::string& name);
+
   BackboneParams params_;
   LlamaModelPtr model_;
   LlamaContextPtr ctx_;

@@ -63,9 +63,6 @@ runtime::EngineConfig EngineOptions::to_config() const {
   if (config.backbone_path.empty()) {
     throw invalid_request("no backbone: pass --model FILE or --model-dir DIR", "model");
   }
-  if (config.head_path.empty()) {
-    throw invalid_request("no joint schema head: pass --head FILE or --model-dir DIR", "head");
-  }
   if (!alias.empty()) config.model_name = alias;
   config.truncation =
       truncation == "refuse" ? runtime::Truncation::refuse : runtime::Truncation::truncate;

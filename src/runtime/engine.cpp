@@ -4,6 +4,8 @@
 #include <optional>
 #include <thread>
 
+#include "artifact/backbone_loader.hpp"
+#include "artifact/open_model.hpp"
 #include "backbone/backbone.hpp"
 #include "decision/response.hpp"
 #include "head/head_weights.hpp"
@@ -72,16 +74,34 @@ json::Value record_trace(const record::Record& rec, const std::vector<RequestIma
 /// The decision pipeline over loaded model files (contract sections 1-6).
 class Engine final : public Decider {
  public:
-  explicit Engine(const EngineConfig& config)
+  explicit Engine(const EngineConfig& config) : Engine(config, open(config)) {}
+
+  Decision decide(const json::Value& body) override { return run(body, false); }
+  Decision decide_traced(const json::Value& body) override { return run(body, true); }
+
+  const std::string& model_name() const override { return config_.model_name; }
+  int context_size() const override { return backbone_.context_size(); }
+
+ private:
+  /// Reads the model in whatever layout it is (artifact::open_model): head weights checked
+  /// against the backbone, a tied or missing LM head refused before the backbone loads.
+  static artifact::OpenedModel open(const EngineConfig& config) {
+    artifact::ModelPaths paths;
+    paths.gguf = config.backbone_path;
+    if (!config.mmproj_path.empty()) paths.mmproj = config.mmproj_path;
+    if (!config.head_path.empty()) paths.head_weights = config.head_path;
+    if (!config.head_config_path.empty()) paths.head_config = config.head_config_path;
+    return artifact::open_model(paths);
+  }
+
+  // `opened` is taken by value: the f32 head weights are freed once uploaded to the head's
+  // backend buffer.
+  Engine(const EngineConfig& config, artifact::OpenedModel opened)
       : config_(config),
-        // The LM head is checked first: a tied or missing output.weight is refused before the
-        // (much larger) backbone load.
-        lexical_(config.backbone_path),
+        lexical_(opened.lexical_gguf.string()),
         overrides_(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
-        backbone_(config.backbone_path, config.backbone, overrides_),
-        head_(
-            head::HeadWeights::load(config.head_path, config.head_config_path, backbone_.n_embd()),
-            resolved_threads(config)),
+        backbone_(load_backbone(opened, config.backbone, overrides_)),
+        head_(opened.head, resolved_threads(config)),
         tokenizer_(backbone_.vocab(), record::Normalization::nfc) {
     if (lexical_.n_embd() != backbone_.n_embd()) {
       throw model_error("output.weight rows have " + std::to_string(lexical_.n_embd()) +
@@ -103,13 +123,6 @@ class Engine final : public Decider {
     }
   }
 
-  Decision decide(const json::Value& body) override { return run(body, false); }
-  Decision decide_traced(const json::Value& body) override { return run(body, true); }
-
-  const std::string& model_name() const override { return config_.model_name; }
-  int context_size() const override { return backbone_.context_size(); }
-
- private:
   Decision run(const json::Value& body, bool trace) {
     const auto t0 = Clock::now();
     request::RequestLimits limits;
@@ -220,6 +233,16 @@ class Engine final : public Decider {
                       " image(s); send smaller images or fewer)",
                   "images");
     }
+  }
+
+  static backbone::Backbone load_backbone(const artifact::OpenedModel& opened,
+                                          const backbone::BackboneParams& params,
+                                          std::span<const llama_model_kv_override> overrides) {
+    backbone::validate(params);
+    const llama_model_params mp = backbone::Backbone::model_params(params, overrides);
+    artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
+    return backbone::Backbone(backbone::LlamaModelPtr(model.release()), params,
+                              opened.backbone.gguf.string());
   }
 
   static int resolved_threads(const EngineConfig& config) {

@@ -16,7 +16,7 @@ enum class Truncation {
 /// Model files and engine parameters.
 struct EngineConfig {
   std::string backbone_path;     ///< qwen35 backbone GGUF
-  std::string head_path;         ///< joint_head.safetensors
+  std::string head_path;         ///< joint_head.safetensors (layout A only; empty for B/C)
   std::string head_config_path;  ///< joint_head_config.json
   std::string mmproj_path;       ///< qwen3vl mmproj GGUF; empty: requests with images get a 400
   std::string model_name = "clef-flash";  ///< served model id, the default `model`
@@ -37,9 +37,10 @@ struct EngineConfig {
   /// reference's 0.5 / 0.5 (by default such a file is warned about and 0.5 / 0.5 are used).
   bool mmproj_file_normalization = false;
 
-  /// Fills the paths from a model directory with the usual file names: backbone.gguf (or the one
-  /// *.gguf not named mmproj*), mmproj*.gguf, joint_head.safetensors, joint_head_config.json.
-  /// Throws clef::Error (model_error) naming what is missing.
+  /// Fills the paths from a model directory (artifact::find_model_paths): backbone.gguf, else
+  /// model.gguf, else the one *.gguf not named mmproj*; mmproj*.gguf; joint_head.safetensors and
+  /// joint_head_config.json when present (layout A; B and C carry the head inside the GGUF).
+  /// Throws clef::Error (model_error) naming what is missing or ambiguous.
   static EngineConfig from_model_dir(const std::string& dir);
 };
 

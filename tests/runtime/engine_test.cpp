@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "artifact/layout.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
 #include "support/tiny_model.hpp"
+#include "testmodel/make_test_model.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -196,6 +198,37 @@ TEST(EngineLoadTest, MissingOrMismatchedFilesAreRefusedClearly) {
       clef::test::tiny_model().backbone.parent_path().string());
   EXPECT_EQ(made.backbone_path, clef::test::tiny_model().backbone.string());
   EXPECT_EQ(made.mmproj_path, clef::test::tiny_model().mmproj.string());
+}
+
+}  // namespace
+
+namespace {
+
+/// The same random weights written in layouts A, B (llama.cpp `clef` GGUF, head inside) and C
+/// (Ollama's qwen35 GGUF with the head inside) give the same answer bytes through the engine
+/// (issue 7; B within the float32 rounding of its folded scales, which at 4 decimals is none).
+TEST(EngineLayoutTest, LayoutsABAndCGiveTheSameAnswerBytes) {
+  clef::test::TempDir dir("clef-layouts");
+  std::vector<std::string> bodies;
+  for (auto layout : {clef::artifact::Layout::hf_head, clef::artifact::Layout::llama_cpp,
+                      clef::artifact::Layout::ollama}) {
+    clef::testmodel::MakeOptions o;
+    o.dir = dir.path() / std::to_string(static_cast<int>(layout));
+    o.seed = clef::test::kTinySeed;
+    o.layout = layout;
+    clef::testmodel::make_test_model(o);
+    auto config = clef::runtime::EngineConfig::from_model_dir(o.dir.string());
+    config.backbone.context_size = 2048;
+    config.backbone.threads = 1;
+    auto engine = clef::runtime::make_engine(config);
+    std::string joined;
+    for (const std::string& text : varied_requests()) {
+      joined += engine->decide(clef::json::parse(text)).body + "\n";
+    }
+    bodies.push_back(std::move(joined));
+  }
+  EXPECT_EQ(bodies[0], bodies[1]) << "layout B differs from A";
+  EXPECT_EQ(bodies[0], bodies[2]) << "layout C differs from A";
 }
 
 }  // namespace
