@@ -71,7 +71,7 @@ class DemoServer {
 
  private:
   static std::vector<std::string> argv(std::vector<std::string> args) {
-    std::vector<std::string> v{kClef, "serve", "--demo", "--port", "0", "--threads", "2"};
+    std::vector<std::string> v{kClef, "serve", "--demo", "--port", "0", "--threads", "1"};
     v.insert(v.end(), args.begin(), args.end());
     return v;
   }
@@ -148,7 +148,7 @@ TEST(ServeBinary, CardExampleOverTheTinyModelMatchesClefAskAndSurvivesConcurrenc
   // The server answers exactly what `clef ask` prints for the same request and model.
   std::filesystem::path request_file = tmp.path() / "card.json";
   std::ofstream(request_file) << kCard;
-  ChildProcess ask({kClef, "ask", "--model-dir", server.model_dir().string(), "--threads", "2",
+  ChildProcess ask({kClef, "ask", "--model-dir", server.model_dir().string(), "--threads", "1",
                     "-r", request_file.string()},
                    {}, (tmp.path() / "ask.log").string());
   EXPECT_EQ(ask.read_line(120s), res->body);
