@@ -19,7 +19,6 @@ struct AskOptions {
   EngineOptions engine;
   std::string request_path;
   std::vector<std::string> image_paths;  ///< --image, in order
-  bool allow_image_urls = false;         ///< --allow-image-urls
 };
 
 /// Appends each --image file to the request's `images` as a data URI (after any the request
@@ -59,7 +58,6 @@ std::string read_request(const std::string& path) {
 int run_ask(const AskOptions& options) {
   runtime::EngineConfig config = options.engine.to_config();
   config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
-  config.allow_image_urls = options.allow_image_urls;
   json::Value body = json::parse(read_request(options.request_path));
   append_image_files(body, options.image_paths);
   auto engine = runtime::make_engine(config);
@@ -86,8 +84,6 @@ void add_ask_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--image", options->image_paths,
                   "image file (PNG, JPEG or WebP) added to the request's images; repeatable")
       ->check(CLI::ExistingFile);
-  cmd->add_flag("--allow-image-urls", options->allow_image_urls,
-                "fetch http(s) image URLs in the request (never private or local addresses)");
   cmd->callback([options, &exit_code] { exit_code.value = run_ask(*options); });
 }
 

@@ -46,6 +46,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
                  "flash_attention=0|1, weight_repacking=0|1, mmproj_normalization=reference|file: "
                  "the mmproj's own image mean/std even when they are not 0.5/0.5)");
+  cmd.add_flag("--allow-image-urls", allow_image_urls,
+               "fetch http(s) image URLs of requests (never loopback, private, link-local or "
+               "metadata addresses; 20 MiB and 10 s per image)");
   cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
 }
 
@@ -67,6 +70,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.truncation =
       truncation == "refuse" ? runtime::Truncation::refuse : runtime::Truncation::truncate;
   config.verbose = verbose;
+  config.allow_image_urls = allow_image_urls;
   auto& p = config.backbone;
   p.context_size = context_size;
   p.threads = threads;

@@ -26,6 +26,7 @@ struct EngineOptions {
   int chunk_tokens = 512;
   std::vector<std::string> settings;  ///< --set name=value
   bool verbose = false;
+  bool allow_image_urls = false;  ///< --allow-image-urls
 
   /// Registers the options on `cmd`.
   void add_to(CLI::App& cmd);
