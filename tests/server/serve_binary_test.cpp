@@ -87,6 +87,28 @@ httplib::Result post(int port, const std::string& body) {
   return client(port)->Post("/v1/decisions", body, "application/json");
 }
 
+std::string base64(const std::string& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const auto n = (static_cast<unsigned char>(bytes[i]) << 16) |
+                   (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                   static_cast<unsigned char>(bytes[i + 2]);
+    for (int k = 18; k >= 0; k -= 6) out += kAlphabet[(n >> k) & 63];
+  }
+  if (i < bytes.size()) {
+    const bool two = i + 1 < bytes.size();
+    const auto n = (static_cast<unsigned char>(bytes[i]) << 16) |
+                   (two ? static_cast<unsigned char>(bytes[i + 1]) << 8 : 0);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += two ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 double number(const json::Value& v) {
   return v.is_integer() ? std::stod(v.integer_digits()) : v.as_double();
 }
@@ -233,6 +255,69 @@ TEST(ServeBinary, AliasRefuseTruncationAndValidationErrors) {
     }
   }
   EXPECT_GE(access, 4);
+}
+
+/// Images through the server (issue 6): a data-URI PNG is decided with its image tokens counted
+/// and gives exactly what `clef ask --image` prints for the same file; bad images are clear 4xx
+/// errors and the server keeps answering.
+TEST(ServeBinary, ImagesAreDecidedLikeClefAskAndBadImagesAreRefused) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  DemoServer server(tmp);
+  ASSERT_TRUE(server.ready()) << server.log();
+
+  const std::string png_path = CLEF_TEST_DATA "/oracle/coreai/images/shapes_224.png";
+  std::ifstream in(png_path, std::ios::binary);
+  const std::string png{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  ASSERT_FALSE(png.empty());
+  const std::string questions =
+      R"("questions":{"shape":{"type":"choice","criteria":{"circle":"a circle",)"
+      R"("square":"a square"}},"colourful":{"type":"noul"}})";
+  auto res = post(server.port(),
+                  R"({"state":"What is in the picture?","images":["data:image/png;base64,)" +
+                      base64(png) + R"("],)" + questions + "}");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json::Value answer = json::parse(res->body);
+  // 224x224 is below min_pixels: smart resize gives 256x256, a merged 8x8 grid = 64 tokens.
+  const int with_image = std::stoi(answer.find("usage")->find("input_tokens")->integer_digits());
+
+  auto text_only = post(server.port(), R"({"state":"What is in the picture?",)" + questions + "}");
+  ASSERT_TRUE(text_only);
+  ASSERT_EQ(text_only->status, 200);
+  const int without =
+      std::stoi(json::parse(text_only->body).find("usage")->find("input_tokens")->integer_digits());
+  EXPECT_EQ(with_image - without, 64 + 2 + 1)
+      << "vision_start + 64 image tokens + vision_end + \\n";
+
+  const std::filesystem::path request_file = tmp.path() / "image.json";
+  std::ofstream(request_file) << R"({"state":"What is in the picture?",)" + questions + "}";
+  ChildProcess ask({kClef, "ask", "--model-dir", server.model_dir().string(), "--threads", "1",
+                    "-r", request_file.string(), "--image", png_path},
+                   {}, (tmp.path() / "ask.log").string());
+  EXPECT_EQ(ask.read_line(120s), res->body);
+  EXPECT_EQ(ask.wait_exit(60s).value_or(-1), 0);
+
+  const std::string bad_images[] = {
+      R"(["data:image/png;base64,not-base64!"])",
+      R"(["data:image/gif;base64,R0lGODlhAQABAAAAACw="])",
+      R"(["http://169.254.169.254/latest/meta-data"])",
+      R"(["https://example.com/cat.png"])",
+      R"([42])",
+  };
+  for (const std::string& images : bad_images) {
+    auto bad = post(server.port(), R"({"state":"x","images":)" + images + "," + questions + "}");
+    ASSERT_TRUE(bad) << images;
+    EXPECT_GE(bad->status, 400) << images << " " << bad->body;
+    EXPECT_LT(bad->status, 500) << images << " " << bad->body;
+    EXPECT_NE(json::parse(bad->body).find("error"), nullptr) << bad->body;
+  }
+  auto again = post(server.port(), R"({"state":"What is in the picture?",)" + questions + "}");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, text_only->body);
+
+  server.process().send_signal(SIGTERM);
+  EXPECT_EQ(server.process().wait_exit(30s).value_or(-1), 0);
 }
 
 }  // namespace
