@@ -1,60 +1,27 @@
 #include "artifact/backbone_loader.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <ggml-backend.h>
 
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "artifact/gguf_meta.hpp"
 #include "util/error.hpp"
+#include "util/file_reader.hpp"
 
 namespace clef::artifact {
 
 namespace {
 
-/// An open file descriptor, closed on destruction.
-class Fd {
- public:
-  explicit Fd(const std::filesystem::path& p) : fd_(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) throw model_error("cannot open " + p.string() + ": " + std::strerror(errno));
-    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
-  ~Fd() { ::close(fd_); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  /// Reads exactly `n` bytes at `offset` into `dst`; false on error or end of file.
-  bool read_at(void* dst, std::size_t n, std::uint64_t offset) const {
-    auto* p = static_cast<char*>(dst);
-    while (n > 0) {
-      const ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(offset));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      p += r;
-      n -= static_cast<std::size_t>(r);
-      offset += static_cast<std::uint64_t>(r);
-    }
-    return true;
-  }
-
- private:
-  int fd_;
-};
-
 /// What the set_tensor_data callback needs: the file, where each backbone tensor lies, and the
 /// first problem met (the callback cannot throw through libllama's C interface).
 struct TensorSource {
-  const Fd* file = nullptr;
+  const util::FileReader* file = nullptr;
   std::map<std::string, GgufTensorRef, std::less<>> tensors;
   std::string error;
   std::size_t n_loaded = 0;
-  std::vector<char> staging;  ///< for tensors in non-host (GPU) buffers
+  std::vector<std::byte> staging;  ///< for tensors in non-host (GPU) buffers
 };
 
 void set_tensor_data(ggml_tensor* tensor, void* user_data) {
@@ -76,10 +43,10 @@ void set_tensor_data(ggml_tensor* tensor, void* user_data) {
   }
   bool ok = false;
   if (tensor->buffer != nullptr && ggml_backend_buffer_is_host(tensor->buffer)) {
-    ok = src.file->read_at(tensor->data, t.bytes, t.offset);
+    ok = src.file->try_read_at(t.offset, {static_cast<std::byte*>(tensor->data), t.bytes});
   } else {
     src.staging.resize(t.bytes);
-    ok = src.file->read_at(src.staging.data(), t.bytes, t.offset);
+    ok = src.file->try_read_at(t.offset, src.staging);
     if (ok) ggml_backend_tensor_set(tensor, src.staging.data(), 0, t.bytes);
   }
   if (!ok) {
@@ -140,8 +107,9 @@ OwnedLlamaModel load_backbone(const BackboneSource& source, const llama_model_pa
     tensors.tensors.emplace(t.name, t);
   }
 
-  const Fd fd(source.gguf);
-  tensors.file = &fd;
+  const util::FileReader file(source.gguf);
+  file.advise_sequential();
+  tensors.file = &file;
   OwnedLlamaModel m(llama_model_init_from_user(meta.get(), set_tensor_data, &tensors, params));
   if (!m) {
     throw model_error("cannot load the backbone of '" + where + "' (see log above)" +

@@ -5,9 +5,9 @@
 #include "artifact/gguf_head.hpp"
 #include "artifact/gguf_meta.hpp"
 #include "artifact/reference.hpp"
-#include "head/mapped_file.hpp"
 #include "head/safetensors.hpp"
 #include "util/error.hpp"
+#include "util/mapped_file.hpp"
 
 namespace clef::artifact {
 
@@ -139,7 +139,7 @@ OpenedModel open_model(const ModelPaths& paths) {
                       std::string(layout_letter(layout)) + ") and " + paths.head_weights->string() +
                       " is beside it: two heads, clef will not guess which one to use");
   }
-  const head::MappedFile file(paths.gguf);
+  const util::MappedFile file(paths.gguf);
   GgufHead h = layout == Layout::llama_cpp ? read_llama_cpp_head(g, file.bytes())
                                            : read_torch_named_head(g, file.bytes(), layout);
   if (h.weights.config().hidden_size != out.n_embd) {

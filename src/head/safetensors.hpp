@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "head/mapped_file.hpp"
+#include "util/mapped_file.hpp"
 
 namespace clef::head {
 
@@ -86,7 +86,7 @@ class SafetensorsFile {
 
  private:
   std::filesystem::path path_;
-  MappedFile file_;
+  util::MappedFile file_;
   std::span<const std::byte> data_;  ///< the data section
   std::vector<TensorInfo> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lexical/file_reader.hpp"
+#include "util/file_reader.hpp"
 
 namespace clef::lexical {
 
@@ -36,7 +36,7 @@ class LexicalTable {
   std::vector<float> mean_row(std::span<const std::int32_t> ids) const;
 
  private:
-  FileReader file_;
+  util::FileReader file_;
   int n_embd_ = 0;
   int n_vocab_ = 0;
   int type_ = 0;  // ggml_type

@@ -1,11 +1,11 @@
 #pragma once
-// clef::head::MappedFile: a read-only memory map of a whole file (RAII, move-only).
+// clef::util::MappedFile: a read-only memory map of a whole file (RAII, move-only).
 
 #include <cstddef>
 #include <filesystem>
 #include <span>
 
-namespace clef::head {
+namespace clef::util {
 
 /// A whole file mapped read-only. The mapping lives as long as the object.
 class MappedFile {
@@ -30,4 +30,4 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
-}  // namespace clef::head
+}  // namespace clef::util

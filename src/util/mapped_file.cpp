@@ -1,9 +1,6 @@
-#include "head/mapped_file.hpp"
+#include "util/mapped_file.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -11,35 +8,15 @@
 #include <utility>
 
 #include "util/error.hpp"
+#include "util/file_reader.hpp"
 
-namespace clef::head {
-
-namespace {
-
-/// Closes a file descriptor when it goes out of scope.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-}  // namespace
+namespace clef::util {
 
 MappedFile::MappedFile(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw model_error("cannot open " + path.string() + ": " + std::strerror(errno));
-  }
-  FdCloser closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    throw model_error("cannot stat " + path.string() + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) throw model_error(path.string() + " is not a regular file");
-  size_ = static_cast<std::size_t>(st.st_size);
+  const FileReader file(path);  // open, fstat, regular-file check; closed after mapping
+  size_ = static_cast<std::size_t>(file.size());
   if (size_ == 0) return;
-  void* addr = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* addr = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.native_handle(), 0);
   if (addr == MAP_FAILED) {
     size_ = 0;
     throw model_error("cannot map " + path.string() + ": " + std::strerror(errno));
@@ -69,4 +46,4 @@ void MappedFile::release() noexcept {
   size_ = 0;
 }
 
-}  // namespace clef::head
+}  // namespace clef::util
