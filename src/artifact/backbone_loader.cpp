@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "artifact/gguf_meta.hpp"
+#include "gguf/copy_keys.hpp"
+#include "gguf/gguf_file.hpp"
 #include "util/error.hpp"
 #include "util/file_reader.hpp"
 
@@ -18,7 +19,7 @@ namespace {
 /// first problem met (the callback cannot throw through libllama's C interface).
 struct TensorSource {
   const util::FileReader* file = nullptr;
-  std::map<std::string, GgufTensorRef, std::less<>> tensors;
+  std::map<std::string, gguf::TensorRef, std::less<>> tensors;
   std::string error;
   std::size_t n_loaded = 0;
   std::vector<std::byte> staging;  ///< for tensors in non-host (GPU) buffers
@@ -33,12 +34,12 @@ void set_tensor_data(ggml_tensor* tensor, void* user_data) {
                 ", which the file does not have";
     return;
   }
-  const GgufTensorRef& t = it->second;
+  const gguf::TensorRef& t = it->second;
   std::array<std::int64_t, 4> ne{tensor->ne[0], tensor->ne[1], tensor->ne[2], tensor->ne[3]};
   if (tensor->type != t.type || ne != t.ne || ggml_nbytes(tensor) != t.bytes) {
-    src.error = "tensor " + t.name + " is " + ggml_type_name(t.type) + " " + ne_string(t.ne) +
+    src.error = "tensor " + t.name + " is " + ggml_type_name(t.type) + " " + gguf::ne_string(t.ne) +
                 " in the file but the qwen35 backbone needs " + ggml_type_name(tensor->type) + " " +
-                ne_string(ne);
+                gguf::ne_string(ne);
     return;
   }
   bool ok = false;
@@ -63,13 +64,6 @@ bool starts_with_any(std::string_view s, const std::vector<std::string>& prefixe
   return false;
 }
 
-struct GgufFree {
-  void operator()(gguf_context* c) const noexcept { gguf_free(c); }
-};
-struct GgmlFree {
-  void operator()(ggml_context* c) const noexcept { ggml_free(c); }
-};
-
 }  // namespace
 
 OwnedLlamaModel load_backbone(const BackboneSource& source, const llama_model_params& params) {
@@ -80,9 +74,9 @@ OwnedLlamaModel load_backbone(const BackboneSource& source, const llama_model_pa
     return m;
   }
 
-  const GgufMeta file_meta(source.gguf);
+  const gguf::GgufFile file_meta(source.gguf);
   const gguf_context* in = file_meta.raw();
-  std::unique_ptr<gguf_context, GgufFree> meta(gguf_init_empty());
+  gguf::GgufContextPtr meta(gguf_init_empty());
   for (std::int64_t i = 0; i < gguf_get_n_kv(in); ++i) {
     const std::string key = gguf_get_key(in, i);
     if (key == "general.architecture" || starts_with_any(key, source.drop_key_prefixes)) continue;
@@ -90,13 +84,13 @@ OwnedLlamaModel load_backbone(const BackboneSource& source, const llama_model_pa
     if (!source.rename_from.empty() && key.starts_with(source.rename_from)) {
       renamed = "qwen35." + key.substr(source.rename_from.size());
     }
-    copy_kv(meta.get(), in, i, renamed);
+    gguf::copy_kv(meta.get(), in, i, renamed);
   }
   gguf_set_val_str(meta.get(), "general.architecture", "qwen35");
 
   TensorSource tensors;
   const auto all = file_meta.tensors();
-  std::unique_ptr<ggml_context, GgmlFree> ctx(
+  gguf::GgmlContextPtr ctx(
       ggml_init({ggml_tensor_overhead() * (all.size() + 1), nullptr, /*no_alloc=*/true}));
   if (!ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed");
   for (const auto& t : all) {

@@ -32,7 +32,7 @@ std::string list(const std::vector<std::string>& names) {
 /// Reads one tensor that must exist with ggml shape `ne`; counts its type in `types`.
 class TensorReader {
  public:
-  TensorReader(const GgufMeta& g, std::span<const std::byte> file) : g_(g), file_(file) {}
+  TensorReader(const gguf::GgufFile& g, std::span<const std::byte> file) : g_(g), file_(file) {}
 
   std::vector<float> read(const std::string& name, const std::array<std::int64_t, 4>& ne,
                           const std::string& torch) {
@@ -43,8 +43,8 @@ class TensorReader {
     }
     if (t->ne != ne) {
       throw model_error(g_.path().string() + ": head tensor " + name + " has shape " +
-                        ne_string(t->ne) + " but the head config needs " + ne_string(ne) + " (" +
-                        torch + ")");
+                        gguf::ne_string(t->ne) + " but the head config needs " +
+                        gguf::ne_string(ne) + " (" + torch + ")");
     }
     std::string type = ggml_type_name(t->type);
     for (char& ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
@@ -56,13 +56,13 @@ class TensorReader {
   const std::set<std::string>& seen() const { return seen_; }
 
  private:
-  const GgufMeta& g_;
+  const gguf::GgufFile& g_;
   std::span<const std::byte> file_;
   std::map<std::string, int> types_;
   std::set<std::string> seen_;
 };
 
-std::int64_t require_uint(const GgufMeta& g, const std::string& key) {
+std::int64_t require_uint(const gguf::GgufFile& g, const std::string& key) {
   const auto v = g.get_uint(key);
   if (!v) throw model_error(g.path().string() + ": missing key " + key + " (head config)");
   return static_cast<std::int64_t>(*v);
@@ -80,7 +80,7 @@ std::string types_line(const std::map<std::string, int>& types) {
 }
 
 /// Refuses tensors in the head namespace that the config does not expect.
-void refuse_extra(const GgufMeta& g, const std::set<std::string>& seen,
+void refuse_extra(const gguf::GgufFile& g, const std::set<std::string>& seen,
                   bool (*in_head)(const std::string&)) {
   std::vector<std::string> extra;
   for (const auto& t : g.tensors()) {
@@ -94,7 +94,7 @@ void refuse_extra(const GgufMeta& g, const std::set<std::string>& seen,
 
 }  // namespace
 
-std::vector<float> tensor_to_f32(const GgufTensorRef& t, std::span<const std::byte> file) {
+std::vector<float> tensor_to_f32(const gguf::TensorRef& t, std::span<const std::byte> file) {
   if (t.offset + t.bytes > file.size()) {
     throw model_error("tensor " + t.name + " lies outside the file");
   }
@@ -114,7 +114,7 @@ std::vector<float> tensor_to_f32(const GgufTensorRef& t, std::span<const std::by
   return out;
 }
 
-GgufHead read_llama_cpp_head(const GgufMeta& g, std::span<const std::byte> file) {
+GgufHead read_llama_cpp_head(const gguf::GgufFile& g, std::span<const std::byte> file) {
   const std::string where = g.path().string();
   std::vector<std::string> diffs;
   head::HeadConfig c;
@@ -201,7 +201,8 @@ GgufHead read_llama_cpp_head(const GgufMeta& g, std::span<const std::byte> file)
   return out;
 }
 
-GgufHead read_torch_named_head(const GgufMeta& g, std::span<const std::byte> file, Layout layout) {
+GgufHead read_torch_named_head(const gguf::GgufFile& g, std::span<const std::byte> file,
+                               Layout layout) {
   const std::string where = g.path().string();
   const std::string key_prefix = layout == Layout::ollama ? "qwen35.decision." : "clef.";
   head::HeadConfig c;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/layout.hpp"
+#include "gguf/gguf_file.hpp"
 #include "head/head_weights.hpp"
 
 namespace clef::artifact {
@@ -24,7 +24,7 @@ struct GgufHead {
 
 /// The values of `t` (data in `file`, the whole GGUF's bytes) widened to f32, in ggml order
 /// (row-major torch order). Throws clef::Error (model_error) for a type with no to_float.
-std::vector<float> tensor_to_f32(const GgufTensorRef& t, std::span<const std::byte> file);
+std::vector<float> tensor_to_f32(const gguf::TensorRef& t, std::span<const std::byte> file);
 
 /// Layout B. Config: hidden_size = clef.embedding_length, routing_layers =
 /// clef.decision.routing_block_count, layers = clef.decision.block_count, heads =
@@ -35,12 +35,12 @@ std::vector<float> tensor_to_f32(const GgufTensorRef& t, std::span<const std::by
 /// (dec., decision., token_types.), a wrong shape, a LayerNorm eps other than 1e-5, or
 /// decision.scales values that cannot be folded multipliers (prior or joint not in (0, 100],
 /// gate not in [0, 1]).
-GgufHead read_llama_cpp_head(const GgufMeta& gguf, std::span<const std::byte> file);
+GgufHead read_llama_cpp_head(const gguf::GgufFile& gguf, std::span<const std::byte> file);
 
 /// Layouts C (keys qwen35.decision.<name>) and D (keys clef.<name>): the six config values are
 /// integer keys; tensors `clef.<torch name>` of any type, raw scalars ([1]). Throws model_error
 /// like read_llama_cpp_head.
-GgufHead read_torch_named_head(const GgufMeta& gguf, std::span<const std::byte> file,
+GgufHead read_torch_named_head(const gguf::GgufFile& gguf, std::span<const std::byte> file,
                                Layout layout);
 
 }  // namespace clef::artifact

@@ -33,7 +33,7 @@ std::string layout_description(Layout layout) {
   return "unknown";
 }
 
-Layout detect_layout(const GgufMeta& g) {
+Layout detect_layout(const gguf::GgufFile& g) {
   const std::string where = g.path().string();
   const auto arch = g.get_string("general.architecture");
   if (!arch) throw model_error(where + ": no general.architecture key");

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "artifact/gguf_meta.hpp"
+#include "gguf/gguf_file.hpp"
 
 namespace clef::artifact {
 
@@ -39,6 +39,6 @@ std::string layout_description(Layout layout);
 ///  4. "qwen35" otherwise -> A (the head must come from joint_head.safetensors beside it).
 /// Throws clef::Error (model_error) for another architecture (naming it; "clip" is called an
 /// mmproj), a missing architecture, or an unknown or missing decision.type (naming the value).
-Layout detect_layout(const GgufMeta& gguf);
+Layout detect_layout(const gguf::GgufFile& gguf);
 
 }  // namespace clef::artifact

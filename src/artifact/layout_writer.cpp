@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/head_names.hpp"
 #include "artifact/reference.hpp"
+#include "gguf/copy_keys.hpp"
+#include "gguf/gguf_file.hpp"
 #include "head/head_parameters.hpp"
 #include "util/error.hpp"
 
@@ -18,12 +19,6 @@ namespace clef::artifact {
 
 namespace {
 
-struct GgufFree {
-  void operator()(gguf_context* c) const noexcept { gguf_free(c); }
-};
-struct GgmlFree {
-  void operator()(ggml_context* c) const noexcept { ggml_free(c); }
-};
 struct FileClose {
   void operator()(std::FILE* f) const noexcept { std::fclose(f); }
 };
@@ -44,7 +39,7 @@ class Writer {
   }
   gguf_context* kv() { return gguf_.get(); }
 
-  void add_copied(const GgufTensorRef& t) {
+  void add_copied(const gguf::TensorRef& t) {
     OutTensor o;
     o.info = header(t.name, t.type, t.ne);
     o.source_offset = t.offset;
@@ -114,8 +109,8 @@ class Writer {
     }
   }
 
-  std::unique_ptr<gguf_context, GgufFree> gguf_;
-  std::unique_ptr<ggml_context, GgmlFree> ctx_;
+  gguf::GgufContextPtr gguf_;
+  gguf::GgmlContextPtr ctx_;
   std::vector<OutTensor> tensors_;
 };
 
@@ -191,7 +186,7 @@ void write_layout(const ModelPaths& source, Layout target, const std::filesystem
   }
   const head::HeadWeights& h = a.head;
   const head::HeadConfig& c = h.config();
-  const GgufMeta g(source.gguf);
+  const gguf::GgufFile g(source.gguf);
   const auto backbone = g.tensors();
   Writer w(backbone.size() + 200);
   const gguf_context* in = g.raw();
@@ -201,9 +196,9 @@ void write_layout(const ModelPaths& source, Layout target, const std::filesystem
     if (target == Layout::llama_cpp && key == "general.architecture") {
       gguf_set_val_str(w.kv(), "general.architecture", "clef");
     } else if (target == Layout::llama_cpp && key.starts_with("qwen35.")) {
-      copy_kv(w.kv(), in, i, "clef." + key.substr(7));
+      gguf::copy_kv(w.kv(), in, i, "clef." + key.substr(7));
     } else {
-      copy_kv(w.kv(), in, i, key);
+      gguf::copy_kv(w.kv(), in, i, key);
     }
   }
   for (const auto& t : backbone) w.add_copied(t);

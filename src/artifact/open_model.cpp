@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "artifact/gguf_head.hpp"
-#include "artifact/gguf_meta.hpp"
 #include "artifact/reference.hpp"
+#include "gguf/gguf_file.hpp"
 #include "head/safetensors.hpp"
 #include "util/error.hpp"
 #include "util/mapped_file.hpp"
@@ -98,7 +98,7 @@ ModelPaths find_model_paths(const std::filesystem::path& dir) {
 }
 
 OpenedModel open_model(const ModelPaths& paths) {
-  const GgufMeta g(paths.gguf);
+  const gguf::GgufFile g(paths.gguf);
   const Layout layout = detect_layout(g);
   const std::string where = paths.gguf.string();
   const auto n_embd = g.get_uint(arch_prefix(layout) + "embedding_length");

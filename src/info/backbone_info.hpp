@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "info/gguf_file.hpp"
+#include "ggml.h"
+#include "gguf/gguf_file.hpp"
 
 namespace clef::info {
 
@@ -45,6 +46,6 @@ struct BackboneInfo {
 /// Reads and validates a backbone. Throws model_error when: the architecture is not qwen35, a
 /// required key is missing, rope.dimension_sections is missing or does not sum to n_rot/2,
 /// output.weight is missing (tied embeddings) or its shape is not [n_embd, n_vocab].
-BackboneInfo read_backbone_info(const GgufFile& file);
+BackboneInfo read_backbone_info(const gguf::GgufFile& file);
 
 }  // namespace clef::info

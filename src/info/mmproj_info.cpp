@@ -6,20 +6,20 @@
 
 namespace clef::info {
 
-MmprojInfo read_mmproj_info(const GgufFile& f) {
+MmprojInfo read_mmproj_info(const gguf::GgufFile& f) {
   const std::string file = f.path().string();
   MmprojInfo m;
   m.path = f.path();
   m.file_size = f.file_size();
-  const std::string arch = f.get_string("general.architecture").value_or("");
+  const std::string arch = f.find_string("general.architecture").value_or("");
   if (arch != "clip") {
     throw model_error(file + ": architecture '" + arch + "' is not an mmproj (expected clip)");
   }
-  if (!f.get_bool("clip.has_vision_encoder").value_or(false)) {
+  if (!f.find_bool("clip.has_vision_encoder").value_or(false)) {
     throw model_error(file + ": the mmproj has no vision encoder");
   }
-  m.projector_type = f.get_string("clip.projector_type")
-                         .value_or(f.get_string("clip.vision.projector_type").value_or(""));
+  m.projector_type = f.find_string("clip.projector_type")
+                         .value_or(f.find_string("clip.vision.projector_type").value_or(""));
   if (m.projector_type != "qwen3vl_merger") {
     throw model_error(file + ": projector type '" + m.projector_type +
                       "' is not supported; clef needs the Qwen3.5 vision projector "
@@ -31,21 +31,21 @@ MmprojInfo read_mmproj_info(const GgufFile& f) {
   m.image_size = u32("clip.vision.image_size");
   m.patch_size = u32("clip.vision.patch_size");
   m.merge_size =
-      static_cast<std::uint32_t>(f.get_int("clip.vision.spatial_merge_size").value_or(2));
+      static_cast<std::uint32_t>(f.find_int("clip.vision.spatial_merge_size").value_or(2));
   m.n_embd = u32("clip.vision.embedding_length");
   m.n_layer = u32("clip.vision.block_count");
   m.n_head = u32("clip.vision.attention.head_count");
   m.n_ff = u32("clip.vision.feed_forward_length");
   m.projection_dim = u32("clip.vision.projection_dim");
-  m.image_mean = f.get_array("clip.vision.image_mean");
-  m.image_std = f.get_array("clip.vision.image_std");
+  m.image_mean = f.numeric_array("clip.vision.image_mean");
+  m.image_std = f.numeric_array("clip.vision.image_std");
   if (m.image_mean.size() < 3 || m.image_std.size() < 3) {
     throw model_error(file + ": clip.vision.image_mean/image_std need 3 values each");
   }
   if (f.has("clip.vision.image_min_pixels"))
-    m.min_pixels = f.get_int("clip.vision.image_min_pixels");
+    m.min_pixels = f.find_int("clip.vision.image_min_pixels");
   if (f.has("clip.vision.image_max_pixels"))
-    m.max_pixels = f.get_int("clip.vision.image_max_pixels");
+    m.max_pixels = f.find_int("clip.vision.image_max_pixels");
 
   const auto out_bias = f.tensor("mm.2.bias");
   if (!f.tensor("mm.0.weight") || !f.tensor("mm.2.weight") || !out_bias) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "info/gguf_file.hpp"
+#include "gguf/gguf_file.hpp"
 
 namespace clef::info {
 
@@ -36,6 +36,6 @@ struct MmprojInfo {
 /// Reads and validates an mmproj. Throws model_error when the file is not a clip GGUF with a vision
 /// encoder, its projector type is not qwen3vl_merger, a required key or the mm.2 merger tensors
 /// are missing.
-MmprojInfo read_mmproj_info(const GgufFile& file);
+MmprojInfo read_mmproj_info(const gguf::GgufFile& file);
 
 }  // namespace clef::info

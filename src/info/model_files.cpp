@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/layout.hpp"
-#include "info/gguf_file.hpp"
+#include "gguf/gguf_file.hpp"
 #include "util/error.hpp"
 
 namespace clef::info {
@@ -56,7 +55,7 @@ ModelFiles find_model_files(const std::filesystem::path& dir) {
   // A GGUF with the head inside (layouts B, C, D) needs no head files; a qwen35 GGUF without it
   // (layout A) does. detect_layout also refuses an unknown architecture or decision.type.
   const bool head_inside =
-      artifact::detect_layout(artifact::GgufMeta(*files.backbone)) != artifact::Layout::hf_head;
+      artifact::detect_layout(gguf::GgufFile(*files.backbone)) != artifact::Layout::hf_head;
   for (const char* name : {"joint_head.safetensors", "joint_head_config.json"}) {
     if (!head_inside && !std::filesystem::is_regular_file(dir / name)) {
       throw model_error(dir.string() + ": missing " + name + " (the joint schema head)");
@@ -89,8 +88,8 @@ ModelFiles classify_model_files(const std::vector<std::filesystem::path>& paths)
     } else if (ext == ".json") {
       set_once(files.head_config, p, "head config");
     } else {
-      const GgufFile g(p);  // throws "not a GGUF file"
-      const bool is_clip = g.get_string("general.architecture").value_or("") == "clip";
+      const gguf::GgufFile g(p, /*header_only=*/true);  // throws "not a GGUF file"
+      const bool is_clip = g.find_string("general.architecture").value_or("") == "clip";
       if (is_clip || starts_with_mmproj(p)) {
         set_once(files.mmproj, p, "mmproj");
       } else {

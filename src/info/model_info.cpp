@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/layout.hpp"
 #include "artifact/open_model.hpp"
 #include "artifact/reference.hpp"
@@ -53,10 +52,10 @@ HeadInfo head_info_in_gguf(const artifact::OpenedModel& m) {
       static_cast<std::uint32_t>(c.hidden_size),    static_cast<std::uint32_t>(c.width),
       static_cast<std::uint32_t>(c.routing_layers), static_cast<std::uint32_t>(c.layers),
       static_cast<std::uint32_t>(c.heads),          static_cast<std::uint32_t>(c.feedforward)};
-  for (const GgufTensor& t : GgufFile(m.paths.gguf).tensors()) {
+  for (const gguf::TensorRef& t : gguf::GgufFile(m.paths.gguf).tensors()) {
     for (const auto& prefix : m.backbone.head_tensor_prefixes) {
       if (t.name.starts_with(prefix)) {
-        h.dtypes.insert(type_name(t.type));
+        h.dtypes.insert(ggml_type_name(t.type));
         ++h.n_tensors;
         break;
       }
@@ -89,13 +88,18 @@ std::vector<std::string> reference_differences(const HeadInfo& h) {
 
 ModelReport inspect_files(const ModelFiles& files) {
   ModelReport r;
-  if (files.backbone) r.backbone = read_backbone_info(GgufFile(*files.backbone));
+  std::optional<gguf::GgufFile> backbone;
+  if (files.backbone) {
+    backbone.emplace(*files.backbone);
+    r.backbone = read_backbone_info(*backbone);
+  }
   if (files.mmproj) {
-    r.mmproj = read_mmproj_info(GgufFile(*files.mmproj));
+    // The mmproj's header only, as always: mtmd checks its tensor data when it loads it.
+    r.mmproj = read_mmproj_info(gguf::GgufFile(*files.mmproj, /*header_only=*/true));
     r.warnings.insert(r.warnings.end(), r.mmproj->warnings.begin(), r.mmproj->warnings.end());
   }
-  if (files.backbone) {
-    const artifact::Layout layout = artifact::detect_layout(artifact::GgufMeta(*files.backbone));
+  if (backbone) {
+    const artifact::Layout layout = artifact::detect_layout(*backbone);
     r.layout = artifact::layout_description(layout);
     if (layout != artifact::Layout::hf_head) {
       const artifact::OpenedModel opened =
@@ -156,7 +160,7 @@ std::string format_report(const ModelReport& r) {
       << " value heads, head dim " << b.ssm_state_size << ", conv kernel " << b.ssm_conv_kernel
       << "\n";
     s << "  feed-forward        " << b.n_ff << "\n";
-    s << "  output.weight       untied, " << type_name(b.output_type) << "\n";
+    s << "  output.weight       untied, " << ggml_type_name(b.output_type) << "\n";
     s << "  tensors             " << b.n_tensors << ":";
     for (const auto& [type, count] : b.tensor_types) s << " " << type << " x" << count;
     s << "\n  file size           " << human_size(b.file_size) << "\n";

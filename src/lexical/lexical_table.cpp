@@ -1,43 +1,32 @@
 #include "lexical/lexical_table.hpp"
 
-#include <memory>
-
 #include <ggml.h>
-#include <gguf.h>
 
+#include "gguf/gguf_file.hpp"
 #include "util/error.hpp"
 
 namespace clef::lexical {
-namespace {
-
-struct GgufDeleter {
-  void operator()(gguf_context* g) const noexcept { gguf_free(g); }
-};
-
-}  // namespace
 
 LexicalTable::LexicalTable(const std::string& gguf_path) : file_(gguf_path) {
-  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
-  std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(gguf_path.c_str(), params));
-  if (!g) throw model_error("'" + gguf_path + "' is not a readable GGUF file");
-  const int64_t ti = gguf_find_tensor(g.get(), "output.weight");
-  if (ti < 0) {
+  // Only output.weight's bytes are read: its range is checked below, not every tensor's.
+  const gguf::GgufFile g(gguf_path, /*header_only=*/true);
+  const auto t = g.tensor("output.weight");
+  if (!t) {
     throw model_error("'" + gguf_path +
                       "' has no output.weight: the LM head is tied to the token embeddings, but "
                       "clef-flash's lexical prior needs the untied LM head");
   }
-  const ggml_type type = gguf_get_tensor_type(g.get(), ti);
+  const ggml_type type = t->type;
   const auto* traits = ggml_get_type_traits(type);
   if (type != GGML_TYPE_F32 && (traits == nullptr || traits->to_float == nullptr)) {
     throw model_error(std::string("output.weight has type ") + ggml_type_name(type) +
                       ", which cannot be dequantized row by row");
   }
-  const int64_t* ne = gguf_get_tensor_ne(g.get(), ti);
-  if (ne[1] < 1 || ne[2] != 1 || ne[3] != 1) {
+  if (t->ne[1] < 1 || t->ne[2] != 1 || t->ne[3] != 1) {
     throw model_error("output.weight in '" + gguf_path + "' is not a 2-D tensor");
   }
-  n_embd_ = static_cast<int>(ne[0]);
-  n_vocab_ = static_cast<int>(ne[1]);
+  n_embd_ = static_cast<int>(t->ne[0]);
+  n_vocab_ = static_cast<int>(t->ne[1]);
   type_ = static_cast<int>(type);
   type_name_ = ggml_type_name(type);
   if (n_embd_ % ggml_blck_size(type) != 0) {
@@ -45,8 +34,8 @@ LexicalTable::LexicalTable(const std::string& gguf_path) : file_(gguf_path) {
                       " is not a multiple of the block size of " + type_name_);
   }
   row_bytes_ = ggml_row_size(type, n_embd_);
-  data_offset_ = gguf_get_data_offset(g.get()) + gguf_get_tensor_offset(g.get(), ti);
-  if (gguf_get_tensor_size(g.get(), ti) != row_bytes_ * static_cast<std::size_t>(n_vocab_) ||
+  data_offset_ = t->offset;
+  if (t->bytes != row_bytes_ * static_cast<std::size_t>(n_vocab_) ||
       data_offset_ + row_bytes_ * static_cast<std::uint64_t>(n_vocab_) > file_.size()) {
     throw model_error("output.weight in '" + gguf_path + "' is truncated or inconsistent");
   }

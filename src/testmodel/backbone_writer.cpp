@@ -1,9 +1,9 @@
 #include "testmodel/backbone_writer.hpp"
 
 #include <cmath>
-#include <memory>
 
-#include "testmodel/gguf_copy.hpp"
+#include "gguf/copy_keys.hpp"
+#include "gguf/gguf_file.hpp"
 #include "testmodel/gguf_stream_writer.hpp"
 #include "testmodel/vocab_specials.hpp"
 #include "util/error.hpp"
@@ -11,10 +11,6 @@
 namespace clef::testmodel {
 
 namespace {
-
-struct GgufFree {
-  void operator()(gguf_context* c) const { gguf_free(c); }
-};
 
 /// Scale of the residual-branch output projections (attn_output, ssm_out, ffn_down): keeps the
 /// residual stream from growing with depth.
@@ -36,14 +32,8 @@ void set_u32(gguf_context* kv, const std::string& key, std::uint32_t v) {
 std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneShape& s,
                              const std::string& description, std::uint64_t seed,
                              const std::filesystem::path& vocab_gguf) {
-  gguf_init_params params{};
-  params.no_alloc = true;
-  params.ctx = nullptr;
-  std::unique_ptr<gguf_context, GgufFree> vocab(
-      gguf_init_from_file(vocab_gguf.string().c_str(), params));
-  if (!vocab) throw model_error("cannot read the tokenizer GGUF " + vocab_gguf.string());
-  const std::int64_t tokens_id = gguf_find_key(vocab.get(), "tokenizer.ggml.tokens");
-  if (tokens_id < 0) {
+  const gguf::GgufFile vocab(vocab_gguf);
+  if (!vocab.has("tokenizer.ggml.tokens")) {
     throw model_error(vocab_gguf.string() + " has no tokenizer.ggml.tokens");
   }
   GgufStreamWriter w("backbone");
@@ -75,7 +65,7 @@ std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneSh
   set_u32(kv, a + "ssm.time_step_rank", s.ssm_time_step_rank);
   set_u32(kv, a + "ssm.inner_size", s.ssm_state_size * s.ssm_time_step_rank);
   set_u32(kv, a + "full_attention_interval", s.full_attention_interval);
-  copy_keys_with_prefix(kv, vocab.get(), "tokenizer.");
+  gguf::copy_keys_with_prefix(kv, vocab.raw(), "tokenizer.");
   // The test vocabulary is Qwen2's: give it the record's vision and thinking tokens so a record
   // has the real structure (the engine looks them up by text).
   const std::int64_t n_vocab = append_control_tokens(kv, record_special_tokens());

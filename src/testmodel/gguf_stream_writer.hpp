@@ -6,12 +6,12 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "ggml.h"
 #include "gguf.h"
+#include "gguf/handles.hpp"
 #include "testmodel/init.hpp"
 
 namespace clef::testmodel {
@@ -43,18 +43,12 @@ class GgufStreamWriter {
   void write(const std::filesystem::path& path, std::uint64_t seed) const;
 
  private:
-  struct GgufDeleter {
-    void operator()(gguf_context* c) const { gguf_free(c); }
-  };
-  struct GgmlDeleter {
-    void operator()(ggml_context* c) const { ggml_free(c); }
-  };
   /// Writes the whole file to `tmp` (write() renames it into place).
   void write_unrenamed(const std::filesystem::path& tmp, std::uint64_t seed) const;
 
   std::string label_;
-  std::unique_ptr<gguf_context, GgufDeleter> gguf_;
-  std::unique_ptr<ggml_context, GgmlDeleter> meta_;  ///< no_alloc: tensor headers only
+  gguf::GgufContextPtr gguf_;
+  gguf::GgmlContextPtr meta_;  ///< no_alloc: tensor headers only
   std::vector<GgufTensorSpec> specs_;
 };
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/layout.hpp"
 #include "artifact/open_model.hpp"
+#include "gguf/gguf_file.hpp"
 #include "head/head_parameters.hpp"
 #include "head/joint_schema_head.hpp"
 #include "layouts_fixture.hpp"
@@ -89,14 +89,14 @@ const head::HeadWeights& head_a() {
 
 TEST(Layouts, DetectsEachLayoutFromTheFile) {
   const auto& m = layout_models();
-  EXPECT_EQ(detect_layout(GgufMeta(m.a().gguf)), Layout::hf_head);
-  EXPECT_EQ(detect_layout(GgufMeta(m.b_bf16().gguf)), Layout::llama_cpp);
-  EXPECT_EQ(detect_layout(GgufMeta(m.b_q8().gguf)), Layout::llama_cpp);
-  EXPECT_EQ(detect_layout(GgufMeta(m.c().gguf)), Layout::ollama);
+  EXPECT_EQ(detect_layout(gguf::GgufFile(m.a().gguf)), Layout::hf_head);
+  EXPECT_EQ(detect_layout(gguf::GgufFile(m.b_bf16().gguf)), Layout::llama_cpp);
+  EXPECT_EQ(detect_layout(gguf::GgufFile(m.b_q8().gguf)), Layout::llama_cpp);
+  EXPECT_EQ(detect_layout(gguf::GgufFile(m.c().gguf)), Layout::ollama);
 }
 
 TEST(Layouts, LayoutBHas160HeadTensorsWithQ8MatricesAnd1DScorerOut) {
-  const GgufMeta g(layout_models().b_q8().gguf);
+  const gguf::GgufFile g(layout_models().b_q8().gguf);
   const head::HeadConfig& c = head_a().config();
   std::size_t n_head = 0;
   for (const auto& t : g.tensors())
@@ -109,7 +109,7 @@ TEST(Layouts, LayoutBHas160HeadTensorsWithQ8MatricesAnd1DScorerOut) {
   EXPECT_EQ(g.tensor("decision.proj_memory.weight")->type, GGML_TYPE_Q8_0);
   const auto out = g.tensor("decision.scorer_out.weight");
   EXPECT_EQ(out->type, GGML_TYPE_BF16);
-  EXPECT_EQ(ne_string(out->ne), "[" + std::to_string(c.width) + "]");
+  EXPECT_EQ(gguf::ne_string(out->ne), "[" + std::to_string(c.width) + "]");
   EXPECT_EQ(g.tensor("decision.scales")->type, GGML_TYPE_F32);
   EXPECT_EQ(g.get_string("general.architecture"), "clef");
 }

@@ -7,9 +7,10 @@
 #include <fstream>
 #include <memory>
 
-#include "support/tiny_model.hpp"
+#include "gguf/gguf_file.hpp"
 #include "info/safetensors_header.hpp"
 #include "llama.h"
+#include "support/tiny_model.hpp"
 #include "testmodel/head_layout.hpp"
 #include "testmodel/head_writer.hpp"
 #include "util/error.hpp"
@@ -156,7 +157,7 @@ TEST(ModelInfoRefuses, TiedOutputWeight) {
   test::TempDir tmp;
   const auto path = tmp.path() / "tied.gguf";
   copy_gguf(test::tiny_model().backbone, path, "output.weight", [](gguf_context*) {});
-  const std::string msg = model_error_of([&] { read_backbone_info(GgufFile(path)); });
+  const std::string msg = model_error_of([&] { read_backbone_info(gguf::GgufFile(path)); });
   EXPECT_NE(msg.find("no output.weight (tied embeddings)"), std::string::npos) << msg;
 }
 

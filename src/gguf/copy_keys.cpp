@@ -1,15 +1,14 @@
-#include "testmodel/gguf_copy.hpp"
+#include "gguf/copy_keys.hpp"
 
-#include <stdexcept>
-#include <string>
 #include <vector>
 
-namespace clef::testmodel {
+#include "util/error.hpp"
 
-namespace {
+namespace clef::gguf {
 
-void copy_one(gguf_context* dst, const gguf_context* src, std::int64_t id) {
-  const char* key = gguf_get_key(src, id);
+void copy_kv(gguf_context* dst, const gguf_context* src, std::int64_t id,
+             const std::string& new_key) {
+  const char* key = new_key.c_str();
   switch (gguf_get_kv_type(src, id)) {
     case GGUF_TYPE_UINT8:
       gguf_set_val_u8(dst, key, gguf_get_val_u8(src, id));
@@ -55,29 +54,30 @@ void copy_one(gguf_context* dst, const gguf_context* src, std::int64_t id) {
         for (std::size_t i = 0; i < n; ++i) strs[i] = gguf_get_arr_str(src, id, i);
         gguf_set_arr_str(dst, key, strs.data(), n);
       } else if (elem == GGUF_TYPE_ARRAY) {
-        throw std::runtime_error(std::string("gguf: nested array not supported: ") + key);
+        throw model_error(std::string("GGUF key ") + gguf_get_key(src, id) +
+                          " is a nested array, which clef cannot copy");
       } else {
         gguf_set_arr_data(dst, key, elem, gguf_get_arr_data(src, id), n);
       }
       break;
     }
     default:
-      throw std::runtime_error(std::string("gguf: unknown value type for key ") + key);
+      throw model_error(std::string("GGUF key ") + gguf_get_key(src, id) +
+                        " has an unknown value type");
   }
 }
-
-}  // namespace
 
 std::size_t copy_keys_with_prefix(gguf_context* dst, const gguf_context* src,
                                   std::string_view prefix) {
   std::size_t copied = 0;
   for (std::int64_t id = 0; id < gguf_get_n_kv(src); ++id) {
-    if (std::string_view(gguf_get_key(src, id)).starts_with(prefix)) {
-      copy_one(dst, src, id);
+    const char* key = gguf_get_key(src, id);
+    if (std::string_view(key).starts_with(prefix)) {
+      copy_kv(dst, src, id, key);
       ++copied;
     }
   }
   return copied;
 }
 
-}  // namespace clef::testmodel
+}  // namespace clef::gguf
