@@ -1,13 +1,9 @@
 #include "info/head_info.hpp"
 
-#include <rapidjson/document.h>
-
-#include <fstream>
-#include <sstream>
 #include <vector>
 
-#include "info/safetensors_header.hpp"
-#include "testmodel/head_layout.hpp"
+#include "head/head_parameters.hpp"
+#include "head/safetensors.hpp"
 #include "util/error.hpp"
 
 namespace clef::info {
@@ -30,66 +26,40 @@ std::string join_some(const std::vector<std::string>& items, std::size_t limit =
 
 }  // namespace
 
-testmodel::HeadConfig read_head_config(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw model_error(file + ": no such file (the head needs its joint_head_config.json)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  if (doc.HasParseError() || !doc.IsObject()) throw model_error(file + " is not a JSON object");
-  const auto get = [&](const char* key) -> std::uint32_t {
-    if (!doc.HasMember(key) || !doc[key].IsUint() || doc[key].GetUint() == 0) {
-      throw model_error(file + ": " + key + " must be a positive integer");
-    }
-    return doc[key].GetUint();
-  };
-  testmodel::HeadConfig c{};
-  c.hidden_size = get("hidden_size");
-  c.width = get("width");
-  c.routing_layers = get("routing_layers");
-  c.layers = get("layers");
-  c.heads = get("heads");
-  c.feedforward = get("feedforward");
-  if (c.width % c.heads != 0) {
-    throw model_error(file + ": width " + std::to_string(c.width) + " is not a multiple of heads " +
-                      std::to_string(c.heads));
-  }
-  return c;
-}
-
 HeadInfo read_head_info(const std::filesystem::path& weights,
                         const std::filesystem::path& config_path) {
   HeadInfo h;
   h.weights = weights;
   h.config_path = config_path;
-  h.config = read_head_config(config_path);
-  const SafetensorsHeader st = read_safetensors_header(weights);
-  h.file_size = st.file_size;
+  h.config = head::read_head_config(config_path);
+  for (const auto& [key, value] : {std::pair{"routing_layers", h.config.routing_layers},
+                                   std::pair{"layers", h.config.layers}}) {
+    if (value == 0) {
+      throw model_error(config_path.string() + ": " + key + " must be a positive integer");
+    }
+  }
+  const head::SafetensorsFile st(weights);
+  h.file_size = std::filesystem::file_size(weights);
   const std::string file = weights.string();
 
   std::vector<std::string> missing, misshapen, unexpected;
   std::set<std::string> expected_names;
-  for (const testmodel::HeadParam& p : testmodel::head_parameters(h.config)) {
+  for (const head::ParamSpec& p : head::head_parameter_specs(h.config)) {
     expected_names.insert(p.name);
-    const auto it = st.tensors.find(p.name);
-    if (it == st.tensors.end()) {
+    const head::TensorInfo* t = st.find(p.name);
+    if (t == nullptr) {
       missing.push_back(p.name);
-    } else if (it->second.shape != p.shape) {
-      misshapen.push_back(p.name + " " + shape_str(it->second.shape) + " (expected " +
-                          shape_str(p.shape) + ")");
+    } else if (t->shape != p.shape) {
+      misshapen.push_back(p.name + " " + shape_str(t->shape) + " (expected " + shape_str(p.shape) +
+                          ")");
     }
   }
-  for (const auto& [name, e] : st.tensors) {
-    if (!expected_names.count(name)) unexpected.push_back(name);
-    h.dtypes.insert(e.dtype);
-    std::uint64_t n = 1;
-    for (std::int64_t d : e.shape) n *= static_cast<std::uint64_t>(d);
-    h.n_params += n;
+  for (const head::TensorInfo& t : st.tensors()) {
+    if (!expected_names.count(t.name)) unexpected.push_back(t.name);
+    h.dtypes.insert(std::string(head::dtype_name(t.dtype)));
+    h.n_params += static_cast<std::uint64_t>(t.numel());
   }
-  h.n_tensors = st.tensors.size();
+  h.n_tensors = st.tensors().size();
   const std::string against = " against " + config_path.string();
   if (!missing.empty()) {
     throw model_error(file + ": missing head parameters" + against + ": " + join_some(missing));

@@ -47,11 +47,7 @@ HeadInfo head_info_in_gguf(const artifact::OpenedModel& m) {
   HeadInfo h;
   h.weights = m.paths.gguf;
   h.config_path = m.paths.gguf;
-  const auto& c = m.head.config();
-  h.config = {
-      static_cast<std::uint32_t>(c.hidden_size),    static_cast<std::uint32_t>(c.width),
-      static_cast<std::uint32_t>(c.routing_layers), static_cast<std::uint32_t>(c.layers),
-      static_cast<std::uint32_t>(c.heads),          static_cast<std::uint32_t>(c.feedforward)};
+  h.config = m.head.config();
   for (const gguf::TensorRef& t : gguf::GgufFile(m.paths.gguf).tensors()) {
     for (const auto& prefix : m.backbone.head_tensor_prefixes) {
       if (t.name.starts_with(prefix)) {
@@ -68,14 +64,7 @@ HeadInfo head_info_in_gguf(const artifact::OpenedModel& m) {
 
 /// Differences of a joint_head.safetensors head from the reference (config values, dtype).
 std::vector<std::string> reference_differences(const HeadInfo& h) {
-  head::HeadConfig c;
-  c.hidden_size = h.config.hidden_size;
-  c.width = h.config.width;
-  c.routing_layers = h.config.routing_layers;
-  c.layers = h.config.layers;
-  c.heads = h.config.heads;
-  c.feedforward = h.config.feedforward;
-  std::vector<std::string> out = artifact::config_differences(c);
+  std::vector<std::string> out = artifact::config_differences(h.config);
   if (h.dtypes != std::set<std::string>{"BF16"}) {
     std::string d;
     for (const auto& t : h.dtypes) d += (d.empty() ? "" : ", ") + t;

@@ -4,15 +4,17 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "testmodel/head_layout.hpp"
+#include "head/head_parameters.hpp"
+#include "testmodel/head_roles.hpp"
 #include "testmodel/init.hpp"
 
 namespace clef::testmodel {
 
 namespace {
 
-Init init_for(const HeadParam& p) {
-  switch (p.role) {
+/// The initialisation of head parameter `p` (tests/data/oracle/head/README.md).
+Init init_for(const head::ParamSpec& p) {
+  switch (head_param_role(p.name)) {
     case HeadParamRole::scalar:
     case HeadParamRole::type_embedding:
       return Init::normal(0.0, 0.5);
@@ -28,12 +30,12 @@ Init init_for(const HeadParam& p) {
 
 }  // namespace
 
-SafetensorsWriter random_head(const HeadConfig& config, std::uint64_t seed) {
+SafetensorsWriter random_head(const head::HeadConfig& config, std::uint64_t seed) {
   SafetensorsWriter w;
   w.set_metadata("format", "pt");
   w.set_metadata("generator", "clef make-test-model");
   w.set_metadata("weight_seed", std::to_string(seed));
-  for (const HeadParam& p : head_parameters(config)) {
+  for (const head::ParamSpec& p : head::head_parameter_specs(config)) {
     std::size_t n = 1;
     for (std::int64_t d : p.shape) n *= static_cast<std::size_t>(d);
     std::vector<float> values(n);
@@ -44,7 +46,7 @@ SafetensorsWriter random_head(const HeadConfig& config, std::uint64_t seed) {
   return w;
 }
 
-std::string head_config_json(const HeadConfig& c) {
+std::string head_config_json(const head::HeadConfig& c) {
   return "{\n  \"hidden_size\": " + std::to_string(c.hidden_size) +
          ",\n  \"width\": " + std::to_string(c.width) +
          ",\n  \"routing_layers\": " + std::to_string(c.routing_layers) +
@@ -53,8 +55,8 @@ std::string head_config_json(const HeadConfig& c) {
          ",\n  \"feedforward\": " + std::to_string(c.feedforward) + "\n}\n";
 }
 
-void write_head(const std::filesystem::path& dir, const HeadConfig& config, std::uint64_t seed,
-                SafetensorsDtype dtype) {
+void write_head(const std::filesystem::path& dir, const head::HeadConfig& config,
+                std::uint64_t seed, SafetensorsDtype dtype) {
   random_head(config, seed).write(dir / "joint_head.safetensors", dtype);
   std::ofstream f(dir / "joint_head_config.json", std::ios::binary | std::ios::trunc);
   f << head_config_json(config);

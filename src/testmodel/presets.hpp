@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ggml.h"
+#include "head/head_config.hpp"
 
 namespace clef::testmodel {
 
@@ -54,21 +55,11 @@ struct VisionShape {
   ggml_type matrix_type;
 };
 
-/// Joint schema head configuration (`joint_head_config.json`).
-struct HeadConfig {
-  std::uint32_t hidden_size;
-  std::uint32_t width;
-  std::uint32_t routing_layers;
-  std::uint32_t layers;
-  std::uint32_t heads;
-  std::uint32_t feedforward;
-};
-
 struct Preset {
   std::string name;
   BackboneShape backbone;
   VisionShape vision;
-  HeadConfig head;  ///< hidden_size == backbone.n_embd
+  head::HeadConfig head;  ///< joint_head_config.json; hidden_size == backbone.n_embd
 };
 
 /// Preset names accepted by preset_by_name, in order: "tiny", "small", "shape-0.8b".

@@ -207,7 +207,7 @@ TEST(Refusals, HeadlessQwen35WithoutSafetensors) {
 
 TEST(Refusals, HeadOfAnotherHiddenSize) {
   test::TempDir dir;
-  testmodel::HeadConfig c{32, 32, 1, 1, 4, 64};
+  head::HeadConfig c{32, 32, 1, 1, 4, 64};
   testmodel::write_head(dir.path(), c, 1);
   ModelPaths p = layout_models().a();
   p.head_weights = dir.path() / "joint_head.safetensors";

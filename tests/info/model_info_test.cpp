@@ -8,10 +8,8 @@
 #include <memory>
 
 #include "gguf/gguf_file.hpp"
-#include "info/safetensors_header.hpp"
 #include "llama.h"
 #include "support/tiny_model.hpp"
-#include "testmodel/head_layout.hpp"
 #include "testmodel/head_writer.hpp"
 #include "util/error.hpp"
 
@@ -183,7 +181,7 @@ TEST(ModelInfoRefuses, HeadWithWrongHiddenSize) {
   const testmodel::MadeModel& made = test::tiny_model();
   test::TempDir tmp;
   std::filesystem::copy_file(made.backbone, tmp.path() / "backbone.gguf");
-  testmodel::HeadConfig c = made.preset.head;
+  head::HeadConfig c = made.preset.head;
   c.hidden_size = 32;
   testmodel::write_head(tmp.path(), c, 3);
   const std::string msg = model_error_of([&] { inspect_model({tmp.path()}); });
@@ -195,7 +193,7 @@ TEST(ModelInfoRefuses, HeadThatDoesNotMatchItsConfig) {
   const testmodel::MadeModel& made = test::tiny_model();
   test::TempDir tmp;
   // Head written for 2 decoder layers, config claiming 1: layers.1.* are unexpected.
-  testmodel::HeadConfig two = made.preset.head;
+  head::HeadConfig two = made.preset.head;
   two.layers = 2;
   testmodel::random_head(two, 1).write(tmp.path() / "joint_head.safetensors",
                                        testmodel::SafetensorsDtype::bf16);
@@ -212,6 +210,20 @@ TEST(ModelInfoRefuses, HeadThatDoesNotMatchItsConfig) {
     read_head_info(tmp.path() / "joint_head.safetensors", tmp.path() / "joint_head_config.json");
   });
   EXPECT_NE(msg.find("missing head parameters"), std::string::npos) << msg;
+}
+
+TEST(ModelInfoRefuses, HeadConfigWithoutDecoderLayers) {
+  // head::read_head_config allows 0 layers; `clef info` refuses them, as it always has.
+  const testmodel::MadeModel& made = test::tiny_model();
+  test::TempDir tmp;
+  testmodel::write_head(tmp.path(), made.preset.head, 1);
+  head::HeadConfig none = made.preset.head;
+  none.layers = 0;
+  std::ofstream(tmp.path() / "joint_head_config.json") << testmodel::head_config_json(none);
+  const std::string msg = model_error_of([&] {
+    read_head_info(tmp.path() / "joint_head.safetensors", tmp.path() / "joint_head_config.json");
+  });
+  EXPECT_NE(msg.find("layers must be a positive integer"), std::string::npos) << msg;
 }
 
 TEST(ModelInfoRefuses, NotAGgufAndMissingFiles) {
@@ -232,8 +244,10 @@ TEST(ModelInfoRefuses, NotAGgufAndMissingFiles) {
 
   const auto bad_head = tmp.path() / "x.safetensors";
   std::ofstream(bad_head) << "garbage!garbage!";
-  msg = model_error_of([&] { read_safetensors_header(bad_head); });
-  EXPECT_NE(msg.find("not a safetensors file"), std::string::npos) << msg;
+  // Read with head::SafetensorsFile, which refuses it (tests/head/safetensors_test.cpp has the
+  // rest).
+  msg = model_error_of([&] { read_head_info(bad_head, test::tiny_model().head_config); });
+  EXPECT_NE(msg.find(bad_head.string() + ": safetensors header"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The safetensors writer and the head layout against the oracle head files
+// The safetensors writer and the head parameter specs it writes against the oracle head files
 // (tests/data/oracle/head/{tiny,small}): same names, shapes, header and bytes.
 #include "testmodel/safetensors_writer.hpp"
 
@@ -8,10 +8,11 @@
 #include <cstring>
 #include <map>
 
-#include "testmodel/bf16.hpp"
-#include "testmodel/head_layout.hpp"
-#include "testmodel/head_writer.hpp"
+#include "head/head_parameters.hpp"
 #include "support/tiny_model.hpp"
+#include "testmodel/bf16.hpp"
+#include "testmodel/head_roles.hpp"
+#include "testmodel/head_writer.hpp"
 
 namespace clef::testmodel {
 namespace {
@@ -93,24 +94,54 @@ TEST_P(OracleHead, WriterReproducesF32AndBf16FilesByteForByte) {
   EXPECT_TRUE(ours == bf16_oracle);
 }
 
-TEST_P(OracleHead, LayoutMatchesOracleNamesAndShapes) {
+TEST_P(OracleHead, HeadParameterSpecsMatchOracleNamesAndShapes) {
   const std::filesystem::path dir = kOracle / GetParam();
   const OracleFile f32 = read_f32_oracle(dir / "joint_head_f32.safetensors");
   const std::string cfg = test::read_bytes(dir / "joint_head_config.json");
   rapidjson::Document doc;
   doc.Parse(cfg.c_str());
-  const HeadConfig c{doc["hidden_size"].GetUint(),    doc["width"].GetUint(),
-                     doc["routing_layers"].GetUint(), doc["layers"].GetUint(),
-                     doc["heads"].GetUint(),          doc["feedforward"].GetUint()};
-  const std::vector<HeadParam> params = head_parameters(c);
+  const head::HeadConfig c{doc["hidden_size"].GetInt64(),    doc["width"].GetInt64(),
+                           doc["routing_layers"].GetInt64(), doc["layers"].GetInt64(),
+                           doc["heads"].GetInt64(),          doc["feedforward"].GetInt64()};
+  // The writer takes names and shapes from head::head_parameter_specs.
+  const std::vector<head::ParamSpec> params = head::head_parameter_specs(c);
   ASSERT_EQ(params.size(), f32.tensors.size());
-  for (const HeadParam& p : params) {
+  for (const head::ParamSpec& p : params) {
     const auto it = f32.tensors.find(p.name);
     ASSERT_NE(it, f32.tensors.end()) << p.name;
     EXPECT_EQ(it->second.shape, p.shape) << p.name;
   }
   // The config file we write is byte-identical to the reference's json.dump(indent=2).
   EXPECT_EQ(head_config_json(c), cfg);
+}
+
+TEST_P(OracleHead, InitialisationRolesFollowTheShapes) {
+  const head::HeadConfig c =
+      head::read_head_config(kOracle / GetParam() / "joint_head_config.json");
+  std::size_t scalars = 0;
+  for (const head::ParamSpec& p : head::head_parameter_specs(c)) {
+    SCOPED_TRACE(p.name);
+    switch (head_param_role(p.name)) {
+      case HeadParamRole::scalar:
+        EXPECT_TRUE(p.shape.empty());
+        ++scalars;
+        break;
+      case HeadParamRole::norm_weight:
+        EXPECT_EQ(p.shape.size(), 1u);
+        EXPECT_TRUE(p.name.ends_with(".weight"));
+        break;
+      case HeadParamRole::bias:
+        EXPECT_EQ(p.shape.size(), 1u);
+        break;
+      case HeadParamRole::type_embedding:
+        EXPECT_EQ(p.shape, (std::vector<std::int64_t>{3, c.width}));
+        break;
+      case HeadParamRole::matrix:
+        EXPECT_EQ(p.shape.size(), 2u);
+        break;
+    }
+  }
+  EXPECT_EQ(scalars, 3u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, OracleHead, ::testing::Values("tiny", "small"));
