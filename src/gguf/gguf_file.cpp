@@ -8,54 +8,49 @@ namespace clef::gguf {
 
 namespace {
 
-/// The elements of the numeric array `id` as doubles; empty for another element type.
+/// `n` elements of type T at `data`, widened to double.
+template <typename T>
+std::vector<double> widen(const void* data, std::size_t n) {
+  const T* p = static_cast<const T*>(data);
+  return std::vector<double>(p, p + n);
+}
+
+/// The elements of the numeric array `id` as doubles (bools as 0/1); empty for another element
+/// type.
 std::vector<double> numeric_elements(const gguf_context* c, std::int64_t id) {
-  const std::size_t n = gguf_get_arr_n(c, id);
   const gguf_type t = gguf_get_arr_type(c, id);
-  if (t == GGUF_TYPE_STRING || t == GGUF_TYPE_ARRAY) return {};
+  if (t == GGUF_TYPE_STRING || t == GGUF_TYPE_ARRAY) return {};  // no raw data to read
+  const std::size_t n = gguf_get_arr_n(c, id);
   const void* data = gguf_get_arr_data(c, id);
-  std::vector<double> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    switch (t) {
-      case GGUF_TYPE_UINT8:
-        out.push_back(static_cast<const std::uint8_t*>(data)[i]);
-        break;
-      case GGUF_TYPE_INT8:
-        out.push_back(static_cast<const std::int8_t*>(data)[i]);
-        break;
-      case GGUF_TYPE_BOOL:
-        out.push_back(static_cast<const std::int8_t*>(data)[i] ? 1 : 0);
-        break;
-      case GGUF_TYPE_UINT16:
-        out.push_back(static_cast<const std::uint16_t*>(data)[i]);
-        break;
-      case GGUF_TYPE_INT16:
-        out.push_back(static_cast<const std::int16_t*>(data)[i]);
-        break;
-      case GGUF_TYPE_UINT32:
-        out.push_back(static_cast<const std::uint32_t*>(data)[i]);
-        break;
-      case GGUF_TYPE_INT32:
-        out.push_back(static_cast<const std::int32_t*>(data)[i]);
-        break;
-      case GGUF_TYPE_FLOAT32:
-        out.push_back(static_cast<const float*>(data)[i]);
-        break;
-      case GGUF_TYPE_UINT64:
-        out.push_back(static_cast<double>(static_cast<const std::uint64_t*>(data)[i]));
-        break;
-      case GGUF_TYPE_INT64:
-        out.push_back(static_cast<double>(static_cast<const std::int64_t*>(data)[i]));
-        break;
-      case GGUF_TYPE_FLOAT64:
-        out.push_back(static_cast<const double*>(data)[i]);
-        break;
-      default:
-        return {};
+  switch (t) {
+    case GGUF_TYPE_UINT8:
+      return widen<std::uint8_t>(data, n);
+    case GGUF_TYPE_INT8:
+      return widen<std::int8_t>(data, n);
+    case GGUF_TYPE_BOOL: {
+      std::vector<double> out = widen<std::int8_t>(data, n);
+      for (double& v : out) v = v != 0 ? 1 : 0;
+      return out;
     }
+    case GGUF_TYPE_UINT16:
+      return widen<std::uint16_t>(data, n);
+    case GGUF_TYPE_INT16:
+      return widen<std::int16_t>(data, n);
+    case GGUF_TYPE_UINT32:
+      return widen<std::uint32_t>(data, n);
+    case GGUF_TYPE_INT32:
+      return widen<std::int32_t>(data, n);
+    case GGUF_TYPE_FLOAT32:
+      return widen<float>(data, n);
+    case GGUF_TYPE_UINT64:
+      return widen<std::uint64_t>(data, n);
+    case GGUF_TYPE_INT64:
+      return widen<std::int64_t>(data, n);
+    case GGUF_TYPE_FLOAT64:
+      return widen<double>(data, n);
+    default:
+      return {};
   }
-  return out;
 }
 
 }  // namespace
