@@ -18,22 +18,14 @@
 
 #include "backbone/backbone.hpp"
 #include "testmodel/make_test_model.hpp"
+#include "testmodel/token_ids.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using clef::backbone::Backbone;
 using clef::backbone::BackboneParams;
-
-std::vector<std::int32_t> make_ids(int n, int n_vocab, std::uint32_t seed) {
-  std::vector<std::int32_t> ids(n);
-  std::uint32_t x = seed;
-  for (auto& id : ids) {
-    x = x * 1664525u + 1013904223u;
-    id = static_cast<std::int32_t>((x >> 8) % static_cast<std::uint32_t>(n_vocab));
-  }
-  return ids;
-}
+using clef::testmodel::random_token_ids;
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   float m = 0;
@@ -75,7 +67,7 @@ void measure(const std::string& path) {
       std::printf("| %s | FA %s | repack %s |", fs::path(path).filename().c_str(),
                   fa ? "on" : "off", repack ? "on" : "off");
       for (int n : lengths) {
-        const auto ids = make_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
+        const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
         std::printf(" %.2g |", max_abs_diff(chunked.hidden_states(ids).data,
                                             one_pass.hidden_states(ids).data));
       }
@@ -91,7 +83,7 @@ void timing(const std::string& path) {
     p.context_size = 4096;
     p.chunk_tokens = chunk;
     Backbone b(path, p);
-    const auto ids = make_ids(2000, b.n_vocab(), 9);
+    const auto ids = random_token_ids(2000, b.n_vocab(), 9);
     b.hidden_states(ids);  // warm-up
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {

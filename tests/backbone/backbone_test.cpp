@@ -10,6 +10,7 @@
 
 #include "backbone/backbone.hpp"
 #include "support/tiny_model.hpp"
+#include "testmodel/token_ids.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -17,17 +18,7 @@ namespace {
 using clef::backbone::Backbone;
 using clef::backbone::BackboneParams;
 using clef::backbone::HiddenStates;
-
-/// Deterministic pseudo-random token ids below `n_vocab` (a plain LCG; any ids will do).
-std::vector<std::int32_t> make_ids(int n, int n_vocab, std::uint32_t seed) {
-  std::vector<std::int32_t> ids(n);
-  std::uint32_t x = seed;
-  for (auto& id : ids) {
-    x = x * 1664525u + 1013904223u;
-    id = static_cast<std::int32_t>((x >> 8) % static_cast<std::uint32_t>(n_vocab));
-  }
-  return ids;
-}
+using clef::testmodel::random_token_ids;
 
 BackboneParams params_with_chunk(int chunk) {
   BackboneParams p;
@@ -86,7 +77,7 @@ class BackboneTest : public ::testing::Test {
 
 TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
   Backbone backbone(path(), params_with_chunk(64));
-  const auto ids = make_ids(300, backbone.n_vocab(), 1);
+  const auto ids = random_token_ids(300, backbone.n_vocab(), 1);
   const HiddenStates h = backbone.hidden_states(ids);
   ASSERT_EQ(h.rows, 300);
   ASSERT_EQ(h.n_embd, backbone.n_embd());
@@ -100,7 +91,7 @@ TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
 
 TEST_F(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
   Backbone backbone(path(), params_with_chunk(512));
-  const auto ids = make_ids(109, backbone.n_vocab(), 2);
+  const auto ids = random_token_ids(109, backbone.n_vocab(), 2);
   const HiddenStates h = backbone.hidden_states(ids);
   const auto reference = embeddings_mode_rows(backbone, ids);
   ASSERT_EQ(reference.size(), h.data.size());
@@ -111,7 +102,7 @@ TEST_F(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff)
   Backbone chunked(path(), params_with_chunk(64));
   Backbone one_pass(path(), params_with_chunk(1024));
   for (int n : {63, 64, 65, 127, 128, 129, 1000}) {
-    const auto ids = make_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
+    const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
     EXPECT_EQ(max_abs_diff(chunked.hidden_states(ids), one_pass.hidden_states(ids)), 0.0f)
         << "length " << n;
   }
@@ -119,8 +110,8 @@ TEST_F(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff)
 
 TEST_F(BackboneTest, EveryRecordStartsFromAFreshState) {
   Backbone backbone(path(), params_with_chunk(64));
-  const auto a = make_ids(150, backbone.n_vocab(), 3);
-  const auto b = make_ids(90, backbone.n_vocab(), 4);
+  const auto a = random_token_ids(150, backbone.n_vocab(), 3);
+  const auto b = random_token_ids(90, backbone.n_vocab(), 4);
   const HiddenStates a_first = backbone.hidden_states(a);
   backbone.hidden_states(b);
   const HiddenStates a_after_b = backbone.hidden_states(a);
@@ -132,7 +123,7 @@ TEST_F(BackboneTest, RefusesEmptyAndOverlongRecords) {
   p.context_size = 512;
   Backbone backbone(path(), p);
   EXPECT_THROW(backbone.hidden_states({}), clef::Error);
-  const auto ids = make_ids(513, backbone.n_vocab(), 5);
+  const auto ids = random_token_ids(513, backbone.n_vocab(), 5);
   try {
     backbone.hidden_states(ids);
     FAIL() << "a record over the context must be refused";
