@@ -1,7 +1,7 @@
 #pragma once
 // Test support: one tiny random clef model per test process (generated on first use into a fresh
 // temporary directory that is removed at exit), a scoped temporary directory, and a one-time
-// llama_backend_init.
+// llama_backend_init (through backbone::ensure_llama_backend).
 
 #include <stdlib.h>
 
@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backbone/llama_handles.hpp"
 #include "llama.h"
 #include "testmodel/make_test_model.hpp"
 
@@ -52,23 +53,10 @@ inline const testmodel::MadeModel& tiny_model() {
   return made;
 }
 
-/// Calls llama_backend_init once per process (llama_backend_free at exit) and keeps llama's log
-/// to warnings and errors.
+/// backbone::ensure_llama_backend(): llama_backend_init once per process, llama's log at warnings
+/// and errors. Tests that call it link clef_backbone.
 inline void ensure_llama_backend() {
-  struct Backend {
-    Backend() {
-      llama_backend_init();
-      llama_log_set(
-          [](ggml_log_level level, const char* text, void*) {
-            if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
-              std::fputs(text, stderr);
-            }
-          },
-          nullptr);
-    }
-    ~Backend() { llama_backend_free(); }
-  };
-  static Backend backend;
+  backbone::ensure_llama_backend();
 }
 
 /// The bytes of a file.
