@@ -9,6 +9,7 @@
 
 #include "gguf/gguf_file.hpp"
 #include "llama.h"
+#include "support/gguf_rewrite.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/head_writer.hpp"
 #include "util/error.hpp"
@@ -121,40 +122,10 @@ INSTANTIATE_TEST_SUITE_P(Readme, OracleHeadFiles,
 
 // ---- refusals ----
 
-struct GgufCopy {
-  gguf_context* gguf = nullptr;
-  ggml_context* data = nullptr;
-  ~GgufCopy() {
-    if (gguf) gguf_free(gguf);
-    if (data) ggml_free(data);
-  }
-};
-
-/// Copies `src` to `dst` without the tensor `drop`, then applies `edit` to the keys.
-template <typename Edit>
-void copy_gguf(const std::filesystem::path& src, const std::filesystem::path& dst,
-               const std::string& drop, Edit&& edit) {
-  GgufCopy in;
-  gguf_init_params params{};
-  params.no_alloc = false;
-  params.ctx = &in.data;
-  in.gguf = gguf_init_from_file(src.string().c_str(), params);
-  ASSERT_NE(in.gguf, nullptr);
-  std::unique_ptr<gguf_context, decltype(&gguf_free)> out(gguf_init_empty(), &gguf_free);
-  gguf_set_kv(out.get(), in.gguf);
-  for (std::int64_t i = 0; i < gguf_get_n_tensors(in.gguf); ++i) {
-    const char* name = gguf_get_tensor_name(in.gguf, i);
-    if (drop == name) continue;
-    gguf_add_tensor(out.get(), ggml_get_tensor(in.data, name));
-  }
-  edit(out.get());
-  ASSERT_TRUE(gguf_write_to_file(out.get(), dst.string().c_str(), false));
-}
-
 TEST(ModelInfoRefuses, TiedOutputWeight) {
   test::TempDir tmp;
   const auto path = tmp.path() / "tied.gguf";
-  copy_gguf(test::tiny_model().backbone, path, "output.weight", [](gguf_context*) {});
+  test::rewrite_gguf(test::tiny_model().backbone, path, [](gguf_context*) {}, {"output.weight"});
   const std::string msg = model_error_of([&] { read_backbone_info(gguf::GgufFile(path)); });
   EXPECT_NE(msg.find("no output.weight (tied embeddings)"), std::string::npos) << msg;
 }
@@ -162,8 +133,8 @@ TEST(ModelInfoRefuses, TiedOutputWeight) {
 TEST(ModelInfoRefuses, WrongArchitecture) {
   test::TempDir tmp;
   const auto path = tmp.path() / "llama.gguf";
-  copy_gguf(test::tiny_model().backbone, path, "",
-            [](gguf_context* g) { gguf_set_val_str(g, "general.architecture", "llama"); });
+  test::rewrite_gguf(test::tiny_model().backbone, path,
+                     [](gguf_context* g) { gguf_set_val_str(g, "general.architecture", "llama"); });
   const std::string msg = model_error_of([&] { inspect_model({path}); });
   EXPECT_NE(msg.find("architecture 'llama' is not supported"), std::string::npos) << msg;
 }
@@ -171,8 +142,8 @@ TEST(ModelInfoRefuses, WrongArchitecture) {
 TEST(ModelInfoRefuses, NonQwen3vlProjector) {
   test::TempDir tmp;
   const auto path = tmp.path() / "mmproj-mlp.gguf";
-  copy_gguf(test::tiny_model().mmproj, path, "",
-            [](gguf_context* g) { gguf_set_val_str(g, "clip.projector_type", "mlp"); });
+  test::rewrite_gguf(test::tiny_model().mmproj, path,
+                     [](gguf_context* g) { gguf_set_val_str(g, "clip.projector_type", "mlp"); });
   const std::string msg = model_error_of([&] { inspect_model({path}); });
   EXPECT_NE(msg.find("projector type 'mlp' is not supported"), std::string::npos) << msg;
 }

@@ -7,19 +7,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "support/gguf_rewrite.hpp"
 #include "support/tiny_model.hpp"
 
 namespace clef::testmodel {
 namespace {
-
-struct GgufAll {
-  gguf_context* gguf = nullptr;
-  ggml_context* data = nullptr;
-  ~GgufAll() {
-    if (gguf) gguf_free(gguf);
-    if (data) ggml_free(data);
-  }
-};
 
 TEST(GgufStreamWriter, ValuesReadBackThroughGgml) {
   test::TempDir dir;
@@ -36,23 +28,21 @@ TEST(GgufStreamWriter, ValuesReadBackThroughGgml) {
   w.add_tensor({"vec", {7}, GGML_TYPE_F32, Init::uniform(-1, 1)});
   w.write(path, 99);
 
-  GgufAll g;
-  gguf_init_params params{};
-  params.no_alloc = false;
-  params.ctx = &g.data;
-  g.gguf = gguf_init_from_file(path.string().c_str(), params);
-  ASSERT_NE(g.gguf, nullptr);
-  EXPECT_EQ(gguf_get_val_u32(g.gguf, gguf_find_key(g.gguf, "test.answer")), 42u);
-  ASSERT_EQ(gguf_get_n_tensors(g.gguf), 5);
-  const std::size_t align = gguf_get_alignment(g.gguf);
-  EXPECT_EQ(gguf_get_data_offset(g.gguf) % align, 0u);
+  const test::LoadedGguf loaded = test::load_gguf_with_data(path);
+  const gguf_context* kv = loaded.gguf.get();
+  ggml_context* data = loaded.data.get();
+  ASSERT_NE(kv, nullptr);
+  EXPECT_EQ(gguf_get_val_u32(kv, gguf_find_key(kv, "test.answer")), 42u);
+  ASSERT_EQ(gguf_get_n_tensors(kv), 5);
+  const std::size_t align = gguf_get_alignment(kv);
+  EXPECT_EQ(gguf_get_data_offset(kv) % align, 0u);
 
   for (const auto& [name, type] : cases) {
     SCOPED_TRACE(name);
-    ggml_tensor* t = ggml_get_tensor(g.data, name.c_str());
+    ggml_tensor* t = ggml_get_tensor(data, name.c_str());
     ASSERT_NE(t, nullptr);
     ASSERT_EQ(t->type, type);
-    EXPECT_EQ(gguf_get_tensor_offset(g.gguf, gguf_find_tensor(g.gguf, name.c_str())) % align, 0u);
+    EXPECT_EQ(gguf_get_tensor_offset(kv, gguf_find_tensor(kv, name.c_str())) % align, 0u);
     std::vector<float> expect(64 * 33), got(64 * 33);
     Rng rng(derive_seed(99, "unit/" + name));
     draw(law, rng, expect.data(), expect.size());
