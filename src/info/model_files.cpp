@@ -1,9 +1,9 @@
 #include "info/model_files.hpp"
 
-#include <algorithm>
 #include <string>
 
 #include "artifact/layout.hpp"
+#include "artifact/open_model.hpp"
 #include "gguf/gguf_file.hpp"
 #include "util/error.hpp"
 
@@ -27,31 +27,11 @@ void set_once(std::optional<std::filesystem::path>& slot, const std::filesystem:
 }  // namespace
 
 ModelFiles find_model_files(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw model_error(dir.string() + ": no such directory");
-  std::vector<std::filesystem::path> backbones, mmprojs;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".gguf") continue;
-    (starts_with_mmproj(entry.path()) ? mmprojs : backbones).push_back(entry.path());
-  }
-  std::sort(backbones.begin(), backbones.end());
-  std::sort(mmprojs.begin(), mmprojs.end());
+  // The files the runtime would load from `dir` (artifact::find_model_paths).
+  const artifact::ModelPaths found = artifact::find_model_paths(dir);
   ModelFiles files;
-  if (std::filesystem::is_regular_file(dir / "backbone.gguf")) {
-    files.backbone = dir / "backbone.gguf";
-  } else if (backbones.size() == 1) {
-    files.backbone = backbones.front();
-  } else if (backbones.empty()) {
-    throw model_error(dir.string() + ": no backbone GGUF (backbone.gguf or one *.gguf)");
-  } else {
-    throw model_error(dir.string() + ": several backbone candidates (" + backbones[0].string() +
-                      ", " + backbones[1].string() + ", ...): name one backbone.gguf");
-  }
-  if (mmprojs.size() > 1) {
-    throw model_error(dir.string() + ": several mmproj*.gguf files; keep one");
-  }
-  if (mmprojs.size() == 1) files.mmproj = mmprojs.front();
+  files.backbone = found.gguf;
+  files.mmproj = found.mmproj;
   // A GGUF with the head inside (layouts B, C, D) needs no head files; a qwen35 GGUF without it
   // (layout A) does. detect_layout also refuses an unknown architecture or decision.type.
   const bool head_inside =

@@ -1,8 +1,9 @@
 #pragma once
 // Finds the files of a clef model from a directory or a list of files.
-// A directory holds: backbone.gguf (or the single *.gguf whose name does not start with "mmproj"),
-// optionally one mmproj*.gguf, and joint_head.safetensors + joint_head_config.json unless the GGUF
-// holds the head itself (llama.cpp's clef layout, Ollama's; src/artifact/layout.hpp).
+// A directory holds the GGUFs artifact::find_model_paths picks (backbone.gguf, else model.gguf,
+// else the single *.gguf whose name does not start with "mmproj"; optionally one mmproj*.gguf),
+// and joint_head.safetensors + joint_head_config.json unless the GGUF holds the head itself
+// (llama.cpp's clef layout, Ollama's; src/artifact/layout.hpp).
 
 #include <filesystem>
 #include <optional>
@@ -17,9 +18,10 @@ struct ModelFiles {
   std::optional<std::filesystem::path> head_config;  ///< joint_head_config.json
 };
 
-/// Files of the model directory `dir`. Throws model_error when `dir` is not a directory, holds no
-/// backbone GGUF or several candidates, several mmproj*.gguf, or, when the GGUF has no head
-/// inside (artifact layout A), no joint_head.safetensors / joint_head_config.json.
+/// Files of the model directory `dir`, chosen as the runtime chooses them
+/// (artifact::find_model_paths). Throws model_error when `dir` is not a directory, holds no model
+/// GGUF or several candidates, several mmproj*.gguf, or, when the GGUF has no head inside
+/// (artifact layout A), no joint_head.safetensors / joint_head_config.json.
 ModelFiles find_model_files(const std::filesystem::path& dir);
 
 /// Classifies explicit paths: a directory expands with find_model_files; *.safetensors is the head
