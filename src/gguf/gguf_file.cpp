@@ -135,35 +135,14 @@ std::optional<std::int64_t> GgufFile::int_at(std::int64_t id) const {
   }
 }
 
-std::optional<std::string> GgufFile::get_string(std::string_view key) const {
-  const std::int64_t id = find_key(key);
-  if (id < 0) return std::nullopt;
-  if (gguf_get_kv_type(ctx_.get(), id) != GGUF_TYPE_STRING) {
-    throw model_error(path_.string() + ": key " + std::string(key) + " is not a string");
-  }
-  return std::string(gguf_get_val_str(ctx_.get(), id));
-}
-
-std::optional<std::uint64_t> GgufFile::get_uint(std::string_view key) const {
-  const std::int64_t id = find_key(key);
-  if (id < 0) return std::nullopt;
-  if (gguf_get_kv_type(ctx_.get(), id) == GGUF_TYPE_UINT64) return gguf_get_val_u64(ctx_.get(), id);
-  const auto v = int_at(id);
-  if (!v) throw model_error(path_.string() + ": key " + std::string(key) + " is not an integer");
-  if (*v < 0) throw model_error(path_.string() + ": key " + std::string(key) + " is negative");
-  return static_cast<std::uint64_t>(*v);
-}
-
-std::optional<double> GgufFile::get_float(std::string_view key) const {
-  const std::int64_t id = find_key(key);
-  if (id < 0) return std::nullopt;
+std::optional<double> GgufFile::float_at(std::int64_t id) const {
   switch (gguf_get_kv_type(ctx_.get(), id)) {
     case GGUF_TYPE_FLOAT32:
       return gguf_get_val_f32(ctx_.get(), id);
     case GGUF_TYPE_FLOAT64:
       return gguf_get_val_f64(ctx_.get(), id);
     default:
-      throw model_error(path_.string() + ": key " + std::string(key) + " is not a float");
+      return std::nullopt;
   }
 }
 
@@ -182,16 +161,34 @@ std::optional<std::int64_t> GgufFile::find_int(std::string_view key) const {
 std::optional<double> GgufFile::find_number(std::string_view key) const {
   const std::int64_t id = find_key(key);
   if (id < 0) return std::nullopt;
-  switch (gguf_get_kv_type(ctx_.get(), id)) {
-    case GGUF_TYPE_FLOAT32:
-      return gguf_get_val_f32(ctx_.get(), id);
-    case GGUF_TYPE_FLOAT64:
-      return gguf_get_val_f64(ctx_.get(), id);
-    default: {
-      const auto i = int_at(id);
-      return i ? std::optional<double>(static_cast<double>(*i)) : std::nullopt;
-    }
-  }
+  if (const auto f = float_at(id)) return f;
+  const auto i = int_at(id);
+  return i ? std::optional<double>(static_cast<double>(*i)) : std::nullopt;
+}
+
+std::optional<std::string> GgufFile::get_string(std::string_view key) const {
+  if (!has(key)) return std::nullopt;
+  auto v = find_string(key);
+  if (!v) throw model_error(path_.string() + ": key " + std::string(key) + " is not a string");
+  return v;
+}
+
+std::optional<std::uint64_t> GgufFile::get_uint(std::string_view key) const {
+  const std::int64_t id = find_key(key);
+  if (id < 0) return std::nullopt;
+  if (gguf_get_kv_type(ctx_.get(), id) == GGUF_TYPE_UINT64) return gguf_get_val_u64(ctx_.get(), id);
+  const auto v = int_at(id);
+  if (!v) throw model_error(path_.string() + ": key " + std::string(key) + " is not an integer");
+  if (*v < 0) throw model_error(path_.string() + ": key " + std::string(key) + " is negative");
+  return static_cast<std::uint64_t>(*v);
+}
+
+std::optional<double> GgufFile::get_float(std::string_view key) const {
+  const std::int64_t id = find_key(key);
+  if (id < 0) return std::nullopt;
+  const auto v = float_at(id);
+  if (!v) throw model_error(path_.string() + ": key " + std::string(key) + " is not a float");
+  return v;
 }
 
 std::optional<bool> GgufFile::find_bool(std::string_view key) const {

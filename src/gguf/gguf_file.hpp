@@ -84,7 +84,8 @@ class GgufFile {
 
  private:
   std::int64_t find_key(std::string_view key) const;
-  std::optional<std::int64_t> int_at(std::int64_t id) const;
+  std::optional<std::int64_t> int_at(std::int64_t id) const;  ///< integer types only
+  std::optional<double> float_at(std::int64_t id) const;      ///< f32 / f64 only
   TensorRef ref(std::int64_t index) const;
 
   std::filesystem::path path_;
