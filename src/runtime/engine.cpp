@@ -156,6 +156,7 @@ class Engine final : public Decider {
     check_image_budget(images);
     const record::Record rec = encode_with_images(req, options, images);
     if (rec.state_truncated && config_.truncation == Truncation::refuse) refuse_truncation(rec);
+    refuse_empty_question_spans(rec);
     out.timings.tokenize_ms = ms_since(t0) - out.timings.vision_ms;
 
     // The vision tower's rows for every image block.
@@ -248,6 +249,20 @@ class Engine final : public Decider {
   static int resolved_threads(const EngineConfig& config) {
     if (config.backbone.threads > 0) return config.backbone.threads;
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+  /// A question whose id is "" and that has no instructions renders to no tokens (the
+  /// reference encodes it so, then averages an empty span: NaN logits). Refused with a 400
+  /// before any model work instead of answering garbage.
+  static void refuse_empty_question_spans(const record::Record& rec) {
+    for (const record::QuestionRecord& q : rec.questions) {
+      if (q.question_span.size() == 0) {
+        throw invalid_request("question \"" + q.question_id +
+                                  "\" has an empty id and no instructions, so its question span "
+                                  "is empty and cannot be decided; give it instructions",
+                              "questions." + q.question_id + ".instructions");
+      }
+    }
   }
 
   /// --truncation refuse: 413 naming the record's full length and the context size.

@@ -165,6 +165,28 @@ TEST_F(EngineTest, BadRequestsAreRefusedAndTheEngineKeepsWorking) {
   expect_well_formed(good, engine().decide(good).response);
 }
 
+// Regression (found by fuzz/request_fuzzer.cpp): an empty question id without instructions
+// encodes to an empty question span, as the reference encodes it (records oracle case
+// question_ids_odd); deciding it would average an empty span (NaN), so it is a 400 naming the
+// field, and the engine keeps answering.
+TEST_F(EngineTest, EmptyQuestionSpanIsRefusedNotAnsweredWithNaN) {
+  for (
+      const char* text :
+      {R"({"state": "x", "questions": {"": {"type": "noul"}}})",
+       R"({"state": "x", "questions": {"a": {"type": "noul"}, "": {"type": "score", "instructions": "", "criteria": ["x"]}}})"}) {
+    try {
+      engine().decide(clef::json::parse(text));
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const clef::Error& e) {
+      EXPECT_EQ(e.status(), 400) << e.what();
+      EXPECT_EQ(e.param(), "questions..instructions");
+    }
+  }
+  const Value with_instructions = clef::json::parse(
+      R"({"state": "x", "questions": {"": {"type": "noul", "instructions": "Is it?"}}})");
+  expect_well_formed(with_instructions, engine().decide(with_instructions).response);
+}
+
 TEST_F(EngineTest, OverlongStateIsTruncatedOrRefusedAsConfigured) {
   std::string state(20000, 'a');
   for (std::size_t i = 0; i < state.size(); i += 7) state[i] = ' ';
