@@ -1,4 +1,5 @@
 // `clef ask`: one decision from the command line.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -49,6 +50,10 @@ void append_image_files(json::Value& body, const std::vector<std::string>& paths
 std::string read_request(const std::string& path) {
   if (path == "-") {
     return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw invalid_request("request file '" + path + "' is not a readable file", "request");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw invalid_request("cannot read request file '" + path + "'", "request");

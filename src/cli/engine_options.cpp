@@ -56,6 +56,15 @@ runtime::EngineConfig EngineOptions::to_config() const {
   runtime::EngineConfig config;
   if (!model_dir.empty()) config = runtime::EngineConfig::from_model_dir(model_dir);
   if (!model.empty()) config.backbone_path = model;
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--model", model},
+                                   {"--head", head},
+                                   {"--head-config", head_config},
+                                   {"--mmproj", mmproj}}) {
+    std::error_code ec;
+    if (!path.empty() && !std::filesystem::is_regular_file(path, ec)) {
+      throw model_error(std::string(flag) + " " + path + ": no such file");
+    }
+  }
   if (!head.empty()) {
     config.head_path = head;
     config.head_config_path =

@@ -1,12 +1,15 @@
 // `clef make-test-model DIR [--seed N] [--preset tiny|small|shape-0.8b] [--vocab GGUF]
 // [--layout A|B|C] [--head-type BF16|Q8_0]`: writes a random-weight clef model directory
 // (src/testmodel/make_test_model.hpp) in one of the published artifact layouts.
+#include <charconv>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "testmodel/make_test_model.hpp"
+#include "util/error.hpp"
 
 namespace clef::cli {
 
@@ -14,7 +17,7 @@ namespace {
 
 struct MakeTestModelArgs {
   std::string dir;
-  std::uint64_t seed = 0;
+  std::string seed = "0";
   std::string preset = "tiny";
   std::string vocab = testmodel::default_vocab_gguf().string();
   std::string layout = "A";
@@ -30,7 +33,8 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
       "write a random-weight clef model (backbone.gguf, mmproj.gguf, joint_head.safetensors, "
       "joint_head_config.json) for tests and benchmarks");
   cmd->add_option("DIR", args->dir, "output directory (created if missing)")->required();
-  cmd->add_option("--seed", args->seed, "random seed (same seed, same bytes)")
+  cmd->add_option("--seed", args->seed,
+                  "random seed 0..18446744073709551615 (same seed, same bytes)")
       ->capture_default_str();
   cmd->add_option("--preset", args->preset, "model size")
       ->check(CLI::IsMember({"tiny", "small", "shape-0.8b"}))
@@ -46,17 +50,37 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
       ->check(CLI::IsMember({"BF16", "Q8_0"}))
       ->capture_default_str();
   cmd->callback([args, &exit_code] {
+    std::uint64_t seed = 0;
+    const auto [end, ec] =
+        std::from_chars(args->seed.data(), args->seed.data() + args->seed.size(), seed);
+    if (args->seed.empty() || ec != std::errc() || end != args->seed.data() + args->seed.size()) {
+      throw invalid_request(
+          "--seed must be an integer in 0..18446744073709551615, got '" + args->seed + "'", "seed");
+    }
+    if (args->head_type != "BF16" && args->layout != "B") {
+      throw invalid_request("--head-type applies to layout B only (layout " + args->layout +
+                                " stores the head as " +
+                                (args->layout == "A" ? "BF16 safetensors" : "F32 tensors") + ")",
+                            "head-type");
+    }
     testmodel::MakeOptions options;
     options.layout = args->layout == "B"   ? artifact::Layout::llama_cpp
                      : args->layout == "C" ? artifact::Layout::ollama
                                            : artifact::Layout::hf_head;
     options.head_matrix_type = args->head_type == "Q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_BF16;
     options.dir = args->dir;
-    options.seed = args->seed;
+    options.seed = seed;
     options.preset = args->preset;
     options.vocab_gguf = args->vocab;
-    const testmodel::MadeModel made = testmodel::make_test_model(options);
-    std::cout << "wrote " << made.preset.name << " test model (seed " << args->seed << ", n_embd "
+    testmodel::MadeModel made;
+    try {
+      made = testmodel::make_test_model(options);
+    } catch (const std::filesystem::filesystem_error& e) {
+      throw Error(ErrorKind::invalid_request, "invalid_request",
+                  "cannot write the test model to '" + args->dir + "': " + e.code().message(),
+                  "dir");
+    }
+    std::cout << "wrote " << made.preset.name << " test model (seed " << seed << ", n_embd "
               << made.preset.backbone.n_embd << ", n_vocab " << made.n_vocab << ") to " << args->dir
               << "\n"
               << "  " << made.backbone.string() << "\n  " << made.mmproj.string() << "\n";

@@ -118,6 +118,10 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
       ->capture_default_str();
   cmd->add_option("--write-timeout", s.write_timeout_s, "seconds a blocked write may take")
       ->capture_default_str();
+  cmd->add_option("--header-timeout", s.header_timeout_s,
+                  "seconds a request's headers may take to arrive (slow clients get 408; "
+                  "--http-threads slow clients at once delay others at most this long)")
+      ->capture_default_str();
   cmd->add_option("--body-timeout", s.body_timeout_s,
                   "seconds the whole request body may take to arrive")
       ->capture_default_str();

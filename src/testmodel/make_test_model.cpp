@@ -1,5 +1,7 @@
 #include "testmodel/make_test_model.hpp"
 
+#include <cstdlib>
+
 #include "artifact/layout_writer.hpp"
 #include "testmodel/backbone_writer.hpp"
 #include "testmodel/head_writer.hpp"
@@ -8,6 +10,18 @@
 namespace clef::testmodel {
 
 std::filesystem::path default_vocab_gguf() {
+  namespace fs = std::filesystem;
+  // 1. $CLEF_VOCAB_GGUF; 2. beside the running executable (the build copies it there, so a
+  // moved or installed `clef` keeps working); 3. the pinned llama.cpp tree it was built from.
+  if (const char* env = std::getenv("CLEF_VOCAB_GGUF"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = exe.parent_path() / "ggml-vocab-qwen35.gguf";
+    if (fs::exists(beside, ec)) return beside;
+  }
   return CLEF_TESTMODEL_DEFAULT_VOCAB;
 }
 

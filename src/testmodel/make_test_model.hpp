@@ -16,8 +16,9 @@
 
 namespace clef::testmodel {
 
-/// The tokenizer GGUF of the pinned llama.cpp tree (models/ggml-vocab-qwen35.gguf), as configured
-/// at build time.
+/// The tokenizer GGUF test models copy (llama.cpp's models/ggml-vocab-qwen35.gguf): from
+/// $CLEF_VOCAB_GGUF, else beside the running executable (the build copies it next to `clef`),
+/// else the pinned llama.cpp tree the build used.
 std::filesystem::path default_vocab_gguf();
 
 struct MakeOptions {

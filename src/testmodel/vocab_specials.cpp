@@ -52,6 +52,17 @@ std::uint32_t append_control_tokens(gguf_context* kv, const std::vector<std::str
   }
 
   bool changed = false;
+  // The Qwen2 test vocabulary has "</s>" as a plain token; llama.cpp treats it as an end-of-turn
+  // token and forces it to CONTROL at every load with a "probably a bug in the model" warning.
+  // Mark it CONTROL here, which is what llama.cpp uses anyway, so loads are quiet.
+  if (types_id >= 0) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (tokens[i] == "</s>" && types[i] != kControl) {
+        types[i] = kControl;
+        changed = true;
+      }
+    }
+  }
   for (const std::string_view text : texts) {
     bool present = false;
     for (const std::string& t : tokens) present = present || t == text;
