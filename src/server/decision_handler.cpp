@@ -14,7 +14,7 @@ constexpr const char* kJson = "application/json";
 }  // namespace
 
 bool ServerCore::read_body(const httplib::Request&, httplib::Response& res,
-                           const httplib::ContentReader& reader, std::string& body) const {
+                           const httplib::ContentReader& reader, std::string& body) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.body_timeout_s);
   bool too_large = false;
   bool too_slow = false;
@@ -35,7 +35,7 @@ bool ServerCore::read_body(const httplib::Request&, httplib::Response& res,
     send(res, ErrorReply::from(Error(ErrorKind::payload_too_large, "request_too_large",
                                      "request body is over the limit of " +
                                          std::to_string(config_.max_body_bytes) + " bytes")));
-  } else if (too_slow) {
+  } else if (too_slow || (connections_.current() && connections_.current()->timed_out)) {
     send(res, ErrorReply::for_status(408));
   } else {
     send(res, ErrorReply::from(invalid_request(

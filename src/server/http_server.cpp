@@ -6,13 +6,24 @@
 #include <mutex>
 #include <thread>
 
+#include "server/connection_loop.hpp"
 #include "server/server_core.hpp"
 
 namespace clef::server {
 
 /// The httplib server and the bookkeeping that makes stop() race-free with serve().
 struct HttpServer::Listener {
-  httplib::Server http;
+  explicit Listener(ServerCore& core) : http(core.connections(), limits_of(core.config())) {}
+  static ConnectionLimits limits_of(const ServerConfig& config) {
+    ConnectionLimits limits;
+    limits.read_timeout_s = config.read_timeout_s;
+    limits.write_timeout_s = config.write_timeout_s;
+    limits.keep_alive_timeout_s = config.keep_alive_timeout_s;
+    limits.header_timeout_s = config.header_timeout_s;
+    limits.body_timeout_s = config.body_timeout_s;
+    return limits;
+  }
+  ConnectionServer http;
   std::mutex mutex;
   std::condition_variable done_cv;
   bool bound = false;
@@ -32,6 +43,8 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   int threads = config.http_threads;
   // httplib takes ownership of the queue it gets (its API); nothing else allocates raw.
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Timeouts and keep-alive are ConnectionServer's (ConnectionLimits); these only feed httplib's
+  // Keep-Alive response header and the accepted sockets' SO_RCVTIMEO/SO_SNDTIMEO.
   http.set_read_timeout(config.read_timeout_s, 0);
   http.set_write_timeout(config.write_timeout_s, 0);
   http.set_keep_alive_timeout(config.keep_alive_timeout_s);
@@ -47,9 +60,14 @@ void install_routes(httplib::Server& http, ServerCore& core) {
 
   http.set_pre_routing_handler(
       [&core](const Request& req, Response& res) { return core.pre_route(req, res); });
-  // Expect: 100-continue: refuse from the headers before the client sends the body.
+  // Expect: 100-continue: refuse from the headers before the client sends the body. httplib
+  // writes this answer without its usual Content-Length, so add it; the body will not be read,
+  // so the connection closes after it.
   http.set_expect_100_continue_handler([&core](const Request& req, Response& res) {
-    return core.pre_route(req, res) == httplib::Server::HandlerResponse::Handled ? res.status : 100;
+    if (core.pre_route(req, res) != httplib::Server::HandlerResponse::Handled) return 100;
+    res.set_header("Content-Length", std::to_string(res.body.size()));
+    if (!res.has_header("Connection")) res.set_header("Connection", "close");
+    return res.status;
   });
   http.set_error_handler(httplib::Server::HandlerWithResponse(
       [&core](const Request& req, Response& res) { return core.on_error(req, res); }));
@@ -76,7 +94,7 @@ void install_routes(httplib::Server& http, ServerCore& core) {
 HttpServer::HttpServer(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log) {
   validate(config);
   core_ = std::make_unique<ServerCore>(std::move(config), std::move(factory), log);
-  listener_ = std::make_unique<Listener>();
+  listener_ = std::make_unique<Listener>(*core_);
   install_routes(listener_->http, *core_);
 }
 

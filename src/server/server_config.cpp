@@ -29,6 +29,7 @@ void validate(const ServerConfig& c) {
   require(c.http_threads >= 1 && c.http_threads <= 4096, "http-threads", "must be in 1..4096");
   require(c.read_timeout_s >= 1, "read-timeout", "must be at least 1 second");
   require(c.write_timeout_s >= 1, "write-timeout", "must be at least 1 second");
+  require(c.header_timeout_s >= 1, "header-timeout", "must be at least 1 second");
   require(c.body_timeout_s >= 1, "body-timeout", "must be at least 1 second");
   require(c.keep_alive_timeout_s >= 1, "keep-alive-timeout", "must be at least 1 second");
   require(c.retry_after_s >= 0, "retry-after", "must not be negative");

@@ -23,13 +23,16 @@ struct ServerConfig {
   std::size_t max_body_bytes = 16u << 20;  ///< larger request bodies get 413
   int max_json_depth = 128;                ///< deeper request JSON gets 400
   std::size_t queue_size = 64;             ///< decisions waiting for the runtime thread
-  int http_threads = 32;                   ///< httplib worker threads (one per open connection)
+  int http_threads = 64;                   ///< httplib worker threads (one per open connection)
   int read_timeout_s = 10;                 ///< per read() on a connection
   int write_timeout_s = 10;                ///< per write() on a connection
-  int body_timeout_s = 30;                 ///< whole request body must arrive within this
-  int keep_alive_timeout_s = 5;            ///< idle keep-alive connection is closed after this
-  int retry_after_s = 1;                   ///< Retry-After of 429/503 answers
-  int overload_status = 429;               ///< status when the queue is full: 429 or 503
+  /// A request's headers must be complete this long after its first byte (else 408 and close):
+  /// a client sending headers slowly holds a worker thread at most this long per connection.
+  int header_timeout_s = 10;
+  int body_timeout_s = 30;       ///< whole request body must arrive within this
+  int keep_alive_timeout_s = 5;  ///< idle keep-alive connection is closed after this
+  int retry_after_s = 1;         ///< Retry-After of 429/503 answers
+  int overload_status = 429;     ///< status when the queue is full: 429 or 503
   LogFormat log_format = LogFormat::text;
 };
 

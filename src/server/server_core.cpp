@@ -12,10 +12,13 @@ namespace {
 
 constexpr const char* kJson = "application/json";
 
+/// True unless the request surely has no body: any Transfer-Encoding, or a Content-Length other
+/// than a plain 0 (an unparsable one included).
 bool has_unread_body(const httplib::Request& req) {
   if (req.has_header("Transfer-Encoding")) return true;
+  if (!req.has_header("Content-Length")) return false;
   auto length = parse_content_length(req.get_header_value("Content-Length"));
-  return length && *length > 0;
+  return !length || *length > 0;
 }
 
 }  // namespace
@@ -135,9 +138,14 @@ void ServerCore::handle_metrics(const httplib::Request&, httplib::Response& res)
   res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-HandlerResponse ServerCore::on_error(const httplib::Request& req, httplib::Response& res) {
+HandlerResponse ServerCore::on_error(const httplib::Request&, httplib::Response& res) {
   if (!res.body.empty()) return HandlerResponse::Unhandled;  // our own answer, keep it
-  refuse(req, res, ErrorReply::for_status(res.status));
+  ConnectionState* connection = connections_.current();
+  if (connection && connection->timed_out && res.status == 400) res.status = 408;
+  send(res, ErrorReply::for_status(res.status));
+  // httplib's own refusals (unparsable request line or headers, 408, 414, ...): where the next
+  // request would start is unknown, so nothing more is read from this connection.
+  res.set_header("Connection", "close");
   return HandlerResponse::Handled;
 }
 
@@ -156,6 +164,10 @@ void ServerCore::on_exception(const httplib::Request&, httplib::Response& res,
 }
 
 void ServerCore::post_route(const httplib::Request& req, httplib::Response& res) {
+  if (res.get_header_value("Connection") == "close") {
+    res.headers.erase("Keep-Alive");  // httplib adds it unless it closes on its own
+    if (ConnectionState* connection = connections_.current()) connection->close = true;
+  }
   RequestContext context = contexts_.take();
   if (context.id.empty()) context.id = res.get_header_value("X-Request-Id");
   if (context.id.empty()) context.id = ids_.next();

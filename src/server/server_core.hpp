@@ -7,13 +7,15 @@
 //               (before any body byte is read), else lets httplib dispatch;
 //   handle_*    the endpoint (decisions: read body with limits, parse, queue, wait, answer);
 //   on_error    fills an empty error answer (httplib's own 400/413/...) with the JSON error body;
-//   post_route  sets X-Request-Id if missing, counts the request, writes the access line.
+//   post_route  sets X-Request-Id if missing, counts the request, writes the access line; an
+//               answer saying "Connection: close" closes the connection (ConnectionState).
 
 #include <httplib.h>
 #include <atomic>
 #include <memory>
 #include <ostream>
 
+#include "server/connection_state.hpp"
 #include "server/decision_queue.hpp"
 #include "server/error_reply.hpp"
 #include "server/info_bodies.hpp"
@@ -48,6 +50,7 @@ class ServerCore {
   DecisionQueue& queue() { return queue_; }
   Metrics& metrics() { return metrics_; }
   ServerLog& log() { return log_; }
+  Connections& connections() { return connections_; }
 
  private:
   /// Writes `reply` into `res` (status, JSON body, Retry-After for 429/503).
@@ -58,7 +61,7 @@ class ServerCore {
   ErrorReply queue_refusal(const Error& error) const;
   /// Reads the body with the size limit and the body deadline; false after answering.
   bool read_body(const httplib::Request& req, httplib::Response& res,
-                 const httplib::ContentReader& reader, std::string& body) const;
+                 const httplib::ContentReader& reader, std::string& body);
   /// The current request id (this thread's context), or "-".
   std::string current_id();
 
@@ -67,6 +70,7 @@ class ServerCore {
   Metrics metrics_;
   RequestIds ids_;
   RequestContexts contexts_;
+  Connections connections_;
   std::atomic<bool> draining_{false};
   DecisionQueue queue_;  ///< last: its runtime thread starts at construction
 };

@@ -1,0 +1,154 @@
+// The connection loop (connection_loop.hpp) end to end over raw sockets: a body refused from the
+// headers is never parsed as a request (request smuggling), every answer has a Content-Length,
+// pipelined requests are answered in order, and slow headers hit the header deadline.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "raw_socket.hpp"
+#include "server_fixture.hpp"
+
+namespace clef::server {
+namespace {
+
+using testing::RawSocket;
+using testing::ServerFixture;
+using testing::test_config;
+using namespace std::chrono_literals;
+
+const std::string kInner = R"({"state":"smuggled","questions":{"a":{"type":"noul"}}})";
+
+/// A complete decision request with request id SMUGGLED, hidden as another request's body.
+std::string hidden_request() {
+  return "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         "X-Request-Id: SMUGGLED\r\nContent-Length: " +
+         std::to_string(kInner.size()) + "\r\n\r\n" + kInner;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+/// The header block of the first answer in `text`.
+std::string first_head(const std::string& text) {
+  return text.substr(0, text.find("\r\n\r\n"));
+}
+
+/// Sends `head`, then (after `pause`) `hidden_request()` as its body; returns all it reads.
+std::string smuggle(int port, const std::string& head, std::chrono::milliseconds pause) {
+  RawSocket s(port);
+  EXPECT_TRUE(s.valid());
+  std::string body = hidden_request();
+  s.send_all(head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  std::this_thread::sleep_for(pause);
+  s.send_all(body);
+  return s.read_all(5s);
+}
+
+void expect_refused_alone(const std::string& answer, const std::string& status) {
+  EXPECT_EQ(answer.rfind("HTTP/1.1 " + status, 0), 0u) << answer;
+  EXPECT_EQ(count(answer, "HTTP/1.1 "), 1u) << answer;  // nothing else was answered
+  EXPECT_EQ(answer.find("SMUGGLED"), std::string::npos) << answer;
+  std::string head = first_head(answer);
+  EXPECT_NE(head.find("Content-Length: "), std::string::npos) << head;
+  EXPECT_NE(head.find("Connection: close"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Keep-Alive"), std::string::npos) << head;
+}
+
+TEST(ServerConnection, BodyRefusedFromHeadersIsNeverParsedAsARequest) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  int warmup = f.control->started.load();
+  const std::string post = "POST /v1/systemone HTTP/1.1\r\nHost: x\r\n";
+  // 415 with the body arriving later, and in the same packet (already buffered).
+  for (auto pause : {300ms, 0ms}) {
+    expect_refused_alone(smuggle(f.port, post + "Content-Type: text/plain\r\n", pause), "415");
+  }
+  // 404 and 405 refusals of a request with a body.
+  expect_refused_alone(smuggle(f.port, "POST /nowhere HTTP/1.1\r\nHost: x\r\n", 0ms), "404");
+  expect_refused_alone(smuggle(f.port, "PUT /v1/systemone HTTP/1.1\r\nHost: x\r\n", 100ms), "405");
+  f.stop();
+  EXPECT_EQ(f.control->started.load(), warmup);  // the hidden decision never ran
+  EXPECT_EQ(f.log_text().find("SMUGGLED"), std::string::npos) << f.log_text();
+  EXPECT_EQ(count(f.log_text(), "status=400"), 0u) << f.log_text();  // no fake entries
+}
+
+TEST(ServerConnection, ExpectContinueRefusalHasALengthAndClosesBeforeTheBody) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  int warmup = f.control->started.load();
+  auto t0 = std::chrono::steady_clock::now();
+  std::string answer = smuggle(f.port,
+                               "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                               "text/plain\r\nExpect: 100-continue\r\n",
+                               300ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);  // closed, not waiting for a timeout
+  expect_refused_alone(answer, "415");
+  // 413 from the declared length alone, also via Expect.
+  RawSocket s(f.port);
+  s.send_all(
+      "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Expect: 100-continue\r\nContent-Length: 17000000\r\n\r\n");
+  std::string big = s.read_all(3s);
+  EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big;
+  EXPECT_NE(first_head(big).find("Content-Length: "), std::string::npos) << big;
+  f.stop();
+  EXPECT_EQ(f.control->started.load(), warmup);
+}
+
+TEST(ServerConnection, PipelinedRequestsAreAnsweredInOrder) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  RawSocket s(f.port);
+  std::string requests;
+  for (const char* path : {"/health", "/v1/models", "/health"}) {
+    requests += std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipe-" +
+                (path + 1) + std::to_string(requests.size()) + "\r\n\r\n";
+  }
+  ASSERT_TRUE(s.send_all(requests));
+  std::string answer = s.read_all(3s);
+  EXPECT_EQ(count(answer, "HTTP/1.1 200 OK"), 3u) << answer;
+  auto health = answer.find("\"status\":\"ok\"");
+  auto models = answer.find("fake-model");
+  auto health2 = answer.find("\"status\":\"ok\"", models);
+  EXPECT_LT(health, models);
+  EXPECT_NE(health2, std::string::npos) << answer;
+}
+
+TEST(ServerConnection, SlowHeadersHitTheHeaderDeadlineAndDoNotLockOthersOut) {
+  ServerConfig config = test_config();
+  config.http_threads = 4;
+  config.header_timeout_s = 2;
+  config.read_timeout_s = 5;  // each line arrives well within the per-read timeout
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  std::vector<std::unique_ptr<RawSocket>> slow;
+  for (int i = 0; i < 8; ++i) {  // twice the worker threads
+    slow.push_back(std::make_unique<RawSocket>(f.port));
+    slow.back()->send_all("GET /health HTTP/1.1\r\nHost: x\r\n");
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread dripper([&] {
+    for (int round = 0; round < 12; ++round) {
+      for (auto& s : slow) s->send_all("X-a: b\r\n");
+      std::this_thread::sleep_for(500ms);
+    }
+  });
+  // Two rounds of deadlines at most (8 slow connections, 4 threads), then a normal request.
+  auto res = f.client()->Get("/health");
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(waited, 5s + 500ms);
+  dripper.join();
+  std::string answer = slow.front()->read_all(1s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(first_head(answer).find("Connection: close"), std::string::npos) << answer;
+}
+
+}  // namespace
+}  // namespace clef::server
