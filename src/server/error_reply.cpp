@@ -48,8 +48,8 @@ ErrorReply ErrorReply::for_status(int status) {
     case 404:
       return {404, "not_found_error", "not_found", "not found", ""};
     case 408:
-      return {408, "invalid_request_error", "request_timeout",
-              "the request body did not arrive in time", ""};
+      return {408, "invalid_request_error", "request_timeout", "the request did not arrive in time",
+              ""};
     case 413:
       return {413, "invalid_request_error", "request_too_large",
               "request body is larger than the server accepts", ""};

@@ -38,4 +38,45 @@ std::optional<std::uint64_t> parse_content_length(std::string_view value) noexce
   return n;
 }
 
+std::string content_type_charset(std::string_view content_type) {
+  std::string lower(content_type);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view rest(lower);
+  while (true) {
+    auto semi = rest.find(';');
+    if (semi == std::string_view::npos) return "";
+    rest.remove_prefix(semi + 1);
+    std::string_view param = trim(rest.substr(0, rest.find(';')));
+    if (!param.starts_with("charset=")) continue;
+    std::string_view value = trim(param.substr(8));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    return std::string(value);
+  }
+}
+
+std::string framing_problem(const std::vector<std::string>& lengths,
+                            std::string_view transfer_encoding) {
+  std::optional<std::uint64_t> first;
+  for (const std::string& value : lengths) {
+    auto length = parse_content_length(value);
+    if (!length || *length > (std::uint64_t{1} << 63)) {
+      return "Content-Length must be a decimal number of bytes, got '" + value + "'";
+    }
+    if (first && *first != *length) return "conflicting Content-Length headers";
+    first = length;
+  }
+  std::string coding(trim(transfer_encoding));
+  for (char& c : coding) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!coding.empty() && !lengths.empty()) {
+    return "Content-Length and Transfer-Encoding must not both be sent";
+  }
+  if (!coding.empty() && coding != "chunked") {
+    return "Transfer-Encoding '" + std::string(transfer_encoding) +
+           "' is not supported (only chunked)";
+  }
+  return "";
+}
+
 }  // namespace clef::server

@@ -58,6 +58,19 @@ HandlerResponse ServerCore::pre_route(const httplib::Request& req, httplib::Resp
   RequestContext& context = contexts_.begin(ids_.for_request(req.get_header_value("X-Request-Id")));
   res.set_header("X-Request-Id", context.id);
 
+  // Framing first, for every path: a request whose body length is unclear is refused and its
+  // connection closed, so nothing after it is taken for a request.
+  std::vector<std::string> lengths;
+  for (auto [it, end] = req.headers.equal_range("Content-Length"); it != end; ++it) {
+    lengths.push_back(it->second);
+  }
+  if (std::string problem = framing_problem(lengths, req.get_header_value("Transfer-Encoding"));
+      !problem.empty()) {
+    send(res, ErrorReply::from(invalid_request(problem)));
+    res.set_header("Connection", "close");
+    return HandlerResponse::Handled;
+  }
+
   Endpoint endpoint = find_endpoint(req.path);
   if (endpoint == Endpoint::unknown) {
     refuse(req, res, ErrorReply::not_found(req.method, req.path));
@@ -96,6 +109,30 @@ HandlerResponse ServerCore::pre_route(const httplib::Request& req, httplib::Resp
            ErrorReply::from(
                Error(ErrorKind::unsupported_media_type, "unsupported_media_type",
                      "Content-Type must be application/json, got '" + content_type + "'")));
+    return HandlerResponse::Handled;
+  }
+  std::string charset = content_type_charset(content_type);
+  if (!charset.empty() && charset != "utf-8" && charset != "utf8") {
+    refuse(
+        req, res,
+        ErrorReply::from(Error(ErrorKind::unsupported_media_type, "unsupported_charset",
+                               "the request body must be UTF-8, got charset '" + charset + "'")));
+    return HandlerResponse::Handled;
+  }
+  std::string encoding = req.get_header_value("Content-Encoding");
+  if (!encoding.empty() && encoding != "identity") {
+    refuse(req, res,
+           ErrorReply::from(Error(ErrorKind::unsupported_media_type, "unsupported_content_encoding",
+                                  "Content-Encoding '" + encoding +
+                                      "' is not supported; send the JSON body uncompressed")));
+    return HandlerResponse::Handled;
+  }
+  if (lengths.empty() && !req.has_header("Transfer-Encoding")) {
+    refuse(
+        req, res,
+        ErrorReply{411, "invalid_request_error", "length_required",
+                   "a decision request needs a Content-Length (or chunked Transfer-Encoding)", ""});
+    res.set_header("Connection", "close");  // a body may follow that nobody can delimit
     return HandlerResponse::Handled;
   }
   auto length = parse_content_length(req.get_header_value("Content-Length"));

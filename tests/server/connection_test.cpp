@@ -150,5 +150,60 @@ TEST(ServerConnection, SlowHeadersHitTheHeaderDeadlineAndDoNotLockOthersOut) {
   EXPECT_NE(first_head(answer).find("Connection: close"), std::string::npos) << answer;
 }
 
+TEST(ServerConnection, FramingAndEncodingProblemsAreRefusedAtOnce) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  int warmup = f.control->started.load();
+  const std::string post =
+      "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  const std::string length = "Content-Length: " + std::to_string(kInner.size()) + "\r\n";
+  struct Case {
+    std::string name, head, status, code;
+  };
+  const std::vector<Case> cases = {
+      {"negative length", post + "Content-Length: -5\r\n", "400", "invalid_request"},
+      {"23-digit length", post + "Content-Length: 99999999999999999999999\r\n", "400",
+       "invalid_request"},
+      {"no length", post, "411", "length_required"},
+      {"conflicting lengths", post + length + "Content-Length: 5\r\n", "400", "invalid_request"},
+      {"length and chunked", post + length + "Transfer-Encoding: chunked\r\n", "400",
+       "invalid_request"},
+      {"gzip transfer coding", post + "Transfer-Encoding: gzip\r\n", "400", "invalid_request"},
+      {"gzip body", post + length + "Content-Encoding: gzip\r\n", "415",
+       "unsupported_content_encoding"},
+      {"br body", post + length + "Content-Encoding: br\r\n", "415",
+       "unsupported_content_encoding"},
+      {"latin-1 body",
+       "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; "
+       "charset=ISO-8859-1\r\n" +
+           length,
+       "415", "unsupported_charset"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RawSocket s(f.port);
+    auto t0 = std::chrono::steady_clock::now();
+    s.send_all(c.head + "\r\n" + kInner + hidden_request());
+    std::string answer = s.read_all(5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);  // at once, then closed
+    EXPECT_EQ(answer.rfind("HTTP/1.1 " + c.status, 0), 0u) << answer;
+    EXPECT_NE(answer.find("\"code\":\"" + c.code + "\""), std::string::npos) << answer;
+    EXPECT_EQ(count(answer, "HTTP/1.1 "), 1u) << answer;
+    if (c.code == "unsupported_content_encoding") {
+      EXPECT_NE(answer.find(c.name.substr(0, c.name.find(' '))), std::string::npos) << answer;
+    }
+  }
+  // utf-8 spelled any way is fine.
+  RawSocket ok(f.port);
+  ok.send_all(
+      "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; "
+      "charset=\"UTF-8\"\r\nConnection: close\r\n" +
+      length + "\r\n" + kInner);
+  std::string answer = ok.read_all(5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  f.stop();
+  EXPECT_EQ(f.control->started.load(), warmup + 1);  // only the utf-8 request was decided
+}
+
 }  // namespace
 }  // namespace clef::server

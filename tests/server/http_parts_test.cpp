@@ -32,6 +32,26 @@ TEST(HttpChecks, ContentLength) {
   EXPECT_FALSE(parse_content_length("99999999999999999999999").has_value());
 }
 
+TEST(HttpChecks, Charset) {
+  EXPECT_EQ(content_type_charset("application/json"), "");
+  EXPECT_EQ(content_type_charset("application/json; charset=UTF-8"), "utf-8");
+  EXPECT_EQ(content_type_charset("application/json;foo=1; charset=\"ISO-8859-1\" "), "iso-8859-1");
+}
+
+TEST(HttpChecks, Framing) {
+  EXPECT_EQ(framing_problem({}, ""), "");
+  EXPECT_EQ(framing_problem({"12"}, ""), "");
+  EXPECT_EQ(framing_problem({"12", " 12"}, ""), "");  // repeated, same value
+  EXPECT_EQ(framing_problem({}, "Chunked"), "");
+  EXPECT_NE(framing_problem({"-5"}, ""), "");
+  EXPECT_NE(framing_problem({"+5"}, ""), "");
+  EXPECT_NE(framing_problem({"99999999999999999999999"}, ""), "");
+  EXPECT_NE(framing_problem({"12", "5"}, ""), "");
+  EXPECT_NE(framing_problem({"12"}, "chunked"), "");
+  EXPECT_NE(framing_problem({}, "gzip"), "");
+  EXPECT_NE(framing_problem({}, "gzip, chunked"), "");
+}
+
 TEST(Routes, KnownPathsAndMethods) {
   EXPECT_EQ(find_endpoint("/v1/systemone"), Endpoint::systemone);
   EXPECT_EQ(find_endpoint("/v1/decisions"), Endpoint::decisions);
