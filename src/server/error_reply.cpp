@@ -24,7 +24,16 @@ const char* error_type(ErrorKind kind) noexcept {
 }
 
 ErrorReply ErrorReply::from(const Error& error) {
-  return {error.status(), error_type(error.kind()), error.code(), error.what(), error.param()};
+  ErrorReply reply{error.status(), error_type(error.kind()), error.code(), error.what(),
+                   error.param()};
+  // The record encoder refuses a schema that alone overflows the context as invalid_request
+  // (400); the engine refuses text or images that overflow it as payload_too_large (413). Both
+  // mean the request is too large for the served context: one status, 413.
+  if (error.code() == "context_length_exceeded") {
+    reply.status = 413;
+    reply.type = error_type(ErrorKind::payload_too_large);
+  }
+  return reply;
 }
 
 ErrorReply ErrorReply::not_found(const std::string& method, const std::string& path) {

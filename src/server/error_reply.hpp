@@ -17,6 +17,8 @@ struct ErrorReply {
   std::string param;    ///< field at fault; empty -> null
 
   /// The answer for a clef::Error: its status(), code(), what(), param(); type from its kind.
+  /// Except: code "context_length_exceeded" is always 413 (invalid_request_error), whichever
+  /// part of the request (schema, text, images) overflowed the served context.
   static ErrorReply from(const Error& error);
   /// 404 for a path no endpoint serves.
   static ErrorReply not_found(const std::string& method, const std::string& path);

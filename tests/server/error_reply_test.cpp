@@ -46,6 +46,17 @@ TEST(ErrorReply, StatusAndTypeFollowTheErrorKind) {
   }
 }
 
+TEST(ErrorReply, ContextLengthExceededIs413WhicheverPartOverflowed) {
+  // The record encoder's refusal (schema alone too long) is an invalid_request; the engine's
+  // (text or images) a payload_too_large: the server answers both with 413.
+  for (ErrorKind kind : {ErrorKind::invalid_request, ErrorKind::payload_too_large}) {
+    ErrorReply reply = ErrorReply::from(Error(kind, "context_length_exceeded", "too long"));
+    EXPECT_EQ(reply.status, 413);
+    EXPECT_EQ(reply.type, "invalid_request_error");
+    EXPECT_EQ(reply.code, "context_length_exceeded");
+  }
+}
+
 TEST(ErrorReply, NotFoundMethodNotAllowedAndInternalNameWhatHappened) {
   ErrorReply nf = ErrorReply::not_found("GET", "/v2/nothing");
   EXPECT_EQ(nf.status, 404);

@@ -232,6 +232,17 @@ TEST(ServeBinary, AliasRefuseTruncationAndValidationErrors) {
   EXPECT_EQ(json::parse(refused->body).find("error")->find("code")->as_string(),
             "context_length_exceeded");
 
+  // A schema that alone overflows the context (the record encoder's refusal) is also 413.
+  std::string long_instructions;
+  for (int i = 0; i < 4000; ++i) long_instructions += "word" + std::to_string(i) + " ";
+  auto schema_refused =
+      post(server.port(), R"({"state":"x","questions":{"q":{"type":"noul","instructions":")" +
+                              long_instructions + R"("}}})");
+  ASSERT_TRUE(schema_refused);
+  EXPECT_EQ(schema_refused->status, 413) << schema_refused->body;
+  EXPECT_EQ(json::parse(schema_refused->body).find("error")->find("code")->as_string(),
+            "context_length_exceeded");
+
   auto bad = post(server.port(),
                   R"({"state":"x","questions":{"urgency":{"type":"score","criteria":[]}}})");
   ASSERT_TRUE(bad);
