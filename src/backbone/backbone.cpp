@@ -204,13 +204,49 @@ const llama_vocab* Backbone::vocab() const noexcept {
   return llama_model_get_vocab(model_.get());
 }
 
-HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids) {
-  return hidden_states(ids, {}, {});
+HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
+                                     const Cancelled& cancelled) {
+  return hidden_states(ids, {}, {}, cancelled);
 }
+
+namespace {
+
+/// llama.cpp's abort callback over a Cancelled (a throw must not cross the C API: false then).
+bool abort_if_cancelled(void* data) {
+  try {
+    return (*static_cast<const Cancelled*>(data))();
+  } catch (...) {
+    return false;
+  }
+}
+
+/// Installs `cancelled` as the context's abort callback for one prefill; removes it on exit.
+class AbortCallbackScope {
+ public:
+  AbortCallbackScope(llama_context* ctx, const Cancelled& cancelled) : ctx_(ctx) {
+    if (cancelled)
+      llama_set_abort_callback(ctx_, abort_if_cancelled, const_cast<Cancelled*>(&cancelled));
+  }
+  ~AbortCallbackScope() { llama_set_abort_callback(ctx_, nullptr, nullptr); }
+  AbortCallbackScope(const AbortCallbackScope&) = delete;
+  AbortCallbackScope& operator=(const AbortCallbackScope&) = delete;
+
+ private:
+  llama_context* ctx_;
+};
+
+[[noreturn]] void throw_cancelled(int at_token) {
+  throw Error(ErrorKind::invalid_request, "client_closed_request",
+              "the client closed the connection; the decision was cancelled at token " +
+                  std::to_string(at_token));
+}
+
+}  // namespace
 
 HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      std::span<const RopePosition> positions,
-                                     std::span<const EmbeddingSpan> embeddings) {
+                                     std::span<const EmbeddingSpan> embeddings,
+                                     const Cancelled& cancelled) {
   const int total = static_cast<int>(ids.size());
   if (total == 0) throw invalid_request("a record needs at least one token");
   if (total > params_.context_size) {
@@ -244,8 +280,12 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   out.data.resize(static_cast<std::size_t>(total) * n_embd_);
 
   BatchStorage storage(params_.chunk_tokens);
+  AbortCallbackScope abort_scope(ctx_.get(), cancelled);
   std::size_t span_index = 0;
   for (const PrefillBatch& pb : batches) {
+    if (cancelled && abort_if_cancelled(const_cast<Cancelled*>(&cancelled))) {
+      throw_cancelled(pb.start);
+    }
     std::vector<std::int32_t> pos = batch_positions(pb, positions);
     const float* embd = nullptr;
     if (pb.embeddings) {
@@ -258,6 +298,7 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
     const llama_batch b =
         storage.view(pb.n_tokens, pb.embeddings ? nullptr : ids.data() + pb.start, embd, pos);
     const int rc = llama_decode(ctx_.get(), b);
+    if (rc == 2 && cancelled) throw_cancelled(pb.start);  // 2: aborted by the callback
     if (rc != 0) {
       throw Error(ErrorKind::internal, "backbone_failed",
                   "llama_decode failed with code " + std::to_string(rc) + " at token " +

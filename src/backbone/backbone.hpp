@@ -4,6 +4,7 @@
 // logits for any token.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -74,6 +75,9 @@ std::vector<std::int32_t> batch_positions(const PrefillBatch& batch,
 /// depends only on (total, chunk), so a record always gives bit-identical hidden states.
 int chunk_length(int total, int start, int chunk);
 
+/// Asked during a prefill: true stops it (the client has gone). Empty: never.
+using Cancelled = std::function<bool()>;
+
 /// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
 /// decision runtime serializes calls).
 class Backbone {
@@ -107,7 +111,7 @@ class Backbone {
   /// with plain positions 0..T-1, in chunks of params().chunk_tokens, and returns [T, n_embd].
   /// Throws clef::Error: invalid_request if ids is empty or longer than context_size, internal if
   /// llama_decode fails.
-  HiddenStates hidden_states(std::span<const std::int32_t> ids);
+  HiddenStates hidden_states(std::span<const std::int32_t> ids, const Cancelled& cancelled = {});
 
   /// The same with images: the tokens of each `embeddings` span take its rows instead of their
   /// ids' embeddings (the ids there are ignored), and token i has M-RoPE position `positions[i]`
@@ -115,9 +119,15 @@ class Backbone {
   /// with batch_positions() and returns [T, n_embd]. Throws clef::Error: invalid_request as above,
   /// internal for spans or positions that do not fit the record, a rows size other than
   /// n_tokens * n_embd, images on a backbone without M-RoPE, or a failed llama_decode.
+  ///
+  /// `cancelled` (optional) is asked before each chunk and, through llama.cpp's abort callback,
+  /// during a chunk's compute (CPU backends check it between graph nodes); once it says true the
+  /// prefill stops and clef::Error (invalid_request, code "client_closed_request") is thrown.
+  /// It must be cheap (it is called often) and must not throw (a throw counts as false).
   HiddenStates hidden_states(std::span<const std::int32_t> ids,
                              std::span<const RopePosition> positions,
-                             std::span<const EmbeddingSpan> embeddings);
+                             std::span<const EmbeddingSpan> embeddings,
+                             const Cancelled& cancelled = {});
 
  private:
   void init(LlamaModelPtr model, const std::string& name);

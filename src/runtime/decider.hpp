@@ -2,6 +2,7 @@
 // The decision interface the CLI and the server drive: one SystemOne request in, one response out.
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "json/value.hpp"
@@ -36,6 +37,13 @@ class Decider {
   /// Decides `request` (a parsed SystemOne request body). Throws clef::Error for a request that
   /// cannot be decided (400/413 ...), with the field at fault.
   virtual Decision decide(const json::Value& request) = 0;
+  /// decide() that stops early once `cancelled()` says true (the client has gone), throwing
+  /// clef::Error with code "client_closed_request". `cancelled` may be called often and from
+  /// inside the model's compute: keep it cheap and non-throwing. Default: ignores it.
+  virtual Decision decide(const json::Value& request, const std::function<bool()>& cancelled) {
+    (void)cancelled;
+    return decide(request);
+  }
   /// decide() plus Decision::trace (the record's ids and spans). Default: no trace.
   virtual Decision decide_traced(const json::Value& request) { return decide(request); }
   /// The served model's name (the default of the request's `model`).

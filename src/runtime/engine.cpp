@@ -76,8 +76,11 @@ class Engine final : public Decider {
  public:
   explicit Engine(const EngineConfig& config) : Engine(config, open(config)) {}
 
-  Decision decide(const json::Value& body) override { return run(body, false); }
-  Decision decide_traced(const json::Value& body) override { return run(body, true); }
+  Decision decide(const json::Value& body) override { return run(body, false, {}); }
+  Decision decide(const json::Value& body, const std::function<bool()>& cancelled) override {
+    return run(body, false, cancelled);
+  }
+  Decision decide_traced(const json::Value& body) override { return run(body, true, {}); }
 
   const std::string& model_name() const override { return config_.model_name; }
   int context_size() const override { return backbone_.context_size(); }
@@ -123,7 +126,9 @@ class Engine final : public Decider {
     }
   }
 
-  Decision run(const json::Value& body, bool trace) {
+  /// `cancelled` (may be empty) is checked before the vision tower, and by the backbone between
+  /// and during prefill chunks (Backbone::hidden_states).
+  Decision run(const json::Value& body, bool trace, const std::function<bool()>& cancelled) {
     const auto t0 = Clock::now();
     request::RequestLimits limits;
     limits.max_questions = static_cast<std::size_t>(config_.max_questions);
@@ -177,8 +182,9 @@ class Engine final : public Decider {
 
     const auto t1 = Clock::now();
     const backbone::HiddenStates hidden =
-        images.empty() ? backbone_.hidden_states(rec.ids)
-                       : backbone_.hidden_states(rec.ids, record_positions(rec, grids), spans);
+        images.empty()
+            ? backbone_.hidden_states(rec.ids, cancelled)
+            : backbone_.hidden_states(rec.ids, record_positions(rec, grids), spans, cancelled);
     out.timings.backbone_ms = ms_since(t1);
 
     const auto t2 = Clock::now();

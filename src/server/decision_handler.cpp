@@ -74,7 +74,11 @@ void ServerCore::handle_decision(const httplib::Request& req, httplib::Response&
   std::future<DecisionOutcome> pending;
   try {
     ConnectionEndpoints endpoints{req.local_addr, req.local_port, req.remote_addr, req.remote_port};
-    pending = queue_.submit(std::move(request), [endpoints] { return client_gone(endpoints); });
+    // The socket is looked up once, then only polled: it stays open while this thread waits.
+    pending = queue_.submit(std::move(request), [endpoints, fd = -1]() mutable {
+      if (fd < 0) fd = find_connection_socket(endpoints);
+      return peer_closed(fd);
+    });
   } catch (const Error& e) {
     send(res, queue_refusal(e));
     return;
@@ -95,6 +99,12 @@ void ServerCore::handle_decision(const httplib::Request& req, httplib::Response&
       res.status = 200;
       res.set_content(outcome.decision.body, kJson);
       return;
+    case DecisionOutcome::Status::cancelled:
+      log_.event("info",
+                 "client gone: decision cancelled after " +
+                     std::to_string(static_cast<long>(outcome.decision_ms)) + " ms",
+                 context ? context->id : "-");
+      [[fallthrough]];
     case DecisionOutcome::Status::dropped:
       // Nobody reads this answer; 499 (client closed request) marks it in the log and metrics.
       metrics_.count_dropped();

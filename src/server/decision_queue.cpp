@@ -1,5 +1,7 @@
 #include "server/decision_queue.hpp"
 
+#include <atomic>
+
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -168,6 +170,46 @@ void DecisionQueue::serve(runtime::Decider& decider) {
   }
 }
 
+namespace {
+
+/// The cancellation check of a running decision: asks `client_gone` at most every 50 ms (it may
+/// be called per graph node from inside the model) and remembers a "gone". Copies share state;
+/// safe to call from several threads (only one probes at a time, the others get the last
+/// answer).
+class CancelProbe {
+ public:
+  explicit CancelProbe(const DecisionQueue::ClientGone& client_gone)
+      : state_(std::make_shared<State>(client_gone)) {}
+
+  bool operator()() const {
+    State& s = *state_;
+    if (s.gone.load()) return true;
+    std::unique_lock lock(s.mutex, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (now - s.last < std::chrono::milliseconds(50)) return false;
+    s.last = now;
+    try {
+      if (s.client_gone()) s.gone.store(true);
+    } catch (...) {
+      // a probe that fails must not cancel the decision
+    }
+    return s.gone.load();
+  }
+
+ private:
+  struct State {
+    explicit State(const DecisionQueue::ClientGone& probe) : client_gone(probe) {}
+    const DecisionQueue::ClientGone& client_gone;
+    std::mutex mutex;
+    std::chrono::steady_clock::time_point last{};
+    std::atomic<bool> gone{false};
+  };
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace
+
 DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
   DecisionOutcome outcome;
   auto taken = Clock::now();
@@ -183,8 +225,13 @@ DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
     return outcome;
   }
   try {
-    outcome.decision = decider.decide(job.request);
+    outcome.decision = job.client_gone ? decider.decide(job.request, CancelProbe(job.client_gone))
+                                       : decider.decide(job.request);
     outcome.status = DecisionOutcome::Status::decided;
+  } catch (const Error& e) {
+    outcome.status = e.code() == "client_closed_request" ? DecisionOutcome::Status::cancelled
+                                                         : DecisionOutcome::Status::failed;
+    outcome.error = std::current_exception();
   } catch (...) {
     outcome.status = DecisionOutcome::Status::failed;
     outcome.error = std::current_exception();

@@ -34,9 +34,10 @@ struct ModelInfo {
 /// What became of one submitted request.
 struct DecisionOutcome {
   enum class Status {
-    decided,  ///< `decision` holds the answer
-    failed,   ///< `error` holds what decide() threw (clef::Error or another exception)
-    dropped,  ///< the client went away before the runtime thread reached it; not decided
+    decided,    ///< `decision` holds the answer
+    failed,     ///< `error` holds what decide() threw (clef::Error or another exception)
+    dropped,    ///< the client went away before the runtime thread reached it; not decided
+    cancelled,  ///< the client went away while it was decided; stopped (`error` says where)
   };
   Status status = Status::failed;
   runtime::Decision decision;
@@ -49,7 +50,9 @@ class DecisionQueue {
  public:
   /// Builds the Decider; runs on the runtime thread. May throw (the queue becomes `failed`).
   using Factory = std::function<std::unique_ptr<runtime::Decider>()>;
-  /// Asked on the runtime thread just before a request's turn; true drops it.
+  /// Asked on the runtime thread just before a request's turn (true drops it), then, at most
+  /// every 50 ms, while it is decided (true cancels it: Decider::decide with a cancellation
+  /// check).
   using ClientGone = std::function<bool()>;
 
   /// A queue in state `loading` that has not started yet (see start()).

@@ -82,7 +82,8 @@ std::string Metrics::render(const GaugeValues& gauges) const {
   header(out, "clef_input_tokens", "histogram", "Input tokens per decided request.");
   input_tokens_.render(out, "clef_input_tokens");
   header(out, "clef_decisions_dropped_total", "counter",
-         "Queued decisions dropped because the client went away before their turn.");
+         "Decisions dropped (before their turn) or cancelled (while running) because the client "
+         "went away.");
   sample(out, "clef_decisions_dropped_total", std::to_string(dropped_));
   header(out, "clef_queue_depth", "gauge", "Decisions waiting for the runtime thread.");
   sample(out, "clef_queue_depth", std::to_string(gauges.queue_depth));

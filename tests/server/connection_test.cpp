@@ -205,5 +205,34 @@ TEST(ServerConnection, FramingAndEncodingProblemsAreRefusedAtOnce) {
   EXPECT_EQ(f.control->started.load(), warmup + 1);  // only the utf-8 request was decided
 }
 
+TEST(ServerConnection, DecisionWhoseClientLeftIsCancelledAndTheNextOneRuns) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  int warmup = f.control->started.load();
+  {
+    RawSocket s(f.port);
+    const std::string body = R"({"state":"forever","questions":{"a":{"type":"noul"}}})";
+    s.send_all(
+        "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "X-Request-Id: gone-1\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    ASSERT_TRUE(f.control->wait_started(warmup + 1));
+  }  // the client gives up while its decision runs
+  auto t0 = std::chrono::steady_clock::now();
+  while (f.control->cancelled.load() == 0 && std::chrono::steady_clock::now() - t0 < 5s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(f.control->cancelled.load(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);  // not the fake's 10 s
+  auto next = f.client()->Post("/v1/decisions", kInner, "application/json");
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
+  f.stop();
+  std::string log = f.log_text();
+  EXPECT_NE(log.find("client gone: decision cancelled"), std::string::npos) << log;
+  EXPECT_NE(log.find("id=gone-1 method=POST path=/v1/decisions status=499"), std::string::npos)
+      << log;
+}
+
 }  // namespace
 }  // namespace clef::server

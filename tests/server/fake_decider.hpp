@@ -7,12 +7,16 @@
 //   - `questions` missing or not a non-empty object -> clef::invalid_request naming "questions";
 //   - state "boom"     -> std::runtime_error (an internal fault, 500);
 //   - state "too-long" -> clef::Error payload_too_large "context_length_exceeded" (413);
+//   - state "forever"  -> (decide with a cancellation check only) runs until cancelled() says
+//     true, counts it in FakeControl::cancelled and throws "client_closed_request"; gives up
+//     after 10 s (then answers);
 //   - otherwise every question gets {"type":"noul","noul":p} with p from an FNV-1a hash of the
 //     request's canonical JSON and the question id, input_tokens = canonical size / 4 + 1.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -33,6 +37,7 @@ struct FakeControl {
   std::atomic<int> finished{0};
   std::atomic<int> active{0};
   std::atomic<bool> overlapped{false};  ///< two decide() calls ran at once
+  std::atomic<int> cancelled{0};        ///< decisions stopped by their cancellation check
   std::mutex mutex;
   std::condition_variable cv;
   bool gate_open = true;
@@ -94,6 +99,24 @@ class FakeDecider : public runtime::Decider {
       control_->cv.wait(lock, [this] { return control_->gate_open; });
     }
     if (control_->delay.count() > 0) std::this_thread::sleep_for(control_->delay);
+    return answer(request);
+  }
+
+  runtime::Decision decide(const json::Value& request,
+                           const std::function<bool()>& cancelled) override {
+    const json::Value* state = request.find("state");
+    if (!(state && state->is_string() && state->as_string() == "forever")) return decide(request);
+    control_->started.fetch_add(1);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      if (cancelled && cancelled()) {
+        control_->cancelled.fetch_add(1);
+        control_->finished.fetch_add(1);
+        throw Error(ErrorKind::invalid_request, "client_closed_request", "cancelled");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    control_->finished.fetch_add(1);
     return answer(request);
   }
 
