@@ -39,24 +39,25 @@ bool wait_healthy(int port, std::chrono::seconds timeout) {
   return false;
 }
 
-/// The value of the sample `name` in the server's /metrics, or -1.
-double metric(int port, const std::string& name) {
+/// One /metrics snapshot (empty when the server does not answer).
+std::string metrics_text(int port) {
   auto res = client(port)->Get("/metrics");
-  if (!res) return -1;
-  auto pos = res->body.find("\n" + name + " ");
-  return pos == std::string::npos ? -1 : std::stod(res->body.substr(pos + name.size() + 2));
+  return res ? res->body : std::string();
 }
 
-double queue_depth(int port) {
-  return metric(port, "clef_queue_depth");
+/// The value of the sample `name` in a /metrics snapshot, or -1.
+double sample(const std::string& text, const std::string& name) {
+  auto pos = text.find("\n" + name + " ");
+  return pos == std::string::npos ? -1 : std::stod(text.substr(pos + name.size() + 2));
 }
 
-/// Decision requests the queue has taken: waiting + running + answered with 200.
-double accepted(int port) {
-  return metric(port, "clef_queue_depth") + metric(port, "clef_decisions_in_flight") +
+/// Decision requests the queue has taken, from ONE snapshot: waiting + running + answered with
+/// 200. (Separate /metrics reads race with decisions finishing in between.)
+double accepted(const std::string& text) {
+  return sample(text, "clef_queue_depth") + sample(text, "clef_decisions_in_flight") +
          std::max(
              0.0,
-             metric(port, R"(clef_http_requests_total{endpoint="/v1/decisions",status="200"})"));
+             sample(text, R"(clef_http_requests_total{endpoint="/v1/decisions",status="200"})"));
 }
 
 std::string slurp(const std::filesystem::path& path) {
@@ -96,12 +97,18 @@ TEST(ServeProcess, SigtermDuringLoadAnswersEveryAcceptedRequestAndExitsZero) {
     }));
   }
   // SIGTERM once all six are accepted (answered or queued) and several still wait.
+  // A decision that finishes between the counters' updates can make one snapshot read 11: wait
+  // for a snapshot that shows all 12 with at least two still queued.
   auto until = std::chrono::steady_clock::now() + 5s;
-  while (accepted(port) < 12 && std::chrono::steady_clock::now() < until) {
+  std::string snapshot = metrics_text(port);
+  while ((accepted(snapshot) < 12 || sample(snapshot, "clef_queue_depth") < 2) &&
+         std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(5ms);
+    snapshot = metrics_text(port);
   }
-  ASSERT_EQ(accepted(port), 12) << "6 alone + 6 under load";
-  ASSERT_GE(queue_depth(port), 2) << "SIGTERM must arrive while decisions are queued";
+  ASSERT_EQ(accepted(snapshot), 12) << "6 alone + 6 under load\n" << snapshot;
+  ASSERT_GE(sample(snapshot, "clef_queue_depth"), 2)
+      << "SIGTERM must arrive while decisions are queued";
   child.send_signal(SIGTERM);
 
   // New requests are refused (503) while the queue drains, or find nobody listening after.
