@@ -31,24 +31,6 @@ void check(bool ok, const char* what) {
   }
 }
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 std::string make_string(FuzzedDataProvider& fdp) {
   std::string s;
   const auto n = fdp.ConsumeIntegralInRange<int>(0, 16);
@@ -67,7 +49,7 @@ std::string make_string(FuzzedDataProvider& fdp) {
       default:
         cp = fdp.ConsumeIntegralInRange<std::uint32_t>(0x10000, 0x10FFFF);
     }
-    append_utf8(s, cp);
+    clef::json::append_utf8(s, cp);
   }
   return s;
 }
