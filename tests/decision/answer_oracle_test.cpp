@@ -22,6 +22,7 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "request/parse.hpp"
+#include "support/oracle_dirs.hpp"
 
 namespace clef {
 namespace {
@@ -33,17 +34,6 @@ std::string read_text(const fs::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::vector<fs::path> env_dirs(const char* name) {
-  std::vector<fs::path> dirs;
-  const char* value = std::getenv(name);
-  if (value == nullptr) return dirs;
-  std::stringstream all(value);
-  for (std::string item; std::getline(all, item, ':');) {
-    if (!item.empty()) dirs.emplace_back(item);
-  }
-  return dirs;
 }
 
 std::vector<float> floats(const json::Value& list) {
@@ -133,7 +123,7 @@ TEST(AnswerOracle, HeadFixtures) {
 }
 
 TEST(AnswerOracle, ExtraHeadFixtures) {
-  const auto dirs = env_dirs("CLEF_EXTRA_HEAD_ORACLES");
+  const auto dirs = test::extra_head_config_dirs();
   if (dirs.empty()) GTEST_SKIP() << "CLEF_EXTRA_HEAD_ORACLES is not set";
   for (const auto& dir : dirs) {
     ASSERT_TRUE(fs::is_directory(dir)) << dir;

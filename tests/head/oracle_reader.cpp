@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include "support/oracle_dirs.hpp"
 
 namespace clef::head::testing {
 
@@ -48,15 +49,7 @@ std::vector<fs::path> bundled_config_dirs() {
 }
 
 std::vector<fs::path> extra_config_dirs() {
-  std::vector<fs::path> dirs;
-  if (const char* extra = std::getenv("CLEF_EXTRA_HEAD_ORACLES")) {
-    std::stringstream ss(extra);
-    std::string item;
-    while (std::getline(ss, item, ':')) {
-      if (!item.empty()) dirs.emplace_back(item);
-    }
-  }
-  return dirs;
+  return test::extra_head_config_dirs();
 }
 
 std::vector<fs::path> record_dirs(const fs::path& config_dir) {

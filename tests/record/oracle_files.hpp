@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "support/oracle_dirs.hpp"
+
 namespace clef::test {
 
 inline std::string read_text(const std::filesystem::path& path) {
@@ -19,22 +21,6 @@ inline std::string read_text(const std::filesystem::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-/// The non-empty entries of a colon-separated environment variable (none when unset).
-inline std::vector<std::filesystem::path> env_dirs(const char* name) {
-  std::vector<std::filesystem::path> dirs;
-  const char* value = std::getenv(name);
-  if (value == nullptr) return dirs;
-  std::string all = value;
-  std::size_t start = 0;
-  while (start <= all.size()) {
-    std::size_t end = all.find(':', start);
-    if (end == std::string::npos) end = all.size();
-    if (end > start) dirs.emplace_back(all.substr(start, end - start));
-    start = end + 1;
-  }
-  return dirs;
 }
 
 /// Files in `dir` whose name ends with `suffix`, sorted.
