@@ -301,6 +301,17 @@ TEST(ServeBinary, ImagesAreDecidedLikeClefAskAndBadImagesAreRefused) {
   EXPECT_EQ(with_image - without, 64 + 2 + 1)
       << "vision_start + 64 image tokens + vision_end + \\n";
 
+  // Two images: two blocks of 64 + 2, one "\n" after both.
+  const std::string uri = "\"data:image/png;base64," + base64(png) + "\"";
+  auto two = post(server.port(), R"({"state":"What is in the picture?","images":[)" + uri + "," +
+                                     uri + "]," + questions + "}");
+  ASSERT_TRUE(two);
+  ASSERT_EQ(two->status, 200) << two->body;
+  EXPECT_EQ(
+      std::stoi(json::parse(two->body).find("usage")->find("input_tokens")->integer_digits()) -
+          without,
+      2 * (64 + 2) + 1);
+
   const std::filesystem::path request_file = tmp.path() / "image.json";
   std::ofstream(request_file) << R"({"state":"What is in the picture?",)" + questions + "}";
   ChildProcess ask({kClef, "ask", "--model-dir", server.model_dir().string(), "--threads", "1",
