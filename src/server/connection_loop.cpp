@@ -139,6 +139,11 @@ void linger_close(int fd, std::chrono::milliseconds linger) {
 ConnectionServer::ConnectionServer(Connections& connections, ConnectionLimits limits)
     : connections_(connections), limits_(limits) {}
 
+bool ConnectionServer::set_listen_backlog(int backlog) {
+  // listen() on a listening socket only updates its backlog (Linux, BSD).
+  return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0;
+}
+
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
   ConnectionState state;
   Connections::Scope scope(connections_, state);
@@ -146,8 +151,12 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   bool ok = true;
   for (int count = 0; count < limits_.max_requests; ++count) {
     // Idle wait for the next request (already buffered when pipelined), in short slices so a
-    // stopping server is noticed.
-    auto idle_until = Clock::now() + std::chrono::seconds(limits_.keep_alive_timeout_s);
+    // stopping server is noticed. A new connection's first request gets the header deadline:
+    // its client may be descheduled between connect() and send() on a busy machine, and the
+    // keep-alive timeout (for idle connections between requests) closed such connections with
+    // no answer.
+    const int wait_s = count == 0 ? limits_.header_timeout_s : limits_.keep_alive_timeout_s;
+    auto idle_until = Clock::now() + std::chrono::seconds(wait_s);
     bool ready = stream.buffered() > 0;
     while (!ready && svr_sock_ != INVALID_SOCKET && Clock::now() < idle_until) {
       ready = wait_for(sock, POLLIN, 50);

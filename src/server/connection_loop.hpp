@@ -40,6 +40,12 @@ class ConnectionServer : public httplib::Server {
   /// `connections` (not owned) gets each connection's state while it is served.
   ConnectionServer(Connections& connections, ConnectionLimits limits);
 
+  /// Raises the listening socket's accept-queue length to `backlog` (call after binding).
+  /// cpp-httplib 0.11.4 listens with a backlog of 5: a burst of connections while the accept
+  /// thread is descheduled overflowed it, and clients got a connection that never answered.
+  /// Returns false when not bound or listen() fails.
+  bool set_listen_backlog(int backlog);
+
  private:
   bool process_and_close_socket(socket_t sock) override;
 

@@ -112,6 +112,7 @@ int HttpServer::bind() {
   } else {
     ok = listener_->http.bind_to_port(config.host, port);
   }
+  if (ok && !listener_->http.set_listen_backlog(SOMAXCONN)) ok = false;
   if (!ok) {
     throw Error(ErrorKind::internal, "bind_failed",
                 "cannot listen on " + config.host + ":" + std::to_string(config.port) +

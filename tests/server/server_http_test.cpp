@@ -414,7 +414,7 @@ TEST(ServerHttp, SixteenConcurrentRequestsEqualTheirLoneAnswers) {
   }
   for (int i = 0; i < 16; ++i) {
     auto res = together[static_cast<std::size_t>(i)].get();
-    ASSERT_TRUE(res) << i;
+    ASSERT_TRUE(res) << i << ": " << httplib::to_string(res.error()) << "\n" << f.log_text();
     EXPECT_EQ(res->status, 200);
     EXPECT_EQ(res->body, alone[static_cast<std::size_t>(i)]) << i;
   }
