@@ -86,9 +86,7 @@ struct Fixture {
     cp.n_ctx = static_cast<uint32_t>(config.backbone.context_size);
     cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(config.backbone.chunk_tokens);
     cp.n_seq_max = 1;
-    const int threads = config.backbone.threads > 0
-                            ? config.backbone.threads
-                            : static_cast<int>(std::thread::hardware_concurrency());
+    const int threads = clef::backbone::resolved_threads(config.backbone);
     cp.n_threads = cp.n_threads_batch = threads;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     raw_ctx.reset(llama_init_from_model(backbone->model(), cp));

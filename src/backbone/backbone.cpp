@@ -173,9 +173,7 @@ void Backbone::init(LlamaModelPtr model, const std::string& name) {
   const llama_rope_type rope = llama_model_rope_type(model_.get());
   mrope_ = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
 
-  const int threads = params_.threads > 0
-                          ? params_.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = resolved_threads(params_);
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(params_.context_size);
   cp.n_batch = static_cast<uint32_t>(params_.chunk_tokens);

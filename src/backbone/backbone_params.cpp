@@ -1,6 +1,8 @@
 #include "backbone/backbone_params.hpp"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "util/error.hpp"
 
@@ -25,6 +27,11 @@ void validate(const BackboneParams& p) {
     throw invalid_request("chunk_tokens must be in 1..65536, got " + std::to_string(p.chunk_tokens),
                           "chunk_tokens");
   }
+}
+
+int resolved_threads(const BackboneParams& params) {
+  if (params.threads > 0) return params.threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace clef::backbone

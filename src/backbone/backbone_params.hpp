@@ -33,4 +33,8 @@ struct BackboneParams {
 /// Throws clef::Error (invalid_request) naming the parameter when a value is out of range.
 void validate(const BackboneParams& params);
 
+/// The thread count `params.threads` means: itself when > 0, else the hardware concurrency
+/// (at least 1). Used by the backbone, the joint schema head and the vision tower alike.
+int resolved_threads(const BackboneParams& params);
+
 }  // namespace clef::backbone

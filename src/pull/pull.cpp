@@ -2,8 +2,8 @@
 
 #include <fstream>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/layout.hpp"
+#include "gguf/gguf_file.hpp"
 #include "pull/gguf_probe.hpp"
 #include "pull/hub_client.hpp"
 #include "util/error.hpp"
@@ -45,7 +45,7 @@ artifact::Layout probe_layout(HubClient& hub, const std::string& repo, const Hub
       std::filesystem::remove(p, ec);
     }
   } remove{tmp};
-  const artifact::GgufMeta meta(tmp, /*header_only=*/true);
+  const gguf::GgufFile meta(tmp, /*header_only=*/true);
   try {
     return artifact::detect_layout(meta);
   } catch (const Error& e) {

@@ -104,7 +104,7 @@ class Engine final : public Decider {
         lexical_(opened.lexical_gguf.string()),
         overrides_(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
         backbone_(load_backbone(opened, config.backbone, overrides_)),
-        head_(opened.head, resolved_threads(config)),
+        head_(opened.head, backbone::resolved_threads(config.backbone)),
         tokenizer_(backbone_.vocab(), record::Normalization::nfc) {
     if (lexical_.n_embd() != backbone_.n_embd()) {
       throw model_error("output.weight rows have " + std::to_string(lexical_.n_embd()) +
@@ -116,7 +116,7 @@ class Engine final : public Decider {
     image_policy_.url.timeout = std::chrono::milliseconds(config.image_fetch_timeout_ms);
     if (!config.mmproj_path.empty()) {
       vision::TowerParams tp;
-      tp.threads = resolved_threads(config);
+      tp.threads = backbone::resolved_threads(config.backbone);
       tp.use_gpu = config.backbone.gpu_layers != 0;
       tp.flash_attention = config.backbone.flash_attention;
       tp.verbose = config.verbose;
@@ -250,11 +250,6 @@ class Engine final : public Decider {
     artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
     return backbone::Backbone(backbone::LlamaModelPtr(model.release()), params,
                               opened.backbone.gguf.string());
-  }
-
-  static int resolved_threads(const EngineConfig& config) {
-    if (config.backbone.threads > 0) return config.backbone.threads;
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
   /// A question whose id is "" and that has no instructions renders to no tokens (the

@@ -8,9 +8,9 @@
 
 #include <sstream>
 
-#include "artifact/gguf_meta.hpp"
 #include "artifact/layouts_fixture.hpp"
 #include "fake_hub.hpp"
+#include "gguf/gguf_file.hpp"
 #include "pull/gguf_probe.hpp"
 #include "pull/hub_files.hpp"
 #include "util/error.hpp"
