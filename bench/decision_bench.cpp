@@ -93,10 +93,8 @@ struct Fixture {
   }
 
   std::vector<std::int32_t> ids_of(const clef::json::Value& body) {
-    const auto d = engine->decide_traced(body);
-    std::vector<std::int32_t> ids;
-    for (const auto& v : d.trace.find("ids")->items()) ids.push_back(std::stoi(v.integer_digits()));
-    return ids;
+    const auto& ids = engine->prepare(body).record.ids;
+    return {ids.begin(), ids.end()};
   }
 
   /// Plain prefill: same chunk layout, logits for the last token only.

@@ -234,9 +234,8 @@ class AbortCallbackScope {
 };
 
 [[noreturn]] void throw_cancelled(int at_token) {
-  throw Error(ErrorKind::invalid_request, "client_closed_request",
-              "the client closed the connection; the decision was cancelled at token " +
-                  std::to_string(at_token));
+  throw DecisionCancelled("the client closed the connection; the decision was cancelled at token " +
+                          std::to_string(at_token));
 }
 
 }  // namespace

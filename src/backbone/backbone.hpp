@@ -122,7 +122,7 @@ class Backbone {
   ///
   /// `cancelled` (optional) is asked before each chunk and, through llama.cpp's abort callback,
   /// during a chunk's compute (CPU backends check it between graph nodes); once it says true the
-  /// prefill stops and clef::Error (invalid_request, code "client_closed_request") is thrown.
+  /// prefill stops and clef::DecisionCancelled is thrown.
   /// It must be cheap (it is called often) and must not throw (a throw counts as false).
   HiddenStates hidden_states(std::span<const std::int32_t> ids,
                              std::span<const RopePosition> positions,

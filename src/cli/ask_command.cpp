@@ -66,10 +66,11 @@ int run_ask(const AskOptions& options) {
   json::Value body = json::parse(read_request(options.request_path));
   append_image_files(body, options.image_paths);
   auto engine = runtime::make_engine(config);
-  const runtime::Decision d =
-      options.engine.verbose ? engine->decide_traced(body) : engine->decide(body);
+  // The server's path: prepare (validate, encode, images), then decide.
+  const runtime::PreparedRequest prepared = engine->prepare(body);
+  const runtime::Decision d = engine->decide(prepared);
   if (options.engine.verbose) {
-    std::cerr << "record: " << json::dumps_unsorted(d.trace) << "\n";
+    std::cerr << "record: " << json::dumps_unsorted(runtime::record_trace(prepared)) << "\n";
     std::cerr << "timings (ms): tokenize " << d.timings.tokenize_ms << ", vision "
               << d.timings.vision_ms << ", backbone " << d.timings.backbone_ms << ", head "
               << d.timings.head_ms << ", total " << d.timings.total_ms << "\n";

@@ -149,11 +149,19 @@ std::vector<std::string> parse_images(const json::Value* images, const RequestLi
 
 }  // namespace
 
-Request parse_request(const json::Value& body, const RequestLimits& limits) {
-  if (!body.is_object()) throw invalid_request("the request body must be a JSON object");
+Request parse_request(const json::Value& body, const RequestLimits& limits,
+                      std::string_view default_model) {
+  if (!body.is_object()) {
+    throw invalid_request(std::string("the request body must be a JSON object, got ") +
+                          body.type_name());
+  }
   Request req;
+  req.model = std::string(default_model);
   if (const json::Value* model = body.find("model")) {
-    if (!model->is_string()) throw invalid_request("model must be a string", "model");
+    if (!model->is_string()) {
+      throw invalid_request(std::string("model must be a string, got ") + model->type_name(),
+                            "model");
+    }
     req.model = model->as_string();
   }
   const json::Value* state = body.find("state");

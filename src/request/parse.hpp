@@ -1,13 +1,16 @@
 #pragma once
 // Validation of a SystemOne request body (decision contract, section 1).
 
+#include <string_view>
+
 #include "json/value.hpp"
 #include "request/request.hpp"
 
 namespace clef::request {
 
 /// Builds a Request from a parsed JSON body, with the reference's option order and defaults:
-///   - `model`: a string; "clef-flash" when absent (the reference requires it).
+///   - `model`: a string (null refused, as the contract says); `default_model` (the served
+///     model's name) when absent: the one place this default is applied.
 ///   - `state`: required (any JSON value, null included).
 ///   - `questions`: a non-empty object; each question an object with `type` noul|choice|score.
 ///     noul: options true, false with default descriptions, overridden by the keys "true"/"false"
@@ -22,6 +25,7 @@ namespace clef::request {
 /// Throws clef::Error: invalid_request (400) naming the dotted field path (e.g.
 /// "questions.urgency.criteria") for a missing or mistyped field; payload_too_large (413) naming
 /// the field when a count exceeds `limits`.
-Request parse_request(const json::Value& body, const RequestLimits& limits = {});
+Request parse_request(const json::Value& body, const RequestLimits& limits = {},
+                      std::string_view default_model = kDefaultModelName);
 
 }  // namespace clef::request

@@ -38,10 +38,13 @@ struct Question {
   std::vector<std::size_t> criteria_order;
 };
 
+/// The model name a request defaults to when nothing else names one.
+inline constexpr const char* kDefaultModelName = "clef-flash";
+
 /// A validated request. Images are kept as given (data URI, URL or path); decoding them is the
 /// vision module's job.
 struct Request {
-  std::string model = "clef-flash";
+  std::string model = kDefaultModelName;
   json::Value state;
   std::vector<Question> questions;  ///< request order
   std::vector<std::string> images;

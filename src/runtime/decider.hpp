@@ -1,21 +1,21 @@
 #pragma once
-// The decision interface the CLI and the server drive: one SystemOne request in, one response out.
+// The decision interface the CLI and the server drive: prepare a SystemOne request (any thread),
+// then decide the prepared request (the one thread that owns the model).
 
-#include <chrono>
-#include <functional>
 #include <string>
 
 #include "json/value.hpp"
+#include "runtime/prepared_request.hpp"
 
 namespace clef::runtime {
 
 /// Wall-clock time spent in each stage of one decision, in milliseconds.
 struct StageTimings {
-  double tokenize_ms = 0;
-  double vision_ms = 0;  ///< image decoding, resizing and the vision tower (part of total)
+  double tokenize_ms = 0;  ///< preparing: parse, validate, encode (PreparedRequest::tokenize_ms)
+  double vision_ms = 0;    ///< image loading, decoding and resizing plus the vision tower
   double backbone_ms = 0;
   double head_ms = 0;
-  double total_ms = 0;
+  double total_ms = 0;  ///< preparing + deciding (not the time spent waiting between the two)
 };
 
 /// The outcome of one decision.
@@ -24,28 +24,26 @@ struct Decision {
   std::string body;      ///< response serialized (key order kept), the bytes a client gets
   int input_tokens = 0;  ///< usage.input_tokens
   StageTimings timings;
-  /// Only from decide_traced(): {"ids": [...], "questions": [{"id", "question_span",
-  /// "option_spans"}]} for --verbose output; null otherwise.
-  json::Value trace;
 };
 
-/// Something that decides SystemOne requests. Implementations are NOT required to be thread-safe:
-/// callers serialize decide() (the server runs all decisions on its runtime thread).
+/// Something that decides SystemOne requests.
 class Decider {
  public:
   virtual ~Decider() = default;
-  /// Decides `request` (a parsed SystemOne request body). Throws clef::Error for a request that
-  /// cannot be decided (400/413 ...), with the field at fault.
-  virtual Decision decide(const json::Value& request) = 0;
-  /// decide() that stops early once `cancelled()` says true (the client has gone), throwing
-  /// clef::Error with code "client_closed_request". `cancelled` may be called often and from
-  /// inside the model's compute: keep it cheap and non-throwing. Default: ignores it.
-  virtual Decision decide(const json::Value& request, const std::function<bool()>& cancelled) {
-    (void)cancelled;
-    return decide(request);
-  }
-  /// decide() plus Decision::trace (the record's ids and spans). Default: no trace.
-  virtual Decision decide_traced(const json::Value& request) { return decide(request); }
+
+  /// Validates and prepares a parsed request body (see PreparedRequest). Thread-safe: the server
+  /// calls it on its HTTP threads while decide() runs. Throws clef::Error for a request that
+  /// cannot be decided (400/413/415 ...), naming the field at fault.
+  virtual PreparedRequest prepare(const json::Value& body) const = 0;
+
+  /// Runs the model over a prepared request. NOT thread-safe: callers serialize decide() (the
+  /// server runs all decisions on its runtime thread). Throws clef::DecisionCancelled once
+  /// prepared.cancellation says so, clef::Error for a request the model cannot take.
+  virtual Decision decide(const PreparedRequest& prepared) = 0;
+
+  /// prepare() then decide(): one request from start to end (the CLI, the warm-up).
+  Decision decide(const json::Value& body) { return decide(prepare(body)); }
+
   /// The served model's name (the default of the request's `model`).
   virtual const std::string& model_name() const = 0;
   /// The context size in tokens.

@@ -29,58 +29,111 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-json::Value span_value(const record::Span& span) {
-  return json::Value::array({json::Value::integer(static_cast<std::int64_t>(span.begin)),
-                             json::Value::integer(static_cast<std::int64_t>(span.end))});
-}
-
-/// The record's ids and spans as JSON, for `clef ask --verbose`.
-json::Value record_trace(const record::Record& rec, const std::vector<RequestImage>& images) {
-  std::vector<json::Value> ids;
-  ids.reserve(rec.ids.size());
-  for (const auto id : rec.ids) ids.push_back(json::Value::integer(id));
-  std::vector<json::Value> questions;
-  for (const auto& q : rec.questions) {
-    std::vector<json::Value> options;
-    for (std::size_t j = 0; j < q.option_spans.size(); ++j) {
-      options.push_back(json::Value::object({{"option_id", json::Value::string(q.option_ids[j])},
-                                             {"span", span_value(q.option_spans[j])}}));
-    }
-    questions.push_back(json::Value::object({{"id", json::Value::string(q.question_id)},
-                                             {"question_span", span_value(q.question_span)},
-                                             {"options", json::Value::array(std::move(options))}}));
-  }
-  std::vector<json::Value> blocks;
-  for (std::size_t i = 0; i < rec.images.size(); ++i) {
-    const vision::ImageGrid& g = images[i].grid;
-    blocks.push_back(json::Value::object(
-        {{"first_token",
-          json::Value::integer(static_cast<std::int64_t>(rec.images[i].first_token))},
-         {"n_tokens", json::Value::integer(static_cast<std::int64_t>(rec.images[i].n_tokens))},
-         {"input_size",
-          json::Value::array({json::Value::integer(std::int64_t{images[i].image.height}),
-                              json::Value::integer(std::int64_t{images[i].image.width})})},
-         {"resized_size",
-          json::Value::array({json::Value::integer(std::int64_t{images[i].resized_height}),
-                              json::Value::integer(std::int64_t{images[i].resized_width})})},
-         {"merged_grid", json::Value::array({json::Value::integer(std::int64_t{g.merged_h}),
-                                             json::Value::integer(std::int64_t{g.merged_w})})}}));
-  }
-  return json::Value::object({{"ids", json::Value::array(std::move(ids))},
-                              {"questions", json::Value::array(std::move(questions))},
-                              {"images", json::Value::array(std::move(blocks))}});
-}
-
 /// The decision pipeline over loaded model files (contract sections 1-6).
 class Engine final : public Decider {
  public:
   explicit Engine(const EngineConfig& config) : Engine(config, open(config)) {}
 
-  Decision decide(const json::Value& body) override { return run(body, false, {}); }
-  Decision decide(const json::Value& body, const std::function<bool()>& cancelled) override {
-    return run(body, false, cancelled);
+  using Decider::decide;
+
+  /// Thread-safe: reads only the configuration, the tokenizer (llama_tokenize on a const
+  /// vocabulary) and the mmproj's processor settings.
+  PreparedRequest prepare(const json::Value& body) const override {
+    const auto t0 = Clock::now();
+    request::RequestLimits limits;
+    limits.max_questions = static_cast<std::size_t>(config_.max_questions);
+    limits.max_options = static_cast<std::size_t>(config_.max_options);
+    limits.max_images = static_cast<std::size_t>(config_.max_images);
+    PreparedRequest out;
+    out.request = request::parse_request(body, limits, config_.model_name);
+
+    // Images: loaded and gridded from their headers first, so the token budget is checked
+    // before any pixel is decoded.
+    if (!out.request.images.empty()) {
+      if (!tower_) {
+        throw invalid_request(
+            "this model has no mmproj (vision projector), so requests with images cannot be "
+            "decided; load one with --mmproj or put mmproj*.gguf in the model directory",
+            "images");
+      }
+      const auto tv = Clock::now();
+      out.images = load_images(out.request.images, image_policy_, tower_->processor());
+      out.image_prepare_ms += ms_since(tv);
+    }
+
+    record::EncodeOptions options;
+    options.max_length = static_cast<std::size_t>(backbone_.context_size());
+    for (const RequestImage& d : out.images) {
+      options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
+    }
+    check_image_budget(out.images);
+    out.record = encode_with_images(out.request, options, out.images);
+    if (out.record.state_truncated && config_.truncation == Truncation::refuse) {
+      refuse_truncation(out.record);
+    }
+    refuse_empty_question_spans(out.record);
+    out.tokenize_ms = ms_since(t0) - out.image_prepare_ms;
+
+    // Pixels: decoded, oriented and resized to the tower's input now, so the runtime thread only
+    // runs the tower.
+    if (!out.images.empty()) {
+      const auto tv = Clock::now();
+      std::vector<vision::ImageGrid> grids;
+      for (RequestImage& image : out.images) {
+        prepare_pixels(image, image_policy_, tower_->processor());
+        grids.push_back(image.grid);
+      }
+      out.positions = record_positions(out.record, grids);
+      out.image_prepare_ms += ms_since(tv);
+    }
+    out.prepared_at = Clock::now();
+    return out;
   }
-  Decision decide_traced(const json::Value& body) override { return run(body, true, {}); }
+
+  /// Checks `prepared.cancellation` before the vision tower, and through the backbone between
+  /// and during prefill chunks (Backbone::hidden_states).
+  Decision decide(const PreparedRequest& prepared) override {
+    const auto t0 = Clock::now();
+    const record::Record& rec = prepared.record;
+    const std::function<bool()> cancelled = prepared.cancellation.as_check();
+    Decision out;
+    out.timings.tokenize_ms = prepared.tokenize_ms;
+    out.timings.vision_ms = prepared.image_prepare_ms;
+
+    // The vision tower's rows for every image block.
+    std::vector<std::vector<float>> rows(prepared.images.size());
+    std::vector<backbone::EmbeddingSpan> spans;
+    if (!prepared.images.empty()) {
+      if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
+      if (cancelled())
+        throw DecisionCancelled("the decision was cancelled before the vision tower");
+      const auto tv = Clock::now();
+      for (std::size_t i = 0; i < prepared.images.size(); ++i) {
+        rows[i] = tower_->encode(prepared.images[i].image);
+        spans.push_back({static_cast<int>(rec.images[i].first_token),
+                         static_cast<int>(rec.images[i].n_tokens), rows[i]});
+      }
+      out.timings.vision_ms += ms_since(tv);
+    }
+
+    const auto t1 = Clock::now();
+    const backbone::HiddenStates hidden =
+        prepared.images.empty()
+            ? backbone_.hidden_states(rec.ids, cancelled)
+            : backbone_.hidden_states(rec.ids, prepared.positions, spans, cancelled);
+    out.timings.backbone_ms = ms_since(t1);
+
+    const auto t2 = Clock::now();
+    const HeadInputs inputs = make_head_inputs(rec, lexical_);
+    const auto logits = head_.forward(hidden.data, hidden.rows, inputs.questions, inputs.lexical);
+    out.timings.head_ms = ms_since(t2);
+
+    out.input_tokens = prepared.input_tokens();
+    out.response = decision::build_response(prepared.request, logits, rec.input_tokens());
+    out.body = decision::response_body(out.response);
+    out.timings.total_ms = prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0);
+    return out;
+  }
 
   const std::string& model_name() const override { return config_.model_name; }
   int context_size() const override { return backbone_.context_size(); }
@@ -124,80 +177,6 @@ class Engine final : public Decider {
       tower_ = std::make_unique<vision::VisionTower>(
           config.mmproj_path, llama_model_n_embd_inp(backbone_.model()), std::move(tp));
     }
-  }
-
-  /// `cancelled` (may be empty) is checked before the vision tower, and by the backbone between
-  /// and during prefill chunks (Backbone::hidden_states).
-  Decision run(const json::Value& body, bool trace, const std::function<bool()>& cancelled) {
-    const auto t0 = Clock::now();
-    request::RequestLimits limits;
-    limits.max_questions = static_cast<std::size_t>(config_.max_questions);
-    limits.max_options = static_cast<std::size_t>(config_.max_options);
-    limits.max_images = static_cast<std::size_t>(config_.max_images);
-    request::Request req = request::parse_request(body, limits);
-    if (body.is_object() && body.find("model") == nullptr) req.model = config_.model_name;
-    Decision out;
-
-    // Images: loaded and gridded from their headers first, so the token budget is checked
-    // before any pixel is decoded or encoded.
-    std::vector<RequestImage> images;
-    if (!req.images.empty()) {
-      if (!tower_) {
-        throw invalid_request(
-            "this model has no mmproj (vision projector), so requests with images cannot be "
-            "decided; load one with --mmproj or put mmproj*.gguf in the model directory",
-            "images");
-      }
-      const auto tv = Clock::now();
-      images = load_images(req.images, image_policy_, tower_->processor());
-      out.timings.vision_ms += ms_since(tv);
-    }
-
-    record::EncodeOptions options;
-    options.max_length = static_cast<std::size_t>(backbone_.context_size());
-    for (const RequestImage& d : images) {
-      options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
-    }
-    check_image_budget(images);
-    const record::Record rec = encode_with_images(req, options, images);
-    if (rec.state_truncated && config_.truncation == Truncation::refuse) refuse_truncation(rec);
-    refuse_empty_question_spans(rec);
-    out.timings.tokenize_ms = ms_since(t0) - out.timings.vision_ms;
-
-    // The vision tower's rows for every image block.
-    std::vector<std::vector<float>> rows(images.size());
-    std::vector<backbone::EmbeddingSpan> spans;
-    std::vector<vision::ImageGrid> grids;
-    if (!images.empty()) {
-      const auto tv = Clock::now();
-      for (std::size_t i = 0; i < images.size(); ++i) {
-        decode_pixels(images[i], image_policy_, tower_->processor());
-        rows[i] = tower_->encode(resized_image(images[i], tower_->processor()));
-        spans.push_back({static_cast<int>(rec.images[i].first_token),
-                         static_cast<int>(rec.images[i].n_tokens), rows[i]});
-        grids.push_back(images[i].grid);
-      }
-      out.timings.vision_ms += ms_since(tv);
-    }
-
-    const auto t1 = Clock::now();
-    const backbone::HiddenStates hidden =
-        images.empty()
-            ? backbone_.hidden_states(rec.ids, cancelled)
-            : backbone_.hidden_states(rec.ids, record_positions(rec, grids), spans, cancelled);
-    out.timings.backbone_ms = ms_since(t1);
-
-    const auto t2 = Clock::now();
-    const HeadInputs inputs = make_head_inputs(rec, lexical_);
-    const auto logits = head_.forward(hidden.data, hidden.rows, inputs.questions, inputs.lexical);
-    out.timings.head_ms = ms_since(t2);
-
-    out.input_tokens = static_cast<int>(rec.input_tokens());
-    out.response = decision::build_response(req, logits, rec.input_tokens());
-    out.body = decision::response_body(out.response);
-    out.timings.total_ms = ms_since(t0);
-    if (trace) out.trace = record_trace(rec, images);
-    return out;
   }
 
   /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the

@@ -48,6 +48,8 @@ void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
   if (r.image.width > 0) return;
   const int expected = r.grid.n_image_tokens();
   r.image = vision::decode_image(r.bytes, policy.limits, r.param);
+  r.input_height = r.image.height;
+  r.input_width = r.image.width;
   set_grid(r, r.image.height, r.image.width, processor);
   // The header's size and the decoded one differ at most by EXIF orientation (a transpose),
   // which leaves the token count unchanged.
@@ -57,8 +59,12 @@ void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
   }
 }
 
-vision::RgbImage resized_image(const RequestImage& r, const vision::ProcessorConfig& processor) {
-  return vision::resize_for_processor(r.image, processor);
+void prepare_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
+                    const vision::ProcessorConfig& processor) {
+  if (r.bytes.empty() && r.image.width > 0) return;  // already prepared
+  decode_pixels(r, policy, processor);
+  r.image = vision::resize_for_processor(r.image, processor);
+  r.bytes = {};
 }
 
 std::vector<backbone::RopePosition> record_positions(const record::Record& rec,

@@ -17,12 +17,16 @@
 namespace clef::runtime {
 
 /// One request image: its bytes, the grid the reference processor gives it, and (after
-/// decode_pixels) its RGB pixels.
+/// prepare_pixels) the RGB pixels the vision tower takes.
 struct RequestImage {
   std::string param;                ///< "images.<i>"
-  std::vector<std::uint8_t> bytes;  ///< encoded (PNG, JPEG or WebP)
-  vision::RgbImage image;           ///< empty until decode_pixels
-  int resized_height = 0;           ///< smart_resize of the (oriented) size
+  std::vector<std::uint8_t> bytes;  ///< encoded (PNG, JPEG or WebP); dropped by prepare_pixels
+  /// Decoded pixels (EXIF orientation applied); after prepare_pixels, resized to the processor's
+  /// size (resized_height x resized_width), the tower's input.
+  vision::RgbImage image;
+  int input_height = 0;  ///< decoded, oriented size (0 until decoded)
+  int input_width = 0;
+  int resized_height = 0;  ///< smart_resize of the (oriented) size
   int resized_width = 0;
   vision::ImageGrid grid;
 };
@@ -39,9 +43,11 @@ std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
 void decode_pixels(RequestImage& image, const vision::ImageSourcePolicy& policy,
                    const vision::ProcessorConfig& processor);
 
-/// The decoded image at its processed size (vision::resize_for_processor: the reference's torch
-/// antialiased bicubic, skipped when the size is already right), as preprocess_image does.
-vision::RgbImage resized_image(const RequestImage& image, const vision::ProcessorConfig& processor);
+/// decode_pixels, then resizes the pixels to the processed size in place
+/// (vision::resize_for_processor: the reference's torch antialiased bicubic, skipped when the size
+/// is already right, as preprocess_image does) and drops the encoded bytes. Idempotent.
+void prepare_pixels(RequestImage& image, const vision::ImageSourcePolicy& policy,
+                    const vision::ProcessorConfig& processor);
 
 /// M-RoPE position of every token of `rec` whose image blocks have `grids` (one per
 /// rec.images, same order): vision::mrope_positions over the image blocks (contract section 4).

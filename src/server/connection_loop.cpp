@@ -30,6 +30,18 @@ void numeric(const sockaddr_storage& addr, socklen_t len, std::string& host, int
   }
 }
 
+void peer_address(int fd, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) numeric(addr, len, ip, port);
+}
+
+void local_address(int fd, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) numeric(addr, len, ip, port);
+}
+
 /// Waits up to `ms` for `events` on `fd`; true when they are there.
 bool wait_for(int fd, short events, int ms) {
   pollfd p{fd, events, 0};
@@ -40,34 +52,39 @@ bool wait_for(int fd, short events, int ms) {
   return n > 0;
 }
 
-/// httplib::Stream over one accepted socket, with a read buffer that survives between requests
-/// (pipelining) and an optional deadline on reads (header and body phases).
+/// True when `head` (a response's status line and headers) has a Connection header with the
+/// token "close" (httplib writes each header as "Name: value\r\n").
+bool says_close(std::string_view head) {
+  std::string lower(head);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (auto at = lower.find("\r\nconnection:"); at != std::string::npos;
+       at = lower.find("\r\nconnection:", at + 1)) {
+    auto end = lower.find("\r\n", at + 2);
+    if (lower.substr(at, end - at).find("close") != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// httplib::Stream over one accepted socket, with a read buffer that lives as long as the
+/// connection (pipelining), an optional deadline on reads (header and body phases), and a look at
+/// each response's head as it is written (does it close the connection?).
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int fd, const ConnectionLimits& limits, ConnectionState& state)
-      : fd_(fd), limits_(limits), state_(state) {}
+  ConnectionStream(int fd, const ConnectionLimits& limits) : fd_(fd), limits_(limits) {}
 
-  bool is_readable() const override {
+  bool is_readable() const override { return buffered() > 0; }
+  bool wait_readable() const override {
     return buffered() > 0 || wait_for(fd_, POLLIN, read_wait_ms());
   }
-  bool is_writable() const override {
+  bool wait_writable() const override {
     return wait_for(fd_, POLLOUT, limits_.write_timeout_s * 1000);
   }
 
   ssize_t read(char* ptr, size_t size) override {
     if (buffered() == 0) {
-      int wait = read_wait_ms();
-      if (wait <= 0 || !wait_for(fd_, POLLIN, wait)) {
-        if (deadline_ && Clock::now() >= *deadline_) state_.timed_out = true;
-        return -1;
-      }
-      ssize_t n = 0;
-      do {
-        n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
-      } while (n < 0 && errno == EINTR);
-      if (n <= 0) return n;
-      begin_ = 0;
-      end_ = static_cast<std::size_t>(n);
+      ssize_t n = fill();
+      if (n <= 0) return n == 0 ? 0 : -1;  // 0: the peer closed
     }
     std::size_t n = std::min(size, buffered());
     std::memcpy(ptr, buffer_.data() + begin_, n);
@@ -76,7 +93,8 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
+    if (watching_head_) watch_head(ptr, size);
+    if (!wait_writable()) return -1;
     ssize_t n = 0;
     do {
       n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -85,23 +103,90 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      numeric(addr, len, ip, port);
+    peer_address(fd_, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      numeric(addr, len, ip, port);
+    local_address(fd_, ip, port);
   }
   socket_t socket() const override { return fd_; }
+  time_t duration() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count();
+  }
+  const char* buffered_data(size_t& size) const override {
+    size = buffered();
+    return size ? buffer_.data() + begin_ : nullptr;
+  }
+  void consume_buffered(size_t size) override { begin_ += std::min(size, buffered()); }
 
-  std::size_t buffered() const { return end_ - begin_; }
+  std::size_t buffered() const { return buffer_.size() - begin_; }
   void set_deadline(std::optional<Clock::time_point> deadline) { deadline_ = deadline; }
 
+  /// Reads until the buffered request's header block is complete ("\r\n\r\n"), the buffer holds
+  /// `max_bytes` without one (httplib will refuse it), or the peer closes. False when the
+  /// deadline passed first.
+  bool fill_headers(std::size_t max_bytes) {
+    while (true) {
+      std::string_view pending(buffer_.data() + begin_, buffered());
+      if (pending.find("\r\n\r\n") != std::string_view::npos || pending.size() >= max_bytes) {
+        return true;
+      }
+      ssize_t n = fill();
+      if (n == kWaitedInVain) {
+        if (timed_out()) return false;
+        continue;  // a read timeout before the deadline (or a wake-up a millisecond early)
+      }
+      if (n <= 0) return true;  // peer closed or a socket error: httplib sees it
+    }
+  }
+
+  bool timed_out() const { return deadline_ && Clock::now() >= *deadline_; }
+
+  /// Starts watching the next response's head; response_closes() tells what it said.
+  void begin_response() {
+    watching_head_ = true;
+    head_.clear();
+    closes_ = false;
+  }
+  bool response_closes() const { return closes_; }
+
  private:
+  static constexpr ssize_t kWaitedInVain = -2;
+
+  /// Appends what one recv() brings to the buffer; its result (0: peer closed, -1: error,
+  /// kWaitedInVain: nothing arrived within the read timeout or before the deadline).
+  ssize_t fill() {
+    int wait = read_wait_ms();
+    if (wait <= 0 || !wait_for(fd_, POLLIN, wait)) return kWaitedInVain;
+    if (begin_ > 0 && begin_ == buffer_.size()) {
+      buffer_.clear();
+      begin_ = 0;
+    } else if (begin_ > 65536) {
+      buffer_.erase(0, begin_);
+      begin_ = 0;
+    }
+    std::array<char, 16384> chunk{};
+    ssize_t n = 0;
+    do {
+      n = ::recv(fd_, chunk.data(), chunk.size(), 0);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) buffer_.append(chunk.data(), static_cast<std::size_t>(n));
+    return n;
+  }
+
+  void watch_head(const char* ptr, std::size_t size) {
+    head_.append(ptr, std::min<std::size_t>(size, 65536));
+    auto end = head_.find("\r\n\r\n");
+    if (end == std::string::npos && head_.size() < 65536) return;
+    if (head_.compare(0, 10, "HTTP/1.1 1") == 0 && end != std::string::npos) {
+      head_.erase(0, end + 4);  // an interim answer (100 Continue): the final one follows
+      if (!head_.empty()) watch_head("", 0);
+      return;
+    }
+    closes_ = says_close(std::string_view(head_).substr(0, end));
+    watching_head_ = false;
+    head_.clear();
+  }
+
   /// How long the next read may wait: the read timeout, cut at the deadline.
   int read_wait_ms() const {
     auto wait = std::chrono::milliseconds(limits_.read_timeout_s * 1000);
@@ -114,11 +199,13 @@ class ConnectionStream final : public httplib::Stream {
 
   int fd_;
   const ConnectionLimits& limits_;
-  ConnectionState& state_;
-  std::array<char, 4096> buffer_{};
+  Clock::time_point started_ = Clock::now();
+  std::string buffer_;
   std::size_t begin_ = 0;
-  std::size_t end_ = 0;
   std::optional<Clock::time_point> deadline_;
+  bool watching_head_ = false;
+  std::string head_;
+  bool closes_ = false;
 };
 
 /// Discards what the peer still sends, until it closes or `linger` passes, so closing does not
@@ -136,25 +223,20 @@ void linger_close(int fd, std::chrono::milliseconds linger) {
 
 }  // namespace
 
-ConnectionServer::ConnectionServer(Connections& connections, ConnectionLimits limits)
-    : connections_(connections), limits_(limits) {}
-
-bool ConnectionServer::set_listen_backlog(int backlog) {
-  // listen() on a listening socket only updates its backlog (Linux, BSD).
-  return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0;
-}
+ConnectionServer::ConnectionServer(ConnectionLimits limits, HeaderTimeoutReply on_header_timeout)
+    : limits_(limits), on_header_timeout_(std::move(on_header_timeout)) {}
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  ConnectionState state;
-  Connections::Scope scope(connections_, state);
-  ConnectionStream stream(sock, limits_, state);
+  ConnectionStream stream(sock, limits_);
+  std::string remote_addr, local_addr;
+  int remote_port = -1, local_port = -1;
+  peer_address(sock, remote_addr, remote_port);
+  local_address(sock, local_addr, local_port);
   bool ok = true;
+  bool close_lingering = false;
   for (int count = 0; count < limits_.max_requests; ++count) {
     // Idle wait for the next request (already buffered when pipelined), in short slices so a
-    // stopping server is noticed. A new connection's first request gets the header deadline:
-    // its client may be descheduled between connect() and send() on a busy machine, and the
-    // keep-alive timeout (for idle connections between requests) closed such connections with
-    // no answer.
+    // stopping server is noticed.
     const int wait_s = count == 0 ? limits_.header_timeout_s : limits_.keep_alive_timeout_s;
     auto idle_until = Clock::now() + std::chrono::seconds(wait_s);
     bool ready = stream.buffered() > 0;
@@ -163,17 +245,29 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     }
     if (!ready || svr_sock_ == INVALID_SOCKET) break;
 
-    state = ConnectionState{};
+    // The header deadline: the whole header block must be here before httplib parses it.
     stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.header_timeout_s));
+    if (!stream.fill_headers(limits_.max_header_bytes)) {
+      std::string reply = on_header_timeout_ ? on_header_timeout_() : std::string();
+      if (!reply.empty()) stream.write(reply.data(), reply.size());
+      ok = false;
+      break;
+    }
     bool connection_closed = false;
     bool last = count + 1 == limits_.max_requests;
-    ok = process_request(stream, last, connection_closed, [&](httplib::Request&) {
-      stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.body_timeout_s));
+    stream.begin_response();
+    ok = serve_guarded([&] {
+      return process_request(
+          stream, remote_addr, remote_port, local_addr, local_port, last, connection_closed,
+          [&](httplib::Request&) {
+            stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.body_timeout_s));
+          });
     });
     stream.set_deadline(std::nullopt);
-    if (!ok || connection_closed || state.close || state.timed_out) break;
+    if (stream.response_closes()) close_lingering = true;
+    if (!ok || connection_closed || close_lingering) break;
   }
-  if (state.close && !state.timed_out) linger_close(sock, limits_.linger);
+  if (close_lingering) linger_close(sock, limits_.linger);
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return ok;

@@ -1,26 +1,27 @@
 #pragma once
-// clef's connection loop for httplib 0.11: httplib::Server with its per-connection keep-alive
-// loop replaced (it is the virtual process_and_close_socket; httplib still parses each request
-// and calls clef's handlers through its protected process_request).
+// clef's connection loop over cpp-httplib 0.57.1: httplib::Server with its per-connection loop
+// replaced (the virtual process_and_close_socket); httplib still parses each request and calls
+// clef's handlers through its protected process_request.
 //
-// Why: httplib 0.11's own loop
-//   - keeps a connection open after a response that says "Connection: close", so a body refused
-//     from its headers (never read) was parsed as the next request (request smuggling);
-//   - has no deadline on a request's header phase (one header line every few seconds held a
-//     worker thread forever: slowloris);
-//   - waits for the kernel socket to become readable between requests, so pipelined requests
-//     already sitting in its read buffer were dropped.
-// This loop closes the connection after any response carrying "Connection: close" (ServerCore
-// marks ConnectionState::close) without reading another request from it (lingering close: the
-// rest is read and discarded, never parsed), gives each request's headers a total deadline
-// (header_timeout_s) and its body one (body_timeout_s), and serves buffered pipelined requests in
-// order.
+// What 0.57.1 does itself and this loop keeps: framing refusals (conflicting Content-Length,
+// a transfer coding other than chunked), "100 Continue" only once a handler reads the body,
+// closing after a refused body it did not read, draining on close.
+// What 0.57.1 still does not do, and this loop adds as small named checks:
+//   - a total deadline on a request's headers (slowloris): a client that sends its headers one
+//     line every few seconds gets 408 after header_timeout_s and the connection closes;
+//   - the first request of a new connection may take the header deadline to arrive (its client
+//     may be descheduled between connect() and send()), idle keep-alive waits keep_alive_timeout;
+//   - pipelined requests: 0.57.1 starts a fresh stream (and read buffer) per request, dropping
+//     requests already read; here one buffer lives as long as the connection;
+//   - a response that says "Connection: close" ends the connection even when its body was read
+//     (0.57.1 only stops when it drained an unread body): nothing after it is parsed;
+//   - a body deadline (body_timeout_s from the end of the headers).
 
 #include <httplib.h>
 
 #include <chrono>
-
-#include "server/connection_state.hpp"
+#include <functional>
+#include <string>
 
 namespace clef::server {
 
@@ -32,25 +33,23 @@ struct ConnectionLimits {
   int header_timeout_s = 10;     ///< first byte of a request -> its headers complete
   int body_timeout_s = 30;       ///< headers complete -> body read (reads fail afterwards)
   int max_requests = 1000;       ///< requests on one connection, then it closes
-  std::chrono::milliseconds linger{1000};  ///< most time spent discarding a refused body
+  std::size_t max_header_bytes = 64 * 1024;  ///< past this, httplib parses (and refuses) it
+  std::chrono::milliseconds linger{1000};    ///< most time spent discarding a refused body
 };
 
 class ConnectionServer : public httplib::Server {
  public:
-  /// `connections` (not owned) gets each connection's state while it is served.
-  ConnectionServer(Connections& connections, ConnectionLimits limits);
+  /// The complete HTTP response (status line, headers, body) sent when a request's headers miss
+  /// their deadline; the connection closes after it. Called on the connection's worker thread.
+  using HeaderTimeoutReply = std::function<std::string()>;
 
-  /// Raises the listening socket's accept-queue length to `backlog` (call after binding).
-  /// cpp-httplib 0.11.4 listens with a backlog of 5: a burst of connections while the accept
-  /// thread is descheduled overflowed it, and clients got a connection that never answered.
-  /// Returns false when not bound or listen() fails.
-  bool set_listen_backlog(int backlog);
+  ConnectionServer(ConnectionLimits limits, HeaderTimeoutReply on_header_timeout);
 
  private:
   bool process_and_close_socket(socket_t sock) override;
 
-  Connections& connections_;
   ConnectionLimits limits_;
+  HeaderTimeoutReply on_header_timeout_;
 };
 
 }  // namespace clef::server

@@ -1,7 +1,5 @@
 #include "server/decision_queue.hpp"
 
-#include <atomic>
-
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -14,7 +12,31 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+/// Throws the 503 for a queue that is not ready.
+void throw_unavailable(QueueState state) {
+  switch (state) {
+    case QueueState::loading:
+      throw Error(ErrorKind::unavailable, "model_loading",
+                  "the model is still loading; retry shortly");
+    case QueueState::failed:
+      throw Error(ErrorKind::unavailable, "model_failed", "the model failed to load");
+    case QueueState::draining:
+    case QueueState::stopped:
+    case QueueState::ready:
+      break;
+  }
+  throw Error(ErrorKind::unavailable, "shutting_down", "the server is shutting down");
+}
+
 }  // namespace
+
+json::Value warmup_request() {
+  return json::Value::object(
+      {{"state", json::Value::string("warm-up")},
+       {"questions",
+        json::Value::object(
+            {{"ready", json::Value::object({{"type", json::Value::string("noul")}})}})}});
+}
 
 DecisionQueue::DecisionQueue(Factory factory, std::size_t capacity, json::Value warmup)
     : capacity_(capacity < 1 ? 1 : capacity),
@@ -36,26 +58,34 @@ DecisionQueue::~DecisionQueue() {
   drain();
 }
 
-std::future<DecisionOutcome> DecisionQueue::submit(json::Value request, ClientGone client_gone) {
-  std::lock_guard lock(mutex_);
-  switch (state_) {
-    case QueueState::loading:
-      throw Error(ErrorKind::unavailable, "model_loading",
-                  "the model is still loading; retry shortly");
-    case QueueState::failed:
-      throw Error(ErrorKind::unavailable, "model_failed", "the model failed to load");
-    case QueueState::draining:
-    case QueueState::stopped:
-      throw Error(ErrorKind::unavailable, "shutting_down", "the server is shutting down");
-    case QueueState::ready:
-      break;
+runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body) {
+  const runtime::Decider* decider = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != QueueState::ready || decider_ == nullptr) throw_unavailable(state_);
+    decider = decider_;
+    ++preparing_;
   }
+  // The runtime thread keeps the decider alive until no prepare() uses it (see run()).
+  struct Leave {
+    DecisionQueue& queue;
+    ~Leave() {
+      std::lock_guard lock(queue.mutex_);
+      if (--queue.preparing_ == 0) queue.state_cv_.notify_all();
+    }
+  } leave{*this};
+  return decider->prepare(body);
+}
+
+std::future<DecisionOutcome> DecisionQueue::submit(runtime::PreparedRequest prepared) {
+  std::lock_guard lock(mutex_);
+  if (state_ != QueueState::ready) throw_unavailable(state_);
   if (jobs_.size() >= capacity_) {
     throw Error(
         ErrorKind::overloaded, "queue_full",
         "the decision queue is full (" + std::to_string(capacity_) + " waiting); retry shortly");
   }
-  Job job{std::move(request), std::move(client_gone), {}, Clock::now()};
+  Job job{std::move(prepared), {}, Clock::now()};
   auto future = job.promise.get_future();
   jobs_.push_back(std::move(job));
   work_cv_.notify_one();
@@ -119,9 +149,13 @@ void DecisionQueue::run(Factory factory, json::Value warmup) {
   // The Decider is created, used and destroyed on this thread only.
   std::unique_ptr<runtime::Decider> decider = load(factory, warmup);
   if (decider) serve(*decider);
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
+  decider_ = nullptr;                                              // no new prepare() starts
   state_cv_.notify_all();
+  state_cv_.wait(lock, [this] { return preparing_ == 0; });  // nor runs, when it is destroyed
+  lock.unlock();
+  decider.reset();
 }
 
 std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
@@ -144,6 +178,7 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
   } else {
     model_ = ModelInfo{decider->model_name(), decider->context_size(),
                        ms_between(start, Clock::now()) / 1000.0};
+    decider_ = decider.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }
   state_cv_.notify_all();
@@ -170,67 +205,19 @@ void DecisionQueue::serve(runtime::Decider& decider) {
   }
 }
 
-namespace {
-
-/// The cancellation check of a running decision: asks `client_gone` at most every 50 ms (it may
-/// be called per graph node from inside the model) and remembers a "gone". Copies share state;
-/// safe to call from several threads (only one probes at a time, the others get the last
-/// answer).
-class CancelProbe {
- public:
-  explicit CancelProbe(const DecisionQueue::ClientGone& client_gone)
-      : state_(std::make_shared<State>(client_gone)) {}
-
-  bool operator()() const {
-    State& s = *state_;
-    if (s.gone.load()) return true;
-    std::unique_lock lock(s.mutex, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
-    auto now = std::chrono::steady_clock::now();
-    if (now - s.last < std::chrono::milliseconds(50)) return false;
-    s.last = now;
-    try {
-      if (s.client_gone()) s.gone.store(true);
-    } catch (...) {
-      // a probe that fails must not cancel the decision
-    }
-    return s.gone.load();
-  }
-
- private:
-  struct State {
-    explicit State(const DecisionQueue::ClientGone& probe) : client_gone(probe) {}
-    const DecisionQueue::ClientGone& client_gone;
-    std::mutex mutex;
-    std::chrono::steady_clock::time_point last{};
-    std::atomic<bool> gone{false};
-  };
-  std::shared_ptr<State> state_;
-};
-
-}  // namespace
-
 DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
   DecisionOutcome outcome;
   auto taken = Clock::now();
   outcome.queue_wait_ms = ms_between(job.submitted, taken);
-  bool gone = false;
-  try {
-    gone = job.client_gone && job.client_gone();
-  } catch (...) {
-    gone = false;  // a probe that fails must not lose the request
-  }
-  if (gone) {
+  if (job.prepared.cancellation.requested()) {
     outcome.status = DecisionOutcome::Status::dropped;
     return outcome;
   }
   try {
-    outcome.decision = job.client_gone ? decider.decide(job.request, CancelProbe(job.client_gone))
-                                       : decider.decide(job.request);
+    outcome.decision = decider.decide(job.prepared);
     outcome.status = DecisionOutcome::Status::decided;
-  } catch (const Error& e) {
-    outcome.status = e.code() == "client_closed_request" ? DecisionOutcome::Status::cancelled
-                                                         : DecisionOutcome::Status::failed;
+  } catch (const DecisionCancelled&) {
+    outcome.status = DecisionOutcome::Status::cancelled;
     outcome.error = std::current_exception();
   } catch (...) {
     outcome.status = DecisionOutcome::Status::failed;

@@ -1,7 +1,9 @@
 #pragma once
 // The bounded queue between the HTTP threads and the ONE runtime thread that owns the Decider
 // (runtime::Decider::decide is not thread-safe). The runtime thread loads the model, runs one
-// warm-up decision, then decides queued requests in arrival order.
+// warm-up decision, then decides queued requests in arrival order. The HTTP threads prepare
+// their requests themselves (Decider::prepare is thread-safe) before they queue, so the queue
+// holds only requests that can be decided and the runtime thread only runs the model.
 
 #include <chrono>
 #include <condition_variable>
@@ -31,13 +33,20 @@ struct ModelInfo {
   double load_seconds = 0;  ///< factory + warm-up decision, wall time
 };
 
+/// The request the runtime thread decides once after loading, before /health says ok: it touches
+/// every stage (tokenizer, backbone prefill, joint schema head) so the first real request does
+/// not pay for lazy initialization.
+/// {"state": "warm-up", "questions": {"ready": {"type": "noul"}}} (`model` left to its default).
+json::Value warmup_request();
+
 /// What became of one submitted request.
 struct DecisionOutcome {
   enum class Status {
     decided,    ///< `decision` holds the answer
     failed,     ///< `error` holds what decide() threw (clef::Error or another exception)
-    dropped,    ///< the client went away before the runtime thread reached it; not decided
-    cancelled,  ///< the client went away while it was decided; stopped (`error` says where)
+    dropped,    ///< cancelled before the runtime thread reached it; not decided
+    cancelled,  ///< cancelled while it was decided: stopped (`error`, a DecisionCancelled, says
+                ///< where)
   };
   Status status = Status::failed;
   runtime::Decision decision;
@@ -50,10 +59,6 @@ class DecisionQueue {
  public:
   /// Builds the Decider; runs on the runtime thread. May throw (the queue becomes `failed`).
   using Factory = std::function<std::unique_ptr<runtime::Decider>()>;
-  /// Asked on the runtime thread just before a request's turn (true drops it), then, at most
-  /// every 50 ms, while it is decided (true cancels it: Decider::decide with a cancellation
-  /// check).
-  using ClientGone = std::function<bool()>;
 
   /// A queue in state `loading` that has not started yet (see start()).
   /// `capacity`: most requests waiting (not counting the one being decided), >= 1.
@@ -68,10 +73,17 @@ class DecisionQueue {
   DecisionQueue(const DecisionQueue&) = delete;
   DecisionQueue& operator=(const DecisionQueue&) = delete;
 
-  /// Queues `request` for the runtime thread; the future is always fulfilled (also on drain).
-  /// Throws clef::Error: overloaded / "queue_full" (429) when `capacity` requests wait;
-  /// unavailable (503) with code "model_loading", "model_failed" or "shutting_down".
-  std::future<DecisionOutcome> submit(json::Value request, ClientGone client_gone = {});
+  /// Prepares a parsed request body with the loaded Decider, on the calling thread (any thread;
+  /// several at once). Throws clef::Error: what Decider::prepare throws (400/413/415 naming the
+  /// field), or unavailable (503) as submit() when no model is ready.
+  runtime::PreparedRequest prepare(const json::Value& body);
+
+  /// Queues a prepared request for the runtime thread; the future is always fulfilled (also on
+  /// drain). Its cancellation is asked just before its turn (cancelled: dropped, not decided) and
+  /// while it is decided (the decision stops). Throws clef::Error: overloaded / "queue_full"
+  /// (429) when `capacity` requests wait; unavailable (503) with code "model_loading",
+  /// "model_failed" or "shutting_down".
+  std::future<DecisionOutcome> submit(runtime::PreparedRequest prepared);
 
   /// Stops accepting, lets the runtime thread finish every queued and running decision, and
   /// joins it (waiting for the model load to finish if it is still loading; a queue never
@@ -92,8 +104,7 @@ class DecisionQueue {
 
  private:
   struct Job {
-    json::Value request;
-    ClientGone client_gone;
+    runtime::PreparedRequest prepared;
     std::promise<DecisionOutcome> promise;
     std::chrono::steady_clock::time_point submitted;
   };
@@ -111,6 +122,8 @@ class DecisionQueue {
   QueueState state_ = QueueState::loading;
   bool closing_ = false;
   int in_flight_ = 0;
+  int preparing_ = 0;                          ///< prepare() calls using decider_ now
+  const runtime::Decider* decider_ = nullptr;  ///< the runtime thread's, while it serves
   std::optional<ModelInfo> model_;
   std::string load_error_;
   Factory factory_;        ///< moved into the runtime thread by start()

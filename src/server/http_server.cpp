@@ -7,13 +7,15 @@
 #include <thread>
 
 #include "server/connection_loop.hpp"
+#include "server/http_exchange.hpp"
 #include "server/server_core.hpp"
 
 namespace clef::server {
 
 /// The httplib server and the bookkeeping that makes stop() race-free with serve().
 struct HttpServer::Listener {
-  explicit Listener(ServerCore& core) : http(core.connections(), limits_of(core.config())) {}
+  explicit Listener(ServerCore& core)
+      : http(limits_of(core.config()), [&core] { return core.header_timeout_reply(); }) {}
   static ConnectionLimits limits_of(const ServerConfig& config) {
     ConnectionLimits limits;
     limits.read_timeout_s = config.read_timeout_s;
@@ -35,10 +37,50 @@ struct HttpServer::Listener {
 
 namespace {
 
+// The adapter between cpp-httplib's types and clef's view (http_exchange.hpp). A request's
+// RequestState lives in its httplib::Response's user_data from the pre-routing callback to the
+// post-routing one: per-request state travels with the request.
+constexpr const char* kStateKey = "clef.request";
+
+HttpRequest view_of(const httplib::Request& req) {
+  HttpRequest view;
+  view.method = req.method;
+  view.path = req.path;
+  view.headers.assign(req.headers.begin(), req.headers.end());
+  view.connection_closed = req.is_connection_closed;
+  return view;
+}
+
+/// The request's state, created on first use (httplib answers some requests itself, before the
+/// pre-routing callback).
+RequestState& state_of(ServerCore& core, const httplib::Request& req, httplib::Response& res) {
+  if (RequestState* state = res.user_data.get<RequestState>(kStateKey)) return *state;
+  res.user_data.set(kStateKey, core.begin(view_of(req)));
+  return *res.user_data.get<RequestState>(kStateKey);
+}
+
+/// Sets header `name` on `res`, replacing any earlier value (httplib's set_header adds one).
+void replace_header(httplib::Response& res, const std::string& name, const std::string& value) {
+  res.headers.erase(name);
+  res.set_header(name, value);
+}
+
+void apply(const HttpResponse& from, const RequestState& state, httplib::Response& res) {
+  res.status = from.status;
+  res.set_content(from.body, from.content_type);
+  for (const auto& [name, value] : from.headers) {
+    // httplib 0.57.1 itself closes the connection after every answer >= 400.
+    if (from.status >= 400 && name == "Connection") continue;
+    replace_header(res, name, value);
+  }
+  replace_header(res, "X-Request-Id", state.id);
+}
+
 void install_routes(httplib::Server& http, ServerCore& core) {
   using httplib::ContentReader;
   using httplib::Request;
   using httplib::Response;
+  using HandlerResponse = httplib::Server::HandlerResponse;
   const ServerConfig& config = core.config();
   int threads = config.http_threads;
   // httplib takes ownership of the queue it gets (its API); nothing else allocates raw.
@@ -58,35 +100,52 @@ void install_routes(httplib::Server& http, ServerCore& core) {
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
 
-  http.set_pre_routing_handler(
-      [&core](const Request& req, Response& res) { return core.pre_route(req, res); });
-  // Expect: 100-continue: refuse from the headers before the client sends the body. httplib
-  // writes this answer without its usual Content-Length, so add it; the body will not be read,
-  // so the connection closes after it.
-  http.set_expect_100_continue_handler([&core](const Request& req, Response& res) {
-    if (core.pre_route(req, res) != httplib::Server::HandlerResponse::Handled) return 100;
-    res.set_header("Content-Length", std::to_string(res.body.size()));
-    if (!res.has_header("Connection")) res.set_header("Connection", "close");
-    return res.status;
+  // Expect: 100-continue needs no handler: httplib 0.57.1 sends "100 Continue" only when the
+  // decision handler reads the body, so a request refused from its headers never gets it.
+  http.set_pre_routing_handler([&core](const Request& req, Response& res) {
+    const HttpRequest view = view_of(req);
+    RequestState& state = state_of(core, req, res);
+    replace_header(res, "X-Request-Id", state.id);
+    std::optional<HttpResponse> refused = core.pre_route(view, state);
+    if (!refused) return HandlerResponse::Unhandled;
+    apply(*refused, state, res);
+    return HandlerResponse::Handled;
   });
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [&core](const Request& req, Response& res) { return core.on_error(req, res); }));
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([&core](const Request& req, Response& res) {
+        if (!res.body.empty()) return HandlerResponse::Unhandled;  // clef's own answer
+        apply(core.library_refusal(res.status), state_of(core, req, res), res);
+        return HandlerResponse::Handled;
+      }));
   http.set_exception_handler([&core](const Request& req, Response& res, std::exception_ptr e) {
-    core.on_exception(req, res, e);
+    RequestState& state = state_of(core, req, res);
+    apply(core.internal_fault(state, e), state, res);
   });
-  http.set_post_routing_handler(
-      [&core](const Request& req, Response& res) { core.post_route(req, res); });
+  http.set_post_routing_handler([&core](const Request& req, Response& res) {
+    RequestState& state = state_of(core, req, res);
+    if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", state.id);
+    if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
+    core.finish(view_of(req), state, res.status);
+  });
 
   auto decide = [&core](const Request& req, Response& res, const ContentReader& reader) {
-    core.handle_decision(req, res, reader);
+    HttpRequest view = view_of(req);
+    view.read_body = [&reader](const std::function<bool(const char*, std::size_t)>& sink) {
+      return reader([&sink](const char* data, std::size_t size) { return sink(data, size); });
+    };
+    RequestState& state = state_of(core, req, res);
+    apply(core.handle_decision(view, state), state, res);
   };
   http.Post("/v1/systemone", decide);
   http.Post("/v1/decisions", decide);
-  http.Get("/health", [&core](const Request& req, Response& res) { core.handle_health(req, res); });
-  http.Get("/v1/models",
-           [&core](const Request& req, Response& res) { core.handle_models(req, res); });
-  http.Get("/metrics",
-           [&core](const Request& req, Response& res) { core.handle_metrics(req, res); });
+  auto get = [&core, &http](const char* path, HttpResponse (ServerCore::*handler)() const) {
+    http.Get(path, [&core, handler](const Request& req, Response& res) {
+      apply((core.*handler)(), state_of(core, req, res), res);
+    });
+  };
+  get("/health", &ServerCore::handle_health);
+  get("/v1/models", &ServerCore::handle_models);
+  get("/metrics", &ServerCore::handle_metrics);
 }
 
 }  // namespace
@@ -112,7 +171,6 @@ int HttpServer::bind() {
   } else {
     ok = listener_->http.bind_to_port(config.host, port);
   }
-  if (ok && !listener_->http.set_listen_backlog(SOMAXCONN)) ok = false;
   if (!ok) {
     throw Error(ErrorKind::internal, "bind_failed",
                 "cannot listen on " + config.host + ":" + std::to_string(config.port) +

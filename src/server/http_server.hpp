@@ -1,7 +1,8 @@
 #pragma once
-// clef's SystemOne HTTP server (cpp-httplib): POST /v1/systemone and /v1/decisions, GET /health,
-// /v1/models, /metrics. HTTP worker threads parse and validate; ONE runtime thread owns the
-// Decider and decides queued requests in order (see DecisionQueue).
+// clef's SystemOne HTTP server (cpp-httplib 0.57.1 from the pinned llama.cpp tree): POST
+// /v1/systemone and /v1/decisions, GET /health, /v1/models, /metrics. HTTP worker threads parse,
+// validate and prepare each request (tokens, spans, images); ONE runtime thread owns the Decider
+// and decides the prepared requests in order (see DecisionQueue).
 //
 // Typical use:
 //   HttpServer server(config, [&] { return runtime::make_engine(engine_config); }, std::cerr);
@@ -15,7 +16,7 @@
 #include <ostream>
 
 #include "server/decision_queue.hpp"
-#include "server/info_bodies.hpp"
+#include "server/endpoints.hpp"
 #include "server/server_config.hpp"
 
 namespace clef::server {

@@ -1,6 +1,8 @@
 #pragma once
 // The life of `clef serve`: bind, announce, serve until SIGTERM/SIGINT, drain, exit.
 
+#include <chrono>
+#include <csignal>
 #include <functional>
 #include <ostream>
 
@@ -8,6 +10,29 @@
 #include "server/server_config.hpp"
 
 namespace clef::server {
+
+/// SIGTERM/SIGINT without signal handlers: the constructor blocks them in the calling thread (and
+/// so in every thread started after it, which inherit the mask) and wait_for() takes them
+/// synchronously with sigtimedwait(). No code runs in signal context; no global state.
+class ShutdownSignals {
+ public:
+  /// Blocks SIGTERM and SIGINT in this thread. Construct it before any other thread starts, or
+  /// threads started earlier may still take the signal (and die of it).
+  ShutdownSignals();
+  /// Discards SIGTERM/SIGINT still pending (a second Ctrl-C during the drain) and restores the
+  /// thread's previous signal mask.
+  ~ShutdownSignals();
+
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  /// Waits up to `timeout` for SIGTERM or SIGINT; returns the signal number, or 0 on timeout.
+  int wait_for(std::chrono::milliseconds timeout);
+
+ private:
+  sigset_t set_{};
+  sigset_t old_mask_{};
+};
 
 /// Blocks SIGTERM/SIGINT (call it before any other thread starts), binds `config`'s address,
 /// prints one line `clef serve: listening on http://HOST:PORT` to `out` (the actual port when

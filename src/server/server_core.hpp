@@ -1,27 +1,27 @@
 #pragma once
-// What the HTTP callbacks do, apart from owning the listening socket (http_server.cpp wires these
-// methods into httplib). Internal to clef_server.
+// What the server does with each request, on clef's own request/response view (http_exchange.hpp);
+// http_server.cpp wires these methods into cpp-httplib. Internal to clef_server.
 //
-// Per request, on one httplib worker thread:
-//   pre_route   assigns the request id, answers 404/405/415/413/503 from the headers alone
-//               (before any body byte is read), else lets httplib dispatch;
-//   handle_*    the endpoint (decisions: read body with limits, parse, queue, wait, answer);
-//   on_error    fills an empty error answer (httplib's own 400/413/...) with the JSON error body;
-//   post_route  sets X-Request-Id if missing, counts the request, writes the access line; an
-//               answer saying "Connection: close" closes the connection (ConnectionState).
+// Per request, on one HTTP worker thread:
+//   begin       assigns the request id and resolves the endpoint (RequestState, which travels
+//               with the request);
+//   pre_route   answers 404/405/415/411/413/503 and framing refusals from the headers alone
+//               (before any body byte is read), else lets the endpoint run;
+//   handle_*    the endpoint (decisions: read the body within limits, parse, prepare - validate,
+//               encode, decode images - queue the prepared request, wait, answer);
+//   on_error    the JSON error body for an answer the HTTP library produced itself;
+//   finish      X-Request-Id, metrics, the access line.
 
-#include <httplib.h>
 #include <atomic>
-#include <memory>
+#include <optional>
 #include <ostream>
+#include <string>
 
-#include "server/connection_state.hpp"
 #include "server/decision_queue.hpp"
+#include "server/endpoints.hpp"
 #include "server/error_reply.hpp"
-#include "server/info_bodies.hpp"
+#include "server/http_exchange.hpp"
 #include "server/metrics.hpp"
-#include "server/request_context.hpp"
-#include "server/request_ids.hpp"
 #include "server/server_config.hpp"
 #include "server/server_log.hpp"
 
@@ -31,15 +31,24 @@ class ServerCore {
  public:
   ServerCore(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log_stream);
 
-  httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res);
-  void handle_decision(const httplib::Request& req, httplib::Response& res,
-                       const httplib::ContentReader& reader);
-  void handle_health(const httplib::Request& req, httplib::Response& res);
-  void handle_models(const httplib::Request& req, httplib::Response& res);
-  void handle_metrics(const httplib::Request& req, httplib::Response& res);
-  httplib::Server::HandlerResponse on_error(const httplib::Request& req, httplib::Response& res);
-  void on_exception(const httplib::Request& req, httplib::Response& res, std::exception_ptr error);
-  void post_route(const httplib::Request& req, httplib::Response& res);
+  /// The state of a request whose headers have just been parsed.
+  RequestState begin(const HttpRequest& req);
+  /// An answer when the headers alone refuse the request, else nullopt.
+  std::optional<HttpResponse> pre_route(const HttpRequest& req, const RequestState& state);
+  HttpResponse handle_decision(const HttpRequest& req, RequestState& state);
+  HttpResponse handle_health() const;
+  HttpResponse handle_models() const;
+  HttpResponse handle_metrics() const;
+  /// The JSON error answer for a status the HTTP library answered itself (unparsable request
+  /// line or headers, 414 ...): `status` is kept, the connection closes.
+  HttpResponse library_refusal(int status) const;
+  /// 500 for an exception that escaped a handler; logs it under the request's id.
+  HttpResponse internal_fault(const RequestState& state, std::exception_ptr error);
+  /// Logs and counts an answered request: `status` as sent.
+  void finish(const HttpRequest& req, const RequestState& state, int status);
+  /// The whole raw HTTP answer to a request whose headers missed their deadline (408, JSON
+  /// body, Connection: close), logged and counted like any other answer.
+  std::string header_timeout_reply();
 
   /// New requests get 503 from now on; /health says draining.
   void begin_draining() { draining_.store(true); }
@@ -48,29 +57,24 @@ class ServerCore {
 
   const ServerConfig& config() const { return config_; }
   DecisionQueue& queue() { return queue_; }
-  Metrics& metrics() { return metrics_; }
   ServerLog& log() { return log_; }
-  Connections& connections() { return connections_; }
 
  private:
-  /// Writes `reply` into `res` (status, JSON body, Retry-After for 429/503).
-  void send(httplib::Response& res, const ErrorReply& reply) const;
-  /// send() and, when the request carries a body nobody will read, Connection: close.
-  void refuse(const httplib::Request& req, httplib::Response& res, const ErrorReply& reply) const;
-  /// The reply for an error thrown by DecisionQueue::submit (429 may become 503 per config).
-  ErrorReply queue_refusal(const Error& error) const;
-  /// Reads the body with the size limit and the body deadline; false after answering.
-  bool read_body(const httplib::Request& req, httplib::Response& res,
-                 const httplib::ContentReader& reader, std::string& body);
-  /// The current request id (this thread's context), or "-".
-  std::string current_id();
+  /// `reply` as an answer (status, JSON body, Retry-After for 429/503).
+  HttpResponse answer(const ErrorReply& reply) const;
+  /// answer() and, when the request carries a body nobody will read, Connection: close.
+  HttpResponse refuse(const HttpRequest& req, const ErrorReply& reply) const;
+  /// Reads the body within the size limit and the body deadline (the connection's: reads fail
+  /// after it); an answer when it could not: 413, 408 once the deadline has passed, else 400.
+  std::optional<HttpResponse> read_body(const HttpRequest& req, const RequestState& state,
+                                        std::string& body) const;
+  /// The answer for a finished, failed, dropped or cancelled decision.
+  HttpResponse outcome_answer(DecisionOutcome& outcome, RequestState& state);
 
   ServerConfig config_;
   ServerLog log_;
   Metrics metrics_;
   RequestIds ids_;
-  RequestContexts contexts_;
-  Connections connections_;
   std::atomic<bool> draining_{false};
   DecisionQueue queue_;  ///< last: its runtime thread starts at construction
 };

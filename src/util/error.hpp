@@ -64,6 +64,14 @@ class Error : public std::runtime_error {
   std::string param_;
 };
 
+/// A decision stopped because whoever asked for it no longer wants the answer (the client closed
+/// its connection). Code "client_closed_request"; callers recognise it by type, not by code.
+class DecisionCancelled : public Error {
+ public:
+  explicit DecisionCancelled(std::string message)
+      : Error(ErrorKind::invalid_request, "client_closed_request", std::move(message)) {}
+};
+
 /// Shorthand for a 400 invalid_request error naming `param`.
 inline Error invalid_request(std::string message, std::string param = {}) {
   return Error(ErrorKind::invalid_request, "invalid_request", std::move(message), std::move(param));

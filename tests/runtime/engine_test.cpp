@@ -139,10 +139,14 @@ TEST_F(EngineTest, DecisionDoesNotDependOnThePreviousRecord) {
 
 TEST_F(EngineTest, TraceHasTheRecordIdsAndSpans) {
   const Value body = clef::json::parse(varied_requests()[0]);
-  const clef::runtime::Decision d = engine().decide_traced(body);
-  ASSERT_TRUE(d.trace.is_object());
-  EXPECT_EQ(d.trace.find("ids")->items().size(), static_cast<std::size_t>(d.input_tokens));
-  EXPECT_EQ(d.trace.find("questions")->items().size(), 3u);
+  const clef::runtime::PreparedRequest prepared = engine().prepare(body);
+  const clef::runtime::Decision d = engine().decide(prepared);
+  const Value trace = clef::runtime::record_trace(prepared);
+  ASSERT_TRUE(trace.is_object());
+  EXPECT_EQ(trace.find("ids")->items().size(), static_cast<std::size_t>(d.input_tokens));
+  EXPECT_EQ(trace.find("questions")->items().size(), 3u);
+  // Prepared once, decided twice: the same bytes (nothing in a prepared request is consumed).
+  EXPECT_EQ(engine().decide(prepared).body, d.body);
 }
 
 TEST_F(EngineTest, BadRequestsAreRefusedAndTheEngineKeepsWorking) {

@@ -121,8 +121,10 @@ void expect_refused(rt::Decider& engine, const Value& body, int status, const st
 
 TEST_F(ImageEngineTest, OneAndTwoImagesAreDecidedAndCountedInInputTokens) {
   const rt::Decision text = engine().decide(clef::json::parse(kCard));
-  const rt::Decision one = engine().decide_traced(with_images({uri(kArrows)}));
-  const rt::Decision two = engine().decide_traced(with_images({uri(kArrows), uri(kGauge)}));
+  const rt::Decision one = engine().decide(with_images({uri(kArrows)}));
+  const rt::PreparedRequest prepared_two =
+      engine().prepare(with_images({uri(kArrows), uri(kGauge)}));
+  const rt::Decision two = engine().decide(prepared_two);
   const int n_arrows = grid_tokens(kArrows), n_gauge = grid_tokens(kGauge);
   EXPECT_EQ(n_arrows, 300);
   EXPECT_EQ(n_gauge, 70);
@@ -138,7 +140,8 @@ TEST_F(ImageEngineTest, OneAndTwoImagesAreDecidedAndCountedInInputTokens) {
   }
   EXPECT_NE(one.body, text.body) << "the image changes the answers' numbers";
   EXPECT_NE(two.body, one.body);
-  const auto& blocks = two.trace.find("images")->items();
+  const Value trace = rt::record_trace(prepared_two);
+  const auto& blocks = trace.find("images")->items();
   ASSERT_EQ(blocks.size(), 2u);
   EXPECT_EQ(blocks[0].find("n_tokens")->integer_digits(), "300");
   EXPECT_EQ(blocks[1].find("n_tokens")->integer_digits(), "70");

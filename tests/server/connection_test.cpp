@@ -100,6 +100,36 @@ TEST(ServerConnection, ExpectContinueRefusalHasALengthAndClosesBeforeTheBody) {
   EXPECT_EQ(f.control->started.load(), warmup);
 }
 
+/// curl sends "Expect: 100-continue" for large bodies (image requests): an accepted one gets
+/// "100 Continue", is decided once and its answer carries exactly one X-Request-Id, the logged one
+/// (cpp-httplib 0.11.4 ran the pre-routing callback twice there and answered with two ids).
+TEST(ServerConnection, AcceptedExpectContinueIsAnsweredOnceWithOneRequestId) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  int warmup = f.control->started.load();
+  RawSocket s(f.port);
+  ASSERT_TRUE(
+      s.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+                 std::to_string(kInner.size()) + "\r\n\r\n"));
+  std::string interim = s.read_until("\r\n\r\n", 3s);
+  EXPECT_EQ(interim.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << interim;
+  ASSERT_TRUE(s.send_all(kInner));
+  std::string answer =
+      interim.substr(interim.find("\r\n\r\n") + 4) + s.read_until("\"output_tokens\":0}}", 3s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_EQ(count(answer, "X-Request-Id: "), 1u) << answer;
+  auto at = answer.find("X-Request-Id: ");
+  ASSERT_NE(at, std::string::npos);
+  std::string id = answer.substr(at + 14, answer.find("\r\n", at) - at - 14);
+  f.stop();
+  EXPECT_EQ(f.control->started.load(), warmup + 1);
+  std::string log = f.log_text();
+  EXPECT_EQ(count(log, "status=200"), 1u) << log;
+  EXPECT_NE(log.find("id=" + id + " method=POST path=/v1/decisions status=200"), std::string::npos)
+      << log;
+}
+
 TEST(ServerConnection, PipelinedRequestsAreAnsweredInOrder) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());

@@ -7,7 +7,6 @@
 
 #include "fake_decider.hpp"
 #include "json/parse.hpp"
-#include "server/warmup_request.hpp"
 
 namespace clef::server {
 namespace {
@@ -15,6 +14,15 @@ namespace {
 using testing::fake_factory;
 using testing::FakeControl;
 using namespace std::chrono_literals;
+
+/// Prepares `body` on this thread and queues it, as the server's HTTP threads do; `gone` (optional)
+/// is the cancellation probe.
+std::future<DecisionOutcome> submit(DecisionQueue& queue, const json::Value& body,
+                                    std::function<bool()> gone = {}) {
+  runtime::PreparedRequest prepared = queue.prepare(body);
+  if (gone) prepared.cancellation = runtime::Cancellation::polling(std::move(gone));
+  return queue.submit(std::move(prepared));
+}
 
 json::Value request_with_state(const std::string& state) {
   return json::parse(R"({"state":")" + state + R"(","questions":{"q":{"type":"noul"}}})");
@@ -27,7 +35,7 @@ TEST(DecisionQueue, LoadsThenWarmsUpThenIsReady) {
   queue.start();
   EXPECT_EQ(queue.state(), QueueState::loading);
   EXPECT_FALSE(queue.model().has_value());
-  EXPECT_THROW(queue.submit(request_with_state("x")), Error);
+  EXPECT_THROW(submit(queue, request_with_state("x")), Error);
   control->open_load_gate();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   EXPECT_EQ(control->finished.load(), 1);  // the warm-up decision ran before ready
@@ -43,7 +51,7 @@ TEST(DecisionQueue, SubmitWhileLoadingIsUnavailable) {
   DecisionQueue queue(fake_factory(control), 4, warmup_request());
   queue.start();
   try {
-    queue.submit(request_with_state("x"));
+    submit(queue, request_with_state("x"));
     FAIL() << "submit while loading must throw";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), 503);
@@ -60,7 +68,7 @@ TEST(DecisionQueue, AnswersEqualTheDecidersAnswersInOrder) {
   testing::FakeDecider reference(control, "fake-model", 4096);
   std::vector<std::future<DecisionOutcome>> futures;
   for (int i = 0; i < 8; ++i)
-    futures.push_back(queue.submit(request_with_state(std::to_string(i))));
+    futures.push_back(submit(queue, request_with_state(std::to_string(i))));
   for (int i = 0; i < 8; ++i) {
     DecisionOutcome outcome = futures[i].get();
     ASSERT_EQ(outcome.status, DecisionOutcome::Status::decided);
@@ -75,14 +83,14 @@ TEST(DecisionQueue, FullQueueRefusesWithQueueFull) {
   queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   control->close_gate();
-  auto running = queue.submit(request_with_state("a"));
+  auto running = submit(queue, request_with_state("a"));
   ASSERT_TRUE(control->wait_started(2));  // warm-up + "a" (held at the gate)
   EXPECT_EQ(queue.in_flight(), 1);
-  auto waiting1 = queue.submit(request_with_state("b"));
-  auto waiting2 = queue.submit(request_with_state("c"));
+  auto waiting1 = submit(queue, request_with_state("b"));
+  auto waiting2 = submit(queue, request_with_state("c"));
   EXPECT_EQ(queue.depth(), 2u);
   try {
-    queue.submit(request_with_state("d"));
+    submit(queue, request_with_state("d"));
     FAIL() << "a third waiting request must be refused";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::overloaded);
@@ -104,7 +112,7 @@ TEST(DecisionQueue, DrainFinishesQueuedAndRunningThenRefuses) {
   control->close_gate();
   std::vector<std::future<DecisionOutcome>> futures;
   for (int i = 0; i < 5; ++i)
-    futures.push_back(queue.submit(request_with_state(std::to_string(i))));
+    futures.push_back(submit(queue, request_with_state(std::to_string(i))));
   ASSERT_TRUE(control->wait_started(2));
   std::thread drainer([&] { queue.drain(); });
   // Draining: no new work, but what was queued still runs.
@@ -114,7 +122,7 @@ TEST(DecisionQueue, DrainFinishesQueuedAndRunningThenRefuses) {
   }
   EXPECT_EQ(queue.state(), QueueState::draining);
   try {
-    queue.submit(request_with_state("late"));
+    submit(queue, request_with_state("late"));
     FAIL() << "submit while draining must throw";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), 503);
@@ -138,7 +146,7 @@ TEST(DecisionQueue, DeciderRunsOnOneThreadOneCallAtATime) {
   for (int t = 0; t < 8; ++t) {
     submitters.emplace_back([&, t] {
       for (int i = 0; i < 4; ++i) {
-        auto f = queue.submit(request_with_state(std::to_string(t * 10 + i)));
+        auto f = submit(queue, request_with_state(std::to_string(t * 10 + i)));
         if (f.get().status == DecisionOutcome::Status::decided) ++decided;
       }
     });
@@ -161,7 +169,7 @@ TEST(DecisionQueue, FactoryFailureIsReportedAndRefusesRequests) {
   EXPECT_FALSE(queue.wait_until_ready(10s));
   EXPECT_EQ(queue.state(), QueueState::failed);
   EXPECT_NE(queue.load_error().find("not a GGUF file"), std::string::npos);
-  EXPECT_THROW(queue.submit(request_with_state("x")), Error);
+  EXPECT_THROW(submit(queue, request_with_state("x")), Error);
 }
 
 TEST(DecisionQueue, WarmUpFailureIsALoadFailure) {
@@ -179,19 +187,22 @@ TEST(DecisionQueue, DeciderErrorsComeBackAsFailedOutcomes) {
   DecisionQueue queue(fake_factory(control), 4, warmup_request());
   queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
-  DecisionOutcome outcome = queue.submit(json::parse(R"({"state":"x"})")).get();
-  ASSERT_EQ(outcome.status, DecisionOutcome::Status::failed);
+  // A request that cannot be decided is refused while it is prepared, before it queues.
+  int before = control->started.load();
   try {
-    std::rethrow_exception(outcome.error);
+    submit(queue, json::parse(R"({"state":"x"})"));
+    FAIL() << "a request without questions must be refused before it queues";
   } catch (const Error& e) {
     EXPECT_EQ(e.param(), "questions");
     EXPECT_EQ(e.status(), 400);
   }
-  outcome = queue.submit(request_with_state("boom")).get();
+  EXPECT_EQ(control->started.load(), before);
+  EXPECT_EQ(queue.depth(), 0u);
+  DecisionOutcome outcome = submit(queue, request_with_state("boom")).get();
   ASSERT_EQ(outcome.status, DecisionOutcome::Status::failed);
   EXPECT_THROW(std::rethrow_exception(outcome.error), std::runtime_error);
   // The runtime thread survives both.
-  EXPECT_EQ(queue.submit(request_with_state("ok")).get().status, DecisionOutcome::Status::decided);
+  EXPECT_EQ(submit(queue, request_with_state("ok")).get().status, DecisionOutcome::Status::decided);
 }
 
 TEST(DecisionQueue, GoneClientsAreDroppedWithoutDeciding) {
@@ -200,12 +211,12 @@ TEST(DecisionQueue, GoneClientsAreDroppedWithoutDeciding) {
   queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   int before = control->started.load();
-  DecisionOutcome outcome = queue.submit(request_with_state("x"), [] { return true; }).get();
+  DecisionOutcome outcome = submit(queue, request_with_state("x"), [] { return true; }).get();
   EXPECT_EQ(outcome.status, DecisionOutcome::Status::dropped);
   EXPECT_EQ(control->started.load(), before);
   // A probe that throws keeps the request.
   outcome =
-      queue.submit(request_with_state("x"), []() -> bool { throw std::runtime_error("x"); }).get();
+      submit(queue, request_with_state("x"), []() -> bool { throw std::runtime_error("x"); }).get();
   EXPECT_EQ(outcome.status, DecisionOutcome::Status::decided);
 }
 

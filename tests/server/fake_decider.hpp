@@ -4,12 +4,12 @@
 // is never entered by two threads at once.
 //
 // Behaviour by request:
-//   - `questions` missing or not a non-empty object -> clef::invalid_request naming "questions";
+//   - prepare(): request::parse_request's refusals (e.g. `questions` missing or not a non-empty
+//     object -> clef::invalid_request naming "questions"), before anything queues;
 //   - state "boom"     -> std::runtime_error (an internal fault, 500);
 //   - state "too-long" -> clef::Error payload_too_large "context_length_exceeded" (413);
-//   - state "forever"  -> (decide with a cancellation check only) runs until cancelled() says
-//     true, counts it in FakeControl::cancelled and throws "client_closed_request"; gives up
-//     after 10 s (then answers);
+//   - state "forever"  -> runs until its cancellation says so, counts it in
+//     FakeControl::cancelled and throws clef::DecisionCancelled; gives up after 10 s (answers);
 //   - otherwise every question gets {"type":"noul","noul":p} with p from an FNV-1a hash of the
 //     request's canonical JSON and the question id, input_tokens = canonical size / 4 + 1.
 
@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "json/render.hpp"
+#include "request/parse.hpp"
 #include "runtime/decider.hpp"
 #include "util/error.hpp"
 
@@ -83,7 +84,24 @@ class FakeDecider : public runtime::Decider {
   FakeDecider(std::shared_ptr<FakeControl> control, std::string name, int context_size)
       : control_(std::move(control)), name_(std::move(name)), context_size_(context_size) {}
 
-  runtime::Decision decide(const json::Value& request) override {
+  using runtime::Decider::decide;
+
+  /// Validates like the engine (request::parse_request with this model's name as the default).
+  /// The fake keeps the body's canonical JSON, which its answers hash, in the record's
+  /// rendered_state (it has no tokenizer, so no real record).
+  runtime::PreparedRequest prepare(const json::Value& body) const override {
+    runtime::PreparedRequest prepared;
+    prepared.request = request::parse_request(body, {}, name_);
+    json::Value defaulted = body;  // the canonical form has the model defaulted
+    if (body.find("model") == nullptr) {
+      defaulted.set("model", json::Value::string(prepared.request.model));
+    }
+    prepared.record.rendered_state = json::dumps(defaulted);
+    return prepared;
+  }
+
+  runtime::Decision decide(const runtime::PreparedRequest& prepared) override {
+    if (is_state(prepared, "forever")) return decide_until_cancelled(prepared);
     if (control_->active.fetch_add(1) != 0) control_->overlapped = true;
     control_->started.fetch_add(1);
     struct Leave {
@@ -99,57 +117,52 @@ class FakeDecider : public runtime::Decider {
       control_->cv.wait(lock, [this] { return control_->gate_open; });
     }
     if (control_->delay.count() > 0) std::this_thread::sleep_for(control_->delay);
-    return answer(request);
-  }
-
-  runtime::Decision decide(const json::Value& request,
-                           const std::function<bool()>& cancelled) override {
-    const json::Value* state = request.find("state");
-    if (!(state && state->is_string() && state->as_string() == "forever")) return decide(request);
-    control_->started.fetch_add(1);
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < until) {
-      if (cancelled && cancelled()) {
-        control_->cancelled.fetch_add(1);
-        control_->finished.fetch_add(1);
-        throw Error(ErrorKind::invalid_request, "client_closed_request", "cancelled");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    control_->finished.fetch_add(1);
-    return answer(request);
+    return answer(prepared);
   }
 
   const std::string& model_name() const override { return name_; }
   int context_size() const override { return context_size_; }
 
  private:
-  runtime::Decision answer(const json::Value& request) const {
-    const json::Value* questions = request.find("questions");
-    if (!questions || !questions->is_object() || questions->members().empty()) {
-      throw invalid_request("questions must be a non-empty object", "questions");
+  static bool is_state(const runtime::PreparedRequest& prepared, const char* state) {
+    const json::Value& s = prepared.request.state;
+    return s.is_string() && s.as_string() == state;
+  }
+
+  runtime::Decision decide_until_cancelled(const runtime::PreparedRequest& prepared) {
+    control_->started.fetch_add(1);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+      if (prepared.cancellation.requested()) {
+        control_->cancelled.fetch_add(1);
+        control_->finished.fetch_add(1);
+        throw DecisionCancelled("cancelled");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    const json::Value* state = request.find("state");
-    if (state && state->is_string() && state->as_string() == "boom") {
-      throw std::runtime_error("fake decider exploded");
-    }
-    if (state && state->is_string() && state->as_string() == "too-long") {
+    control_->finished.fetch_add(1);
+    return answer(prepared);
+  }
+
+  runtime::Decision answer(const runtime::PreparedRequest& prepared) const {
+    if (is_state(prepared, "boom")) throw std::runtime_error("fake decider exploded");
+    if (is_state(prepared, "too-long")) {
       throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
                   "record needs 99999 tokens; the context is " + std::to_string(context_size_),
                   "state");
     }
-    std::string canonical = json::dumps(request);
+    const std::string& canonical = prepared.record.rendered_state;
     std::vector<json::Value::Member> answers;
-    for (const auto& [id, question] : questions->members()) {
+    for (const request::Question& question : prepared.request.questions) {
+      const std::string& id = question.id;
       double p = static_cast<double>(fnv1a(canonical + "/" + id) % 10001) / 10000.0;
       answers.emplace_back(id, json::Value::object({{"type", json::Value::string("noul")},
                                                     {"noul", json::Value::floating(p)}}));
     }
-    const json::Value* model = request.find("model");
     runtime::Decision decision;
     decision.input_tokens = static_cast<int>(canonical.size() / 4 + 1);
     decision.response = json::Value::object({
-        {"model", model ? *model : json::Value::string(name_)},
+        {"model", json::Value::string(prepared.request.model)},
         {"answers", json::Value::object(std::move(answers))},
         {"usage", json::Value::object(
                       {{"input_tokens", json::Value::integer(std::int64_t{decision.input_tokens})},

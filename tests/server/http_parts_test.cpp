@@ -4,10 +4,8 @@
 
 #include <set>
 
-#include "server/http_checks.hpp"
-#include "server/info_bodies.hpp"
-#include "server/request_ids.hpp"
-#include "server/routes.hpp"
+#include "server/endpoints.hpp"
+#include "server/http_exchange.hpp"
 
 namespace clef::server {
 namespace {

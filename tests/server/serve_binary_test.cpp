@@ -6,8 +6,10 @@
 #include <httplib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include "child_process.hpp"
 #include "json/parse.hpp"
@@ -39,11 +41,12 @@ std::unique_ptr<httplib::Client> client(int port) {
   return c;
 }
 
-/// `clef serve --demo --port 0 ARGS...` with its own model cache; ready when constructed.
+/// `clef serve --demo --port 0 ARGS...` with its own model cache (or, with `demo` false,
+/// `clef serve --port 0 ARGS...`); ready when constructed.
 class DemoServer {
  public:
-  explicit DemoServer(const TempDir& tmp, std::vector<std::string> args = {})
-      : child_(argv(std::move(args)), {"XDG_CACHE_HOME=" + tmp.path().string()},
+  explicit DemoServer(const TempDir& tmp, std::vector<std::string> args = {}, bool demo = true)
+      : child_(argv(std::move(args), demo), {"XDG_CACHE_HOME=" + tmp.path().string()},
                (tmp.path() / "serve.log").string()),
         log_path_(tmp.path() / "serve.log"),
         model_dir_(tmp.path() / "clef" / "demo-tiny" / "tiny-seed0") {
@@ -70,8 +73,9 @@ class DemoServer {
   }
 
  private:
-  static std::vector<std::string> argv(std::vector<std::string> args) {
-    std::vector<std::string> v{kClef, "serve", "--demo", "--port", "0", "--threads", "1"};
+  static std::vector<std::string> argv(std::vector<std::string> args, bool demo) {
+    std::vector<std::string> v{kClef, "serve", "--port", "0", "--threads", "1"};
+    if (demo) v.push_back("--demo");
     v.insert(v.end(), args.begin(), args.end());
     return v;
   }
@@ -340,6 +344,65 @@ TEST(ServeBinary, ImagesAreDecidedLikeClefAskAndBadImagesAreRefused) {
 
   server.process().send_signal(SIGTERM);
   EXPECT_EQ(server.process().wait_exit(30s).value_or(-1), 0);
+}
+
+}  // namespace
+}  // namespace clef::server
+
+namespace clef::server {
+namespace {
+
+/// clef_decisions_in_flight from /metrics (-1 when it cannot be read).
+int decisions_in_flight(int port) {
+  auto res = client(port)->Get("/metrics");
+  if (!res || res->status != 200) return -1;
+  const std::string key = "\nclef_decisions_in_flight ";
+  auto at = res->body.find(key);
+  return at == std::string::npos ? -1 : std::atoi(res->body.c_str() + at + key.size());
+}
+
+/// Requests are prepared (parsed, validated, tokenized) on the HTTP threads, so a malformed one
+/// is refused at once while a long prefill holds the runtime thread, instead of waiting behind it.
+TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  const std::string model_dir = (tmp.path() / "small").string();
+  ChildProcess make({kClef, "make-test-model", model_dir, "--preset", "small"}, {},
+                    (tmp.path() / "make.log").string());
+  ASSERT_EQ(make.wait_exit(300s).value_or(-1), 0);
+  DemoServer server(tmp, {"--model-dir", model_dir, "--context-size", "8192"}, false);
+  ASSERT_TRUE(server.ready()) << server.log();
+
+  std::string long_state;
+  for (int i = 0; long_state.size() < 5800; ++i) long_state += "w" + std::to_string(i % 10) + " ";
+  const std::string long_request =
+      R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
+  auto long_answer =
+      std::async(std::launch::async, [&] { return post(server.port(), long_request); });
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (decisions_in_flight(server.port()) != 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(decisions_in_flight(server.port()), 1) << "the long decision never started";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto refused = post(server.port(), R"({"state":"x","questions":{"q":{"type":"maybe"}}})");
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  EXPECT_EQ(json::parse(refused->body).find("error")->find("param")->as_string(),
+            "questions.q.type");
+  EXPECT_LT(waited, 100ms) << "the 400 waited for the running prefill";
+  RecordProperty(
+      "refusal_us",
+      static_cast<int>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count()));
+  EXPECT_EQ(decisions_in_flight(server.port()), 1) << "the prefill was not long enough to overlap";
+
+  auto answer = long_answer.get();
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const json::Value usage = *json::parse(answer->body).find("usage");
+  EXPECT_GE(std::stoi(usage.find("input_tokens")->integer_digits()), 4000);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "raw_socket.hpp"
-#include "server/info_bodies.hpp"
+#include "server/endpoints.hpp"
 #include "server_fixture.hpp"
 
 namespace clef::server {
@@ -289,6 +289,30 @@ TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
   EXPECT_EQ(metric_value(metrics_text(f),
                          R"(clef_http_requests_total{endpoint="/v1/decisions",status="429"})"),
             1);
+}
+
+/// Requests are validated before they queue: with the runtime thread busy and the queue full, a
+/// malformed request still gets its 400 naming the field (not a 429), at once.
+TEST(ServerHttp, MalformedRequestsAreRefusedBeforeTheQueue) {
+  ServerConfig config = test_config();
+  config.queue_size = 1;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(f.control->wait_started(2));
+  auto waiting = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto junk = post(f, R"({"state":"x","questions":{"q":{"type":"noul","criteria":7}}})");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  expect_error(junk, 400, "invalid_request", "questions.q.criteria");
+  expect_error(post(f, R"({"state":"x","questions":{"q":{"type":"noul"}},"model":3})"), 400,
+               "invalid_request", "model");
+  expect_error(post(f, kCard), 429, "queue_full");  // a valid one finds the queue full
+  f.control->open_gate();
+  EXPECT_EQ(running.get()->status, 200);
+  EXPECT_EQ(waiting.get()->status, 200);
 }
 
 TEST(ServerHttp, FullQueueCanAnswer503) {

@@ -1,11 +1,26 @@
 #pragma once
-// Bodies of the read-only endpoints: GET /health and GET /v1/models.
+// The endpoints clef serves: which paths exist, which method each accepts, and the bodies of the
+// read-only ones (GET /health, GET /v1/models).
 
 #include <string>
+#include <string_view>
 
 #include "server/decision_queue.hpp"
 
 namespace clef::server {
+enum class Endpoint { systemone, decisions, health, models, metrics, unknown };
+
+/// The endpoint serving exactly `path` (no trailing-slash or case folding), or unknown.
+Endpoint find_endpoint(std::string_view path) noexcept;
+
+/// "POST" for the decision endpoints, "GET" for the others.
+const char* allowed_method(Endpoint endpoint) noexcept;
+
+/// True when `method` may be used on `endpoint` (HEAD is accepted wherever GET is).
+bool method_allowed(Endpoint endpoint, std::string_view method) noexcept;
+
+/// The metrics label of an endpoint: its path, or "other" for unknown paths (bounded labels).
+const char* endpoint_label(Endpoint endpoint) noexcept;
 
 /// What GET /health reports.
 enum class Health {

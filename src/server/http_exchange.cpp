@@ -1,9 +1,94 @@
-#include "server/http_checks.hpp"
+#include "server/http_exchange.hpp"
 
 #include <cctype>
+#include <cstdio>
+#include <random>
 #include <string>
 
 namespace clef::server {
+
+namespace {
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string HttpRequest::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (same_name(key, name)) return value;
+  }
+  return {};
+}
+
+std::vector<std::string> HttpRequest::header_values(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : headers) {
+    if (same_name(key, name)) out.push_back(value);
+  }
+  return out;
+}
+
+bool HttpRequest::has_header(std::string_view name) const {
+  for (const auto& entry : headers) {
+    if (same_name(entry.first, name)) return true;
+  }
+  return false;
+}
+
+void HttpResponse::set_header(std::string name, std::string value) {
+  for (auto& entry : headers) {
+    if (same_name(entry.first, name)) {
+      entry.second = std::move(value);
+      return;
+    }
+  }
+  headers.emplace_back(std::move(name), std::move(value));
+}
+
+bool HttpResponse::closes() const {
+  for (const auto& [key, value] : headers) {
+    if (same_name(key, "Connection") && same_name(value, "close")) return true;
+  }
+  return false;
+}
+
+RequestIds::RequestIds() {
+  std::random_device device;
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%08x", static_cast<unsigned>(device()));
+  prefix_ = std::string("req-") + buffer + "-";
+}
+
+std::string RequestIds::next() {
+  return prefix_ + std::to_string(counter_.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+namespace {
+
+bool acceptable_client_id(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string RequestIds::for_request(std::string_view client_id) {
+  return acceptable_client_id(client_id) ? std::string(client_id) : next();
+}
 
 namespace {
 
