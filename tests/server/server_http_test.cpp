@@ -269,16 +269,30 @@ TEST(ServerHttp, NonJsonContentTypeIs415) {
             200);
 }
 
+/// The two requests that fill a server with queue_size 1: one held at the fake's gate on the
+/// runtime thread, one waiting in the queue.
+struct FullQueue {
+  std::future<httplib::Result> running;
+  std::future<httplib::Result> waiting;
+};
+
+/// Closes the gate and sends both; false when the queue did not fill.
+bool fill_queue(ServerFixture& f, FullQueue& q) {
+  f.control->close_gate();
+  q.running = std::async(std::launch::async, [&f] { return post(f, kCard); });
+  if (!f.control->wait_started(2)) return false;  // warm-up + the running one
+  q.waiting = std::async(std::launch::async, [&f] { return post(f, kCard); });
+  return wait_metric(f, "clef_queue_depth", 1);
+}
+
 TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
   ServerConfig config = test_config();
   config.queue_size = 1;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
-  f.control->close_gate();
-  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
-  ASSERT_TRUE(f.control->wait_started(2));  // warm-up + the running one
-  auto waiting = std::async(std::launch::async, [&] { return post(f, kCard); });
-  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  FullQueue q;
+  ASSERT_TRUE(fill_queue(f, q));
+  auto& [running, waiting] = q;
   EXPECT_EQ(metric_value(metrics_text(f), "clef_decisions_in_flight"), 1);
   auto refused = post(f, kCard);
   expect_error(refused, 429, "queue_full");
@@ -298,11 +312,9 @@ TEST(ServerHttp, MalformedRequestsAreRefusedBeforeTheQueue) {
   config.queue_size = 1;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
-  f.control->close_gate();
-  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
-  ASSERT_TRUE(f.control->wait_started(2));
-  auto waiting = std::async(std::launch::async, [&] { return post(f, kCard); });
-  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  FullQueue q;
+  ASSERT_TRUE(fill_queue(f, q));
+  auto& [running, waiting] = q;
   const auto t0 = std::chrono::steady_clock::now();
   auto junk = post(f, R"({"state":"x","questions":{"q":{"type":"noul","criteria":7}}})");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
@@ -321,11 +333,9 @@ TEST(ServerHttp, FullQueueCanAnswer503) {
   config.overload_status = 503;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
-  f.control->close_gate();
-  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
-  ASSERT_TRUE(f.control->wait_started(2));
-  auto waiting = std::async(std::launch::async, [&] { return post(f, kCard); });
-  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
+  FullQueue q;
+  ASSERT_TRUE(fill_queue(f, q));
+  auto& [running, waiting] = q;
   auto refused = post(f, kCard);
   expect_error(refused, 503, "queue_full");
   EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
