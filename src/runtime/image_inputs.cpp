@@ -51,11 +51,15 @@ void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
   r.input_height = r.image.height;
   r.input_width = r.image.width;
   set_grid(r, r.image.height, r.image.width, processor);
-  // The header's size and the decoded one differ at most by EXIF orientation (a transpose),
-  // which leaves the token count unchanged.
+  // A well-formed image's header size and decoded size differ at most by EXIF orientation (a
+  // transpose), which leaves the token count unchanged; a crafted one may claim another size in
+  // its header than its pixels have: refused, since its token budget was checked on the claim.
   if (expected != 0 && expected != r.grid.n_image_tokens()) {
-    throw Error(ErrorKind::internal, "internal",
-                r.param + ": the header and the decoded image give different token counts");
+    throw Error(ErrorKind::invalid_request, "invalid_image",
+                r.param + ": the image's header and its pixels disagree on its size (" +
+                    std::to_string(expected) + " vs " + std::to_string(r.grid.n_image_tokens()) +
+                    " image tokens)",
+                r.param);
   }
 }
 

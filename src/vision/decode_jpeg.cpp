@@ -84,16 +84,34 @@ bool read_pixels(JpegState& s) {
   return true;
 }
 
-}  // namespace
-
-Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
-  JpegState s;
+/// Installs clef's error handlers and creates the decompressor.
+void create(JpegState& s) {
   s.cinfo.err = jpeg_std_error(&s.err.mgr);
   s.err.mgr.error_exit = on_error_exit;
   s.err.mgr.emit_message = on_emit_message;
   s.err.mgr.output_message = on_output_message;
   jpeg_create_decompress(&s.cinfo);
   s.created = true;
+}
+
+}  // namespace
+
+std::optional<StoredSize> jpeg_stored_size(std::span<const std::uint8_t> bytes) noexcept {
+  try {
+    JpegState s;
+    create(s);
+    if (!read_header(s, bytes)) return std::nullopt;
+    if (s.cinfo.image_width == 0 || s.cinfo.image_height == 0) return std::nullopt;
+    return StoredSize{static_cast<int>(s.cinfo.image_width),
+                      static_cast<int>(s.cinfo.image_height)};
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
+  JpegState s;
+  create(s);
   if (!read_header(s, bytes))
     throw bad_image(std::string("JPEG image is invalid: ") + s.err.message);
   check_dimensions(s.cinfo.image_width, s.cinfo.image_height, limits);

@@ -3,10 +3,12 @@
 // RGB pixels as stored plus the EXIF orientation it found; decode_image() applies it.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "vision/image.hpp"
 #include "vision/limits.hpp"
+#include "vision/probe.hpp"
 
 namespace clef::vision::detail {
 
@@ -20,6 +22,9 @@ void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLim
 
 Decoded decode_png(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
 Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
+/// The frame size libjpeg's own header reader (jpeg_read_header) finds, as decode_jpeg will see
+/// it; nullopt when libjpeg refuses the header. Decodes no pixels.
+std::optional<StoredSize> jpeg_stored_size(std::span<const std::uint8_t> bytes) noexcept;
 Decoded decode_webp(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
 
 }  // namespace clef::vision::detail

@@ -5,13 +5,11 @@
 #include <climits>
 
 #include "vision/decode.hpp"
+#include "vision/decoders.hpp"
 
 namespace clef::vision {
 namespace {
 
-std::uint32_t be16(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 8) | p[1];
-}
 std::uint32_t be32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
          p[3];
@@ -31,33 +29,6 @@ std::optional<StoredSize> png_size(std::span<const std::uint8_t> b) {
   return sized(be32(&b[16]), be32(&b[20]));
 }
 
-std::optional<StoredSize> jpeg_size(std::span<const std::uint8_t> b) {
-  std::size_t i = 2;  // after SOI
-  while (i + 4 <= b.size()) {
-    if (b[i] != 0xFF) return std::nullopt;
-    const std::uint8_t marker = b[i + 1];
-    if (marker == 0xFF) {  // fill byte
-      ++i;
-      continue;
-    }
-    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // no length
-      i += 2;
-      continue;
-    }
-    if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // EOI / SOS before a frame
-    const std::uint32_t len = be16(&b[i + 2]);
-    if (len < 2) return std::nullopt;
-    const bool sof =
-        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
-    if (sof) {
-      if (len < 7 || i + 9 > b.size()) return std::nullopt;
-      return sized(be16(&b[i + 7]), be16(&b[i + 5]));  // precision, height, width
-    }
-    i += 2 + len;
-  }
-  return std::nullopt;
-}
-
 std::optional<StoredSize> webp_size(std::span<const std::uint8_t> b) {
   int w = 0, h = 0;
   if (!WebPGetInfo(b.data(), b.size(), &w, &h)) return std::nullopt;
@@ -73,7 +44,7 @@ std::optional<StoredSize> probe_stored_size(std::span<const std::uint8_t> bytes)
     case ImageFormat::png:
       return png_size(bytes);
     case ImageFormat::jpeg:
-      return jpeg_size(bytes);
+      return detail::jpeg_stored_size(bytes);  // libjpeg's own marker reader
     case ImageFormat::webp:
       return webp_size(bytes);
   }

@@ -15,7 +15,9 @@ struct StoredSize {
   int height = 0;
 };
 
-/// The size in a PNG IHDR, the first JPEG SOFn frame header, or a WebP header (WebPGetInfo);
+/// The size in a PNG IHDR, a JPEG's frame header as libjpeg's jpeg_read_header finds it (its own
+/// marker reader: clef once parsed markers itself and was fooled by "FF 00" into a fake frame
+/// header inside a comment), or a WebP header (WebPGetInfo);
 /// nullopt for anything else, a truncated or malformed header, or a zero or over-int side
 /// (decode_image then gives the precise error). Reads headers only.
 std::optional<StoredSize> probe_stored_size(std::span<const std::uint8_t> bytes) noexcept;

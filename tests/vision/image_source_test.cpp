@@ -191,5 +191,35 @@ TEST(ProbeStoredSize, MatchesTheDecodedSizeUpToOrientation) {
   EXPECT_FALSE(probe_stored_size(std::vector<std::uint8_t>{}).has_value());
 }
 
+/// Issue 13 finding 3: "FF 00" plus a length right after the start-of-image marker, then a comment
+/// holding a fake 4000x4000 frame header. clef's own marker walk once took FF 00 for a segment,
+/// jumped into the comment and read the fake size (libjpeg skips FF 00 as stuffing and decodes
+/// the real frame), so the budget was checked on the wrong size and the decision failed with a
+/// 500. The probe now asks libjpeg's header reader, which finds the real frame.
+TEST(ProbeStoredSize, StuffedZeroAfterSoiDoesNotLeadToAFakeFrameHeader) {
+  const auto real = test::read_bytes(test::data_path("vision/decode/jpeg_420.jpg"));
+  ASSERT_GT(real.size(), 2u);
+  const std::vector<std::uint8_t> fake_sof = {0xFF, 0xC0, 0x00, 0x11, 0x08, 0x0F, 0xA0,
+                                              0x0F, 0xA0, 0x03, 0x01, 0x22, 0x00, 0x02,
+                                              0x11, 0x01, 0x03, 0x11, 0x01};
+  std::vector<std::uint8_t> crafted = {
+      0xFF, 0xD8, 0xFF, 0x00,
+      0x00, 0x06,                                                         // SOI, FF 00 + "length"
+      0xFF, 0xFE, 0x00, static_cast<std::uint8_t>(2 + fake_sof.size())};  // COM
+  crafted.insert(crafted.end(), fake_sof.begin(), fake_sof.end());
+  crafted.insert(crafted.end(), real.begin() + 2, real.end());  // the real file after its SOI
+
+  const auto probed = probe_stored_size(crafted);
+  ASSERT_TRUE(probed.has_value());
+  const RgbImage decoded = decode_image(crafted, DecodeLimits{}, "images.0");
+  EXPECT_EQ(probed->width, decoded.width);
+  EXPECT_EQ(probed->height, decoded.height);
+  EXPECT_NE(probed->width, 4000);
+  const auto original = probe_stored_size(real);
+  ASSERT_TRUE(original.has_value());
+  EXPECT_EQ(probed->width, original->width);
+  EXPECT_EQ(probed->height, original->height);
+}
+
 }  // namespace
 }  // namespace clef::vision
