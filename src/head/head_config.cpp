@@ -59,7 +59,9 @@ void validate_head_config(const HeadConfig& c, const std::string& source) {
 
 HeadConfig parse_head_config(std::string_view json, const std::string& source) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  // Iterative: the file may come from the internet (clef pull), and RapidJSON's default recursive
+  // parser overflows the stack on deeply nested input (a crash before any check).
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());
   if (doc.HasParseError()) {
     throw model_error(source +
                       ": not valid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()) +

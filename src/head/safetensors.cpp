@@ -73,8 +73,15 @@ std::size_t dtype_size(DType t) noexcept {
 }
 
 std::int64_t TensorInfo::numel() const noexcept {
+  // A zero anywhere makes the product 0 whatever the other dims ([2, 2^62, 0] is empty, and
+  // multiplying it out in order would overflow: undefined behaviour).
+  for (auto d : shape) {
+    if (d == 0) return 0;
+  }
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<std::int64_t>::max();
+  }
   return n;
 }
 
@@ -131,7 +138,10 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
     throw model_error(where + ": safetensors header is not a JSON object");
   }
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseValidateEncodingFlag>(header, header_len);
+  // Iterative: a downloaded file's header may nest arbitrarily deep, which overflows the stack
+  // of RapidJSON's default recursive parser.
+  doc.Parse<rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag>(header,
+                                                                                    header_len);
   if (doc.HasParseError()) {
     throw model_error(where + ": safetensors header is not valid JSON: " +
                       rapidjson::GetParseError_En(doc.GetParseError()) + " at byte " +

@@ -47,7 +47,8 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;  ///< row-major dims; empty for a 0-dim scalar (1 element)
   std::size_t begin = 0;            ///< byte offset of the first byte, relative to the data section
   std::size_t end = 0;              ///< one past the last byte
-  /// Number of elements (product of shape; 1 for a scalar).
+  /// Number of elements: the product of the dims (1 for a scalar, 0 when any dim is 0,
+  /// INT64_MAX when it would overflow).
   std::int64_t numel() const noexcept;
 };
 

@@ -56,7 +56,7 @@ std::string HubFile::name() const {
 
 std::vector<HubFile> parse_tree_listing(std::string_view json) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
+  doc.Parse<rapidjson::kParseIterativeFlag>(json.data(), json.size());  // no recursion: untrusted
   if (doc.HasParseError() || !doc.IsArray()) {
     throw model_error("the hub's file listing is not a JSON array");
   }

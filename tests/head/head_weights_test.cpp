@@ -64,6 +64,15 @@ TEST(HeadConfig, RefusesBadConfigs) {
   const std::string ok_rest = "\"routing_layers\":1,\"layers\":1,\"heads\":4,\"feedforward\":64";
   expect_model_error([] { parse_head_config("{", "c.json"); }, {"c.json", "not valid JSON"});
   expect_model_error([] { parse_head_config("[]", "c.json"); }, {"not a JSON object"});
+  // Issue 13 finding 5: deep nesting overflowed RapidJSON's recursive parser (a segfault).
+  expect_model_error([] { parse_head_config(std::string(500000, '['), "c.json"); },
+                     {"c.json", "not valid JSON"});
+  expect_model_error(
+      [] {
+        parse_head_config("{\"x\":" + std::string(500000, '[') + std::string(500000, ']') + "}",
+                          "c.json");
+      },
+      {"c.json", "hidden_size"});
   expect_model_error([&] { parse_head_config("{\"width\":32," + ok_rest + "}", "c.json"); },
                      {"missing \"hidden_size\""});
   expect_model_error(

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "safetensors_writer.hpp"
@@ -194,6 +195,9 @@ TEST(SafetensorsRefuses, BadHeaders) {
        8, "gap or overlap"},
       {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 8, "cover 4 bytes"},
       {"{\"__metadata__\":{\"k\":1}}", 0, "not a string"},
+      // Issue 13 finding 5: nesting that overflowed RapidJSON's recursive parser (a segfault).
+      {"{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}", 0, "not an object"},
+      {"{\"a\":" + std::string(200000, '['), 0, "not valid JSON"},
       {"{\"__metadata__\":[]}", 0, "not an object"},
       {"{\"a\":[]}", 0, "not an object"},
   };
@@ -203,6 +207,18 @@ TEST(SafetensorsRefuses, BadHeaders) {
     SCOPED_TRACE(cases[i].header);
     expect_refused(p, cases[i].needle);
   }
+}
+
+/// Issue 13 finding 5: numel() of [2, 2^62, 0] multiplied out in order overflowed int64 (undefined
+/// behaviour); the product is 0.
+TEST(Safetensors, NumelOfAnEmptyShapeWithHugeDimsIsZero) {
+  TensorInfo t;
+  t.shape = {2, std::int64_t{1} << 62, 0};
+  EXPECT_EQ(t.numel(), 0);
+  t.shape = {2, std::int64_t{1} << 62, 3};
+  EXPECT_EQ(t.numel(), std::numeric_limits<std::int64_t>::max());
+  t.shape = {};
+  EXPECT_EQ(t.numel(), 1);
 }
 
 TEST(Safetensors, AcceptsPaddingScalarsAndEmptyTensors) {
