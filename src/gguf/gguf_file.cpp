@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "gguf/header_scan.hpp"
 #include "util/error.hpp"
 
 namespace clef::gguf {
@@ -77,6 +78,7 @@ GgufFile::GgufFile(const std::filesystem::path& path, bool header_only) : path_(
   if (std::string_view(magic, 4) != "GGUF") {
     throw model_error(path.string() + " is not a GGUF file (no GGUF magic)");
   }
+  check_header(path);  // every type field checked before ggml loads them into enums
   gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
   ctx_.reset(gguf_init_from_file(path.string().c_str(), params));
   if (!ctx_) throw model_error(path.string() + ": the GGUF header is invalid or truncated");

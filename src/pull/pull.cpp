@@ -4,7 +4,7 @@
 
 #include "artifact/layout.hpp"
 #include "gguf/gguf_file.hpp"
-#include "pull/gguf_probe.hpp"
+#include "gguf/header_scan.hpp"
 #include "pull/hub_client.hpp"
 #include "util/error.hpp"
 
@@ -19,7 +19,7 @@ artifact::Layout probe_layout(HubClient& hub, const std::string& repo, const Hub
   std::string prefix;
   while (true) {
     prefix = hub.read_prefix(repo, file, want);
-    const auto size = gguf_header_size(std::as_bytes(std::span(prefix.data(), prefix.size())));
+    const auto size = gguf::header_size(std::as_bytes(std::span(prefix.data(), prefix.size())));
     if (size) {
       if (*size <= prefix.size()) {
         prefix.resize(*size);

@@ -118,6 +118,42 @@ TEST(GgufFile, TensorsCarryTheirByteRange) {
   EXPECT_FALSE(f.tensor("nope"));
 }
 
+/// Issue 13 finding 5: ggml's gguf_init_from_file loads a header's type fields into enums before it
+/// checks them (undefined behaviour for a crafted file). clef checks every type field first
+/// (gguf/header_scan.hpp) and refuses the file with a model_error naming it.
+TEST(GgufFile, RefusesUnknownTypeFieldsBeforeGgmlReadsThem) {
+  TempDir dir;
+  const std::string bytes = read_bytes(write_sample(dir.path()));
+  const auto patched = [&](std::size_t at, std::uint32_t value, const char* name) {
+    std::string b = bytes;
+    std::memcpy(b.data() + at, &value, 4);
+    const auto path = dir.path() / name;
+    std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+    return path;
+  };
+  const std::size_t kv_type = bytes.find("a.u32") + 5;  // key, then its u32 value type
+  const std::string w_name("\x01\0\0\0\0\0\0\0w", 9);
+  const std::size_t w_type = bytes.rfind(w_name) + 9 + 4 + 2 * 8;  // name, n_dims, ne[2], type
+  ASSERT_NE(bytes.find("a.u32"), std::string::npos);
+  ASSERT_NE(bytes.rfind(w_name), std::string::npos);
+  for (std::uint32_t bad : {13u, 99u, 0xFFFFFFFFu}) {
+    const auto path = patched(kv_type, bad, "bad_kv.gguf");
+    const std::string what = model_error_of([&] { GgufFile{path}; });
+    EXPECT_NE(what.find("unknown value type " + std::to_string(bad)), std::string::npos) << what;
+    EXPECT_NE(what.find("bad_kv.gguf"), std::string::npos) << what;
+  }
+  for (std::uint32_t bad : {static_cast<std::uint32_t>(GGML_TYPE_COUNT), 200u, 0x80000000u}) {
+    const auto path = patched(w_type, bad, "bad_tensor.gguf");
+    const std::string what = model_error_of([&] { GgufFile(path, /*header_only=*/true); });
+    EXPECT_NE(what.find("unknown ggml type " + std::to_string(bad)), std::string::npos) << what;
+  }
+  // The unpatched file is fine, and its tensor type sits where the test patched it.
+  std::uint32_t f32 = 99;
+  std::memcpy(&f32, bytes.data() + w_type, 4);
+  EXPECT_EQ(f32, static_cast<std::uint32_t>(GGML_TYPE_F32));
+  EXPECT_NO_THROW(GgufFile(dir.path() / "sample.gguf"));
+}
+
 TEST(GgufFile, RefusesMissingForeignAndTruncatedFiles) {
   TempDir dir;
   EXPECT_NE(model_error_of([&] { GgufFile(dir.path() / "none.gguf"); }).find("no such file"),

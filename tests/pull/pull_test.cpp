@@ -11,7 +11,7 @@
 #include "artifact/layouts_fixture.hpp"
 #include "fake_hub.hpp"
 #include "gguf/gguf_file.hpp"
-#include "pull/gguf_probe.hpp"
+#include "gguf/header_scan.hpp"
 #include "pull/hub_files.hpp"
 #include "util/error.hpp"
 
@@ -91,15 +91,15 @@ TEST(GgufProbe, HeaderSizeIsTheDataOffset) {
   const auto& m = test::layout_models();
   const std::string bytes = bytes_of(m.b_q8().gguf);
   const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
-  const auto size = gguf_header_size(span);
+  const auto size = gguf::header_size(span);
   ASSERT_TRUE(size);
   gguf_context* g = gguf_init_from_file(m.b_q8().gguf.c_str(), {true, nullptr});
   EXPECT_EQ(*size, gguf_get_data_offset(g));
   gguf_free(g);
-  EXPECT_FALSE(gguf_header_size(span.first(*size / 2)));
-  EXPECT_FALSE(gguf_header_size(span.first(3)));
+  EXPECT_FALSE(gguf::header_size(span.first(*size / 2)));
+  EXPECT_FALSE(gguf::header_size(span.first(3)));
   const std::string junk = "GGML and more bytes here";
-  refusal([&] { gguf_header_size(std::as_bytes(std::span(junk.data(), junk.size()))); });
+  refusal([&] { gguf::header_size(std::as_bytes(std::span(junk.data(), junk.size()))); });
 }
 
 /// A fake hub and a download directory per test; model files are read (and converted) lazily.

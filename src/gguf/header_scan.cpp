@@ -1,11 +1,14 @@
-#include "pull/gguf_probe.hpp"
+#include "gguf/header_scan.hpp"
+
+#include <ggml.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "util/error.hpp"
 
-namespace clef::pull {
+namespace clef::gguf {
 
 namespace {
 
@@ -99,7 +102,7 @@ void skip_value(Scanner& s, std::uint32_t type, std::uint32_t& alignment, bool i
 
 }  // namespace
 
-std::optional<std::uint64_t> gguf_header_size(std::span<const std::byte> prefix) {
+std::optional<std::uint64_t> header_size(std::span<const std::byte> prefix) {
   Scanner s(prefix);
   try {
     if (prefix.size() >= 4 && std::memcmp(prefix.data(), "GGUF", 4) != 0) {
@@ -125,7 +128,13 @@ std::optional<std::uint64_t> gguf_header_size(std::span<const std::byte> prefix)
       s.string();
       const auto n_dims = s.read<std::uint32_t>();
       if (n_dims > 4) throw model_error("GGUF header: a tensor has more than 4 dimensions");
-      s.skip(8ull * n_dims + 4 + 8);  // ne, type, offset
+      s.skip(8ull * n_dims);  // ne
+      const auto type = s.read<std::uint32_t>();
+      if (type >= GGML_TYPE_COUNT) {
+        throw model_error("GGUF header: a tensor has the unknown ggml type " +
+                          std::to_string(type));
+      }
+      s.skip(8);  // offset
     }
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
       throw model_error("GGUF header: alignment is not a power of 2");
@@ -137,4 +146,36 @@ std::optional<std::uint64_t> gguf_header_size(std::span<const std::byte> prefix)
   }
 }
 
-}  // namespace clef::pull
+std::uint64_t check_header(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw model_error(path.string() + ": cannot read the file");
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  std::uint64_t want = std::min<std::uint64_t>(file_size, std::uint64_t{1} << 20);
+  std::string prefix;
+  while (true) {
+    prefix.resize(want);
+    in.seekg(0);
+    in.read(prefix.data(), static_cast<std::streamsize>(want));
+    prefix.resize(static_cast<std::size_t>(in.gcount()));
+    in.clear();
+    std::optional<std::uint64_t> size;
+    try {
+      size = header_size(std::as_bytes(std::span(prefix.data(), prefix.size())));
+    } catch (const Error& e) {
+      throw model_error(path.string() + ": " + e.what());
+    }
+    if (size) {
+      if (*size > file_size) {
+        throw model_error(path.string() + ": the file ends inside its GGUF header (truncated?)");
+      }
+      return *size;
+    }
+    if (want >= file_size) {
+      throw model_error(path.string() + ": the file ends inside its GGUF header (truncated?)");
+    }
+    want = std::min<std::uint64_t>(file_size, want * 8);
+  }
+}
+
+}  // namespace clef::gguf
