@@ -6,6 +6,7 @@ pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)   # NFC
 find_package(CLI11 REQUIRED)              # libcli11-dev
 find_package(OpenSSL REQUIRED)            # libssl-dev: https for the hub and image-URL clients
 find_package(PNG REQUIRED)
+find_package(ZLIB REQUIRED)              # zlib1g-dev (with libpng-dev): tests make PNG bombs
 find_package(JPEG REQUIRED)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 if(CLEF_BUILD_TESTS)

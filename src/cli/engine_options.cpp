@@ -46,6 +46,19 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
                  "flash_attention=0|1, weight_repacking=0|1, mmproj_normalization=reference|file: "
                  "the mmproj's own image mean/std even when they are not 0.5/0.5)");
+  cmd.add_option("--max-image-tokens", max_image_tokens,
+                 "image tokens one image may have after resizing, else 413 (0: only the context; "
+                 "4096 is a 2048x2048 image)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--max-request-image-tokens", max_request_image_tokens,
+                 "image tokens all images of a request may have together (0: only the context)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--max-vision-memory", max_vision_memory_mib,
+                 "MiB of compute memory the vision tower may take for one image, else 413 "
+                 "(0: a quarter of physical memory)")
+      ->capture_default_str();
   cmd.add_flag("--allow-image-urls", allow_image_urls,
                "fetch http(s) image URLs of requests (never loopback, private, link-local or "
                "metadata addresses; 20 MiB and 10 s per image)");
@@ -80,6 +93,9 @@ runtime::EngineConfig EngineOptions::to_config() const {
       truncation == "refuse" ? runtime::Truncation::refuse : runtime::Truncation::truncate;
   config.verbose = verbose;
   config.allow_image_urls = allow_image_urls;
+  config.max_image_tokens = max_image_tokens;
+  config.max_request_image_tokens = max_request_image_tokens;
+  config.max_vision_memory = max_vision_memory_mib << 20;
   auto& p = config.backbone;
   p.context_size = context_size;
   p.threads = threads;

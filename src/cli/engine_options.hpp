@@ -2,6 +2,7 @@
 // Command-line options that choose model files and engine parameters, shared by `clef ask` and
 // `clef serve`.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,10 @@ struct EngineOptions {
   int threads = 0;
   int gpu_layers = -1;
   int chunk_tokens = 512;
-  std::vector<std::string> settings;  ///< --set name=value
+  int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)
+  int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)
+  std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: a quarter of RAM)
+  std::vector<std::string> settings;        ///< --set name=value
   bool verbose = false;
   bool allow_image_urls = false;  ///< --allow-image-urls
 

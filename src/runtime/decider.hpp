@@ -2,6 +2,7 @@
 // The decision interface the CLI and the server drive: prepare a SystemOne request (any thread),
 // then decide the prepared request (the one thread that owns the model).
 
+#include <cstdint>
 #include <string>
 
 #include "json/value.hpp"
@@ -26,6 +27,17 @@ struct Decision {
   StageTimings timings;
 };
 
+/// What a decider accepts beyond the contract's own rules: a server tells clients (/v1/models).
+struct ServedLimits {
+  int context_size = 0;                 ///< tokens of one record
+  int max_questions = 0;                ///< questions per request
+  int max_options = 0;                  ///< options or score levels per question
+  int max_images = 0;                   ///< images per request
+  int max_image_tokens = 0;             ///< image tokens of one image (0: only the context)
+  int max_request_image_tokens = 0;     ///< image tokens of all images together (0: the context)
+  std::uint64_t max_vision_memory = 0;  ///< vision-tower compute bytes for one image (0: none)
+};
+
 /// Something that decides SystemOne requests.
 class Decider {
  public:
@@ -41,6 +53,10 @@ class Decider {
   /// prepared.cancellation says so, clef::Error for a request the model cannot take.
   virtual Decision decide(const PreparedRequest& prepared) = 0;
 
+  /// Called on the deciding thread when no request waits: a moment to give back memory a large
+  /// request made the decider hold. Default: nothing.
+  virtual void idle() {}
+
   /// prepare() then decide(): one request from start to end (the CLI, the warm-up).
   Decision decide(const json::Value& body) { return decide(prepare(body)); }
 
@@ -48,6 +64,12 @@ class Decider {
   virtual const std::string& model_name() const = 0;
   /// The context size in tokens.
   virtual int context_size() const = 0;
+  /// The limits it enforces while preparing (default: only the context size).
+  virtual ServedLimits limits() const {
+    ServedLimits l;
+    l.context_size = context_size();
+    return l;
+  }
 };
 
 }  // namespace clef::runtime

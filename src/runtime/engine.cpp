@@ -1,6 +1,11 @@
 #include "runtime/engine.hpp"
 
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <thread>
 
@@ -19,11 +24,20 @@
 #include "runtime/image_inputs.hpp"
 #include "util/error.hpp"
 #include "vision/tower.hpp"
+#include "vision/tower_memory.hpp"
 
 namespace clef::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The machine's physical memory (sysconf), bytes; 8 GiB when it cannot be read.
+std::uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t{8} << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -132,10 +146,33 @@ class Engine final : public Decider {
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens());
     out.body = decision::response_body(out.response);
     out.timings.total_ms = prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0);
+    note_vision_memory(prepared.images);
     return out;
   }
 
   const std::string& model_name() const override { return config_.model_name; }
+  /// After a large image: the tower's compute buffers (kept by ggml at their peak size) are
+  /// released, and freed heap - the request's pixels included, in whichever thread's arena they
+  /// were made - is returned to the system (malloc_trim), so RSS goes back near its idle size
+  /// instead of staying at the largest request's.
+  void idle() override {
+    if (!release_pending_) return;
+    release_pending_ = false;
+    tower_->release_compute_memory();
+    ::malloc_trim(0);
+  }
+
+  ServedLimits limits() const override {
+    ServedLimits l;
+    l.context_size = backbone_.context_size();
+    l.max_questions = config_.max_questions;
+    l.max_options = config_.max_options;
+    l.max_images = tower_ ? config_.max_images : 0;
+    l.max_image_tokens = config_.max_image_tokens;
+    l.max_request_image_tokens = config_.max_request_image_tokens;
+    l.max_vision_memory = tower_ ? vision_memory_ : 0;
+    return l;
+  }
   int context_size() const override { return backbone_.context_size(); }
 
  private:
@@ -177,6 +214,8 @@ class Engine final : public Decider {
       tower_ = std::make_unique<vision::VisionTower>(
           config.mmproj_path, llama_model_n_embd_inp(backbone_.model()), std::move(tp));
     }
+    vision_memory_ =
+        config.max_vision_memory > 0 ? config.max_vision_memory : physical_memory_bytes() / 4;
   }
 
   /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the
@@ -200,6 +239,63 @@ class Engine final : public Decider {
                       ") but the context size is " + std::to_string(backbone_.context_size()),
                   "images");
     }
+    check_image_costs(images, detail);
+  }
+
+  /// The server's own bounds on one request's image work (EngineConfig::max_image_tokens,
+  /// max_request_image_tokens, max_vision_memory): 413 naming the image, before any pixel is
+  /// decoded. `detail` lists every image's size and tokens.
+  void check_image_costs(const std::vector<RequestImage>& images, const std::string& detail) const {
+    std::int64_t request_tokens = 0;
+    for (const RequestImage& image : images) {
+      const vision::ImageGrid& g = image.grid;
+      const std::string size =
+          std::to_string(image.resized_height) + "x" + std::to_string(image.resized_width) +
+          " px after resizing = " + std::to_string(g.n_image_tokens()) + " image tokens";
+      request_tokens += g.n_image_tokens();
+      if (config_.max_image_tokens > 0 && g.n_image_tokens() > config_.max_image_tokens) {
+        throw Error(ErrorKind::payload_too_large, "image_too_large",
+                    image.param + " is " + size + "; this server takes at most " +
+                        std::to_string(config_.max_image_tokens) +
+                        " per image (--max-image-tokens): send a smaller image",
+                    image.param);
+      }
+      const std::uint64_t bytes =
+          vision::tower_compute_bytes(g, tower_->info(), tower_->flash_attention());
+      if (bytes > vision_memory_) {
+        throw Error(ErrorKind::payload_too_large, "image_too_large",
+                    image.param + " is " + size + ": the vision tower would need about " +
+                        gib(bytes) + " of memory for it, over the " + gib(vision_memory_) +
+                        " this server allows (--max-vision-memory); send a smaller image",
+                    image.param);
+      }
+    }
+    if (config_.max_request_image_tokens > 0 && request_tokens > config_.max_request_image_tokens) {
+      throw Error(ErrorKind::payload_too_large, "image_too_large",
+                  "the images have " + std::to_string(request_tokens) + " image tokens together (" +
+                      detail + "); this server takes at most " +
+                      std::to_string(config_.max_request_image_tokens) +
+                      " per request (--max-request-image-tokens)",
+                  "images");
+    }
+  }
+
+  /// Remembers an image whose tower work took more than kVisionKeepBytes: idle() gives that
+  /// memory back.
+  void note_vision_memory(const std::vector<RequestImage>& images) {
+    for (const RequestImage& image : images) {
+      if (vision::tower_compute_bytes(image.grid, tower_->info(), tower_->flash_attention()) >
+          kVisionKeepBytes) {
+        release_pending_ = true;
+      }
+    }
+  }
+  static constexpr std::uint64_t kVisionKeepBytes = std::uint64_t{256} << 20;
+
+  static std::string gib(std::uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
+    return text;
   }
 
   /// encode_record; with images, a record whose fixed part does not fit the context is a 413 that
@@ -264,6 +360,8 @@ class Engine final : public Decider {
   record::LlamaTokenizer tokenizer_;
   vision::ImageSourcePolicy image_policy_;
   std::unique_ptr<vision::VisionTower> tower_;  ///< null without an mmproj
+  std::uint64_t vision_memory_ = 0;             ///< bytes the tower may take for one image
+  bool release_pending_ = false;                ///< a large image ran since the last idle()
 };
 
 }  // namespace

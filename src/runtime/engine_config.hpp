@@ -1,6 +1,7 @@
 #pragma once
 // Everything needed to build a decision engine from model files.
 
+#include <cstdint>
 #include <string>
 
 #include "backbone/backbone_params.hpp"
@@ -25,7 +26,15 @@ struct EngineConfig {
   int max_questions = 64;  ///< questions per request
   int max_options = 255;   ///< options per question
   int max_images = 4;      ///< images per request
-  bool verbose = false;    ///< llama.cpp's own log at info level
+  /// Image tokens one image may have (after the processor's resize), else 413 before decoding.
+  /// 4,096 as llama.cpp caps qwen3vl images (a 2048x2048 image); 0: no cap beyond the context.
+  int max_image_tokens = 4096;
+  /// Image tokens all of a request's images may have together (0: no cap beyond the context).
+  int max_request_image_tokens = 8192;
+  /// Compute memory the vision tower may take for one image (vision::tower_compute_bytes), bytes;
+  /// an image over it gets 413 before decoding. 0: a quarter of the machine's physical memory.
+  std::uint64_t max_vision_memory = 0;
+  bool verbose = false;  ///< llama.cpp's own log at info level
   /// Fetch `images` given as http(s) URLs (server --allow-image-urls). Off: only data URIs.
   /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.
   bool allow_image_urls = false;

@@ -177,7 +177,7 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
     state_ = QueueState::failed;
   } else {
     model_ = ModelInfo{decider->model_name(), decider->context_size(),
-                       ms_between(start, Clock::now()) / 1000.0};
+                       ms_between(start, Clock::now()) / 1000.0, decider->limits()};
     decider_ = decider.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }
@@ -190,6 +190,12 @@ void DecisionQueue::serve(runtime::Decider& decider) {
     Job job;
     {
       std::unique_lock lock(mutex_);
+      if (jobs_.empty() && !closing_) {
+        // Nothing waits (and the last request is gone): the decider may tidy up now.
+        lock.unlock();
+        decider.idle();
+        lock.lock();
+      }
       work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
       if (jobs_.empty()) return;  // closing_ and nothing left: drained
       job = std::move(jobs_.front());

@@ -28,9 +28,10 @@ enum class QueueState { loading, ready, failed, draining, stopped };
 
 /// The served model, known once it is loaded.
 struct ModelInfo {
-  std::string name;         ///< Decider::model_name()
-  int context_size = 0;     ///< Decider::context_size(), tokens
-  double load_seconds = 0;  ///< factory + warm-up decision, wall time
+  std::string name;              ///< Decider::model_name()
+  int context_size = 0;          ///< Decider::context_size(), tokens
+  double load_seconds = 0;       ///< factory + warm-up decision, wall time
+  runtime::ServedLimits limits;  ///< Decider::limits()
 };
 
 /// The request the runtime thread decides once after loading, before /health says ok: it touches

@@ -87,6 +87,20 @@ std::string models_body(const ModelInfo& model) {
       {"owned_by", json::Value::string("clef")},
       {"context_size", json::Value::integer(std::int64_t{model.context_size})},
   });
+  const runtime::ServedLimits& l = model.limits;
+  if (l.max_questions > 0) {  // a decider that states its limits
+    const auto number = [](std::int64_t v) { return json::Value::integer(v); };
+    entry.set(
+        "limits",
+        json::Value::object({
+            {"max_questions", number(l.max_questions)},
+            {"max_options", number(l.max_options)},
+            {"max_images", number(l.max_images)},
+            {"max_image_tokens", number(l.max_image_tokens)},
+            {"max_request_image_tokens", number(l.max_request_image_tokens)},
+            {"max_vision_memory_bytes", number(static_cast<std::int64_t>(l.max_vision_memory))},
+        }));
+  }
   return json::dumps_unsorted(json::Value::object({
       {"object", json::Value::string("list")},
       {"data", json::Value::array({std::move(entry)})},

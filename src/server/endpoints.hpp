@@ -40,7 +40,10 @@ int health_status(Health health) noexcept;
 std::string health_body(Health health);
 
 /// OpenAI-style model list with one entry:
-/// {"object":"list","data":[{"id":name,"object":"model","owned_by":"clef","context_size":N}]}
+/// {"object":"list","data":[{"id":name,"object":"model","owned_by":"clef","context_size":N,
+///  "limits":{"max_questions","max_options","max_images","max_image_tokens",
+///  "max_request_image_tokens","max_vision_memory_bytes"}}]} ("limits" only when the decider
+/// states them; 0 means no limit beyond the context, max_images 0: no images without an mmproj).
 std::string models_body(const ModelInfo& model);
 
 }  // namespace clef::server

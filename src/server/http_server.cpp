@@ -125,7 +125,7 @@ void install_routes(httplib::Server& http, ServerCore& core) {
     RequestState& state = state_of(core, req, res);
     if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", state.id);
     if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
-    core.finish(view_of(req), state, res.status);
+    core.finish(req.method, req.path, state, res.status);
   });
 
   auto decide = [&core](const Request& req, Response& res, const ContentReader& reader) {

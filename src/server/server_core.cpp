@@ -173,12 +173,13 @@ HttpResponse ServerCore::internal_fault(const RequestState& state, std::exceptio
   return answer(ErrorReply::internal(state.id));
 }
 
-void ServerCore::finish(const HttpRequest& req, const RequestState& state, int status) {
+void ServerCore::finish(std::string_view method, std::string_view path, const RequestState& state,
+                        int status) {
   metrics_.count_request(endpoint_label(state.endpoint), status);
   AccessRecord record;
   record.request_id = state.id;
-  record.method = req.method;
-  record.path = req.path;
+  record.method = method;
+  record.path = path;
   record.status = status;
   record.input_tokens = state.input_tokens;
   record.queue_wait_ms = state.queue_wait_ms;
@@ -193,13 +194,12 @@ std::string ServerCore::header_timeout_reply() {
   RequestState state;
   state.id = ids_.next();
   const std::string body = ErrorReply::for_status(408).body();
-  HttpRequest unknown;  // the request line may not even have arrived
-  unknown.method = "-";
-  unknown.path = "-";
-  finish(unknown, state, 408);
-  return "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\nX-Request-Id: " + state.id +
-         "\r\n\r\n" + body;
+  finish("-", "-", state, 408);  // the request line may not even have arrived
+  std::string reply = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n";
+  reply.append("Content-Length: ").append(std::to_string(body.size()));
+  reply.append("\r\nConnection: close\r\nX-Request-Id: ").append(state.id);
+  reply.append("\r\n\r\n").append(body);
+  return reply;
 }
 
 }  // namespace clef::server

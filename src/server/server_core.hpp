@@ -45,7 +45,8 @@ class ServerCore {
   /// 500 for an exception that escaped a handler; logs it under the request's id.
   HttpResponse internal_fault(const RequestState& state, std::exception_ptr error);
   /// Logs and counts an answered request: `status` as sent.
-  void finish(const HttpRequest& req, const RequestState& state, int status);
+  void finish(std::string_view method, std::string_view path, const RequestState& state,
+              int status);
   /// The whole raw HTTP answer to a request whose headers missed their deadline (408, JSON
   /// body, Connection: close), logged and counted like any other answer.
   std::string header_timeout_reply();

@@ -80,6 +80,8 @@ MmprojInfo read_mmproj_info(const std::string& path) {
     throw model_error("mmproj '" + path + "': image_min_pixels exceeds image_max_pixels");
   }
   if (u32(k, "clip.vision.projection_dim", v)) info.projection_dim = static_cast<int>(v);
+  if (u32(k, "clip.vision.embedding_length", v)) info.n_embd = static_cast<int>(v);
+  if (u32(k, "clip.vision.attention.head_count", v)) info.n_head = static_cast<int>(v);
   triple(k, "clip.vision.image_mean", info.image_mean, path);
   triple(k, "clip.vision.image_std", info.image_std, path);
   for (float s : info.image_std) {

@@ -19,6 +19,8 @@ struct MmprojInfo {
   std::array<float, 3> image_mean{0.5f, 0.5f, 0.5f};  ///< clip.vision.image_mean (0.5 if absent)
   std::array<float, 3> image_std{0.5f, 0.5f, 0.5f};   ///< clip.vision.image_std (0.5 if absent)
   int projection_dim = 0;                             ///< clip.vision.projection_dim
+  int n_embd = 0;  ///< clip.vision.embedding_length: the tower's width (0 if absent)
+  int n_head = 0;  ///< clip.vision.attention.head_count (0 if absent)
 
   /// True when mean and std are the reference processor's 0.5 / 0.5 on every channel.
   bool reference_normalization() const noexcept;

@@ -68,8 +68,38 @@ struct VisionTower::Impl {
   int n_embd = 0;
   bool input_seen = false;  ///< set by the eval callback while one encode() runs
 
+  std::string path;  ///< the mmproj file, for load()
+
   ~Impl() {
     if (ctx != nullptr) clip_free(ctx);
+  }
+
+  /// (Re)creates the clip context from `path` with `params`; throws model_error when it fails.
+  void load() {
+    if (ctx != nullptr) {
+      clip_free(ctx);
+      ctx = nullptr;
+    }
+    clip_context_params cp{};
+    cp.use_gpu = params.use_gpu;
+    cp.device = nullptr;
+    cp.flash_attn_type =
+        params.flash_attention ? CLIP_FLASH_ATTN_TYPE_ENABLED : CLIP_FLASH_ATTN_TYPE_DISABLED;
+    cp.image_min_tokens = 0;  // unused: clef never calls clip's own preprocessing
+    cp.image_max_tokens = 0;
+    cp.warmup = params.warmup;
+    cp.cb_eval = params.on_input ? &Impl::eval_callback : nullptr;
+    cp.cb_eval_user_data = this;
+    cp.no_alloc = false;
+    cp.progress_callback = nullptr;
+    cp.progress_callback_user_data = nullptr;
+    clip_init_result res = clip_init(path.c_str(), cp);
+    if (res.ctx_a != nullptr) clip_free(res.ctx_a);
+    if (res.ctx_gen_a != nullptr) clip_free(res.ctx_gen_a);
+    ctx = res.ctx_v;
+    if (ctx == nullptr) {
+      throw model_error("cannot load the vision tower of mmproj '" + path + "' (see log above)");
+    }
   }
 
   /// ggml_backend_sched eval callback: asks for the first node that reads inp_raw, then hands
@@ -93,6 +123,7 @@ VisionTower::VisionTower(const std::string& mmproj_path, int text_n_embd, TowerP
   ensure_clip_log(params.verbose);
   Impl& s = *impl_;
   s.params = std::move(params);
+  s.path = mmproj_path;
   s.info = read_mmproj_info(mmproj_path);
   if (s.info.reference_normalization() || s.params.use_file_normalization) {
     s.mean = s.info.image_mean;
@@ -109,27 +140,7 @@ VisionTower::VisionTower(const std::string& mmproj_path, int text_n_embd, TowerP
     }
   }
 
-  clip_context_params cp{};
-  cp.use_gpu = s.params.use_gpu;
-  cp.device = nullptr;
-  cp.flash_attn_type =
-      s.params.flash_attention ? CLIP_FLASH_ATTN_TYPE_ENABLED : CLIP_FLASH_ATTN_TYPE_DISABLED;
-  cp.image_min_tokens = 0;  // unused: clef never calls clip's own preprocessing
-  cp.image_max_tokens = 0;
-  cp.warmup = s.params.warmup;
-  cp.cb_eval = s.params.on_input ? &Impl::eval_callback : nullptr;
-  cp.cb_eval_user_data = &s;
-  cp.no_alloc = false;
-  cp.progress_callback = nullptr;
-  cp.progress_callback_user_data = nullptr;
-  clip_init_result res = clip_init(mmproj_path.c_str(), cp);
-  if (res.ctx_a != nullptr) clip_free(res.ctx_a);
-  if (res.ctx_gen_a != nullptr) clip_free(res.ctx_gen_a);
-  s.ctx = res.ctx_v;
-  if (s.ctx == nullptr) {
-    throw model_error("cannot load the vision tower of mmproj '" + mmproj_path +
-                      "' (see log above)");
-  }
+  s.load();
   s.n_embd = clip_n_mmproj_embd(s.ctx);
   // The check mtmd_init_from_file makes against the text model.
   if (s.n_embd != text_n_embd) {
@@ -147,6 +158,14 @@ const MmprojInfo& VisionTower::info() const noexcept {
 int VisionTower::n_embd() const noexcept {
   return impl_->n_embd;
 }
+void VisionTower::release_compute_memory() {
+  impl_->load();
+}
+
+bool VisionTower::flash_attention() const noexcept {
+  return impl_->params.flash_attention;
+}
+
 const std::array<float, 3>& VisionTower::mean() const noexcept {
   return impl_->mean;
 }

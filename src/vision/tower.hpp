@@ -57,6 +57,8 @@ class VisionTower {
   const ProcessorConfig& processor() const noexcept { return info().processor; }
   /// Width of one output row (== the backbone's n_embd).
   int n_embd() const noexcept;
+  /// Whether the encoder runs its attention with flash attention (TowerParams::flash_attention).
+  bool flash_attention() const noexcept;
   /// Mean / std the tower's input is normalized with (0.5 / 0.5 unless use_file_normalization).
   const std::array<float, 3>& mean() const noexcept;
   const std::array<float, 3>& std_dev() const noexcept;
@@ -71,6 +73,11 @@ class VisionTower {
   /// (H/f) * (W/f) rows of n_embd() floats, row-major, image tokens row by row. Throws clef::Error
   /// (invalid_request for bad sides, internal when the encoder fails).
   std::vector<float> encode(const RgbImage& resized);
+
+  /// Gives back the compute memory the largest image so far made ggml reserve (its scheduler
+  /// keeps buffers at their peak size): the clip context is created anew from the mmproj, which
+  /// costs about one model load. Throws model_error when the file cannot be loaded again.
+  void release_compute_memory();
 
  private:
   struct Impl;

@@ -80,9 +80,16 @@ TEST(InfoBodies, HealthStates) {
 }
 
 TEST(InfoBodies, ModelsList) {
-  EXPECT_EQ(models_body(ModelInfo{"clef-flash", 16384, 1.0}),
+  ModelInfo model{"clef-flash", 16384, 1.0, {}};
+  EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
+                                R"("owned_by":"clef","context_size":16384}]})");
+  // A decider that states its limits: they are listed (issue 13: the image caps a client meets).
+  model.limits = {16384, 64, 255, 4, 4096, 8192, std::uint64_t{6} << 30};
+  EXPECT_EQ(models_body(model),
             R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
-            R"("owned_by":"clef","context_size":16384}]})");
+            R"("owned_by":"clef","context_size":16384,"limits":{"max_questions":64,)"
+            R"("max_options":255,"max_images":4,"max_image_tokens":4096,)"
+            R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944}}]})");
 }
 
 TEST(RequestIds, UniqueAndClientIdsKeptWhenSane) {

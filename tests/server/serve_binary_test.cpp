@@ -13,6 +13,7 @@
 
 #include "child_process.hpp"
 #include "json/parse.hpp"
+#include "support/grey_png.hpp"
 #include "temp_dir.hpp"
 
 namespace clef::server {
@@ -219,8 +220,15 @@ TEST(ServeBinary, AliasRefuseTruncationAndValidationErrors) {
 
   auto models = client(server.port())->Get("/v1/models");
   ASSERT_TRUE(models);
-  EXPECT_EQ(models->body, R"({"object":"list","data":[{"id":"tiny-demo","object":"model",)"
-                          R"("owned_by":"clef","context_size":512}]})");
+  const std::string head = R"({"object":"list","data":[{"id":"tiny-demo","object":"model",)"
+                           R"("owned_by":"clef","context_size":512,"limits":{)";
+  EXPECT_EQ(models->body.rfind(head, 0), 0u) << models->body;
+  // The limits a client meets (issue 13); the vision memory default depends on the machine.
+  const json::Value limits = *json::parse(models->body).find("data")->items()[0].find("limits");
+  EXPECT_EQ(limits.find("max_images")->integer_digits(), "4");
+  EXPECT_EQ(limits.find("max_image_tokens")->integer_digits(), "4096");
+  EXPECT_EQ(limits.find("max_request_image_tokens")->integer_digits(), "8192");
+  EXPECT_GT(std::stoll(limits.find("max_vision_memory_bytes")->integer_digits()), 0);
 
   auto ok = post(server.port(), kCard);
   ASSERT_TRUE(ok);
@@ -374,7 +382,11 @@ TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
   ASSERT_TRUE(server.ready()) << server.log();
 
   std::string long_state;
-  for (int i = 0; long_state.size() < 5800; ++i) long_state += "w" + std::to_string(i % 10) + " ";
+  for (int i = 0; long_state.size() < 5800; ++i) {
+    long_state += 'w';
+    long_state += static_cast<char>('0' + i % 10);
+    long_state += ' ';
+  }
   const std::string long_request =
       R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
   auto long_answer =
@@ -403,6 +415,57 @@ TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
   ASSERT_EQ(answer->status, 200) << answer->body;
   const json::Value usage = *json::parse(answer->body).find("usage");
   EXPECT_GE(std::stoi(usage.find("input_tokens")->integer_digits()), 4000);
+}
+
+}  // namespace
+}  // namespace clef::server
+
+namespace clef::server {
+namespace {
+
+/// Issue 13, findings 1 and 2: a 15.6 KB grey 4000x4000 PNG fits the 16,384-token context
+/// (15,625 tokens) but made the vision tower ask ggml for 31.4 GB and the server segfault. It is
+/// refused with a 413 naming the image before any pixel is decoded (4,096 image tokens per image
+/// by default, and the tower's memory estimate), and the server answers normally right after.
+TEST(ServeBinary, ImageBombIsRefusedBeforeDecodingAndTheServerLivesOn) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  DemoServer server(tmp);
+  ASSERT_TRUE(server.ready()) << server.log();
+  const std::string bomb = test::grey_png(4000, 4000);
+  EXPECT_LT(bomb.size(), 40'000u);
+  const std::string card_body = kCard.substr(1);  // without its opening brace
+  const auto with_image = [&](const std::string& png) {
+    return R"({"images":["data:image/png;base64,)" + base64(png) + R"("],)" + card_body;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto refused = post(server.port(), with_image(bomb));
+  ASSERT_TRUE(refused) << server.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(refused->status, 413) << refused->body;
+  const json::Value error = *json::parse(refused->body).find("error");
+  EXPECT_EQ(error.find("code")->as_string(), "image_too_large");
+  EXPECT_EQ(error.find("param")->as_string(), "images.0");
+  EXPECT_NE(error.find("message")->as_string().find("15625 image tokens"), std::string::npos)
+      << refused->body;
+  // A tower memory budget smaller than the image's estimate is its own 413.
+  TempDir tmp2;
+  DemoServer tight(tmp2, {"--max-vision-memory", "1"});
+  ASSERT_TRUE(tight.ready()) << tight.log();
+  auto over_memory = post(tight.port(), with_image(test::grey_png(1024, 1024)));
+  ASSERT_TRUE(over_memory);
+  EXPECT_EQ(over_memory->status, 413) << over_memory->body;
+  EXPECT_NE(over_memory->body.find("--max-vision-memory"), std::string::npos) << over_memory->body;
+  // Both servers keep answering.
+  for (int port : {server.port(), tight.port()}) {
+    auto ok = post(port, kCard);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+  }
+  auto small = post(server.port(), with_image(test::grey_png(256, 256)));
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->status, 200) << small->body;
+  EXPECT_TRUE(server.process().running());
 }
 
 }  // namespace
