@@ -52,9 +52,9 @@ class CoreaiRecords : public ::testing::Test {
     if (vocab == nullptr || *vocab == '\0') return;
     fixture_ = std::make_unique<json::Value>(
         json::parse(test::read_text(std::string(CLEF_TEST_DATA) + "/oracle/coreai/fixture.json")));
+    // The file the variable names (the bundled test vocabulary has other ids).
     model_ = std::make_unique<record::VocabModel>(
-        record::VocabModel::load(std::string(CLEF_TEST_DATA) + "/vocab/ggml-vocab-qwen35.gguf",
-                                 record::PreTokenizer::qwen2));
+        record::VocabModel::load(vocab, record::PreTokenizer::qwen2));
   }
   static void TearDownTestSuite() {
     model_.reset();
