@@ -121,21 +121,30 @@ class ConnectionStream final : public httplib::Stream {
   std::size_t buffered() const { return buffer_.size() - begin_; }
   void set_deadline(std::optional<Clock::time_point> deadline) { deadline_ = deadline; }
 
-  /// Reads until the buffered request's header block is complete ("\r\n\r\n"), the buffer holds
-  /// `max_bytes` without one (httplib will refuse it), or the peer closes. False when the
-  /// deadline passed first.
-  bool fill_headers(std::size_t max_bytes) {
+  /// Reads until the buffered request's header block is complete ("\r\n\r\n") or the peer
+  /// closes or fails (httplib sees that): 0. Else the status to refuse it with: 408 when the
+  /// deadline passed first, 414 / 431 when the request line / the header block or a header line
+  /// is over the limits.
+  int fill_headers(const ConnectionLimits& limits) {
     while (true) {
-      std::string_view pending(buffer_.data() + begin_, buffered());
-      if (pending.find("\r\n\r\n") != std::string_view::npos || pending.size() >= max_bytes) {
-        return true;
+      const std::string_view pending(buffer_.data() + begin_, buffered());
+      const std::size_t line_end = pending.find("\r\n");
+      const std::size_t end = pending.find("\r\n\r\n");
+      if (std::min(line_end, pending.size()) > limits.max_request_line) return 414;
+      const std::string_view block = pending.substr(0, std::min(end, pending.size()));
+      for (std::size_t at = line_end; at != std::string_view::npos && at < block.size();) {
+        const std::size_t next = block.find("\r\n", at + 2);
+        if (std::min(next, block.size()) - (at + 2) > limits.max_header_line) return 431;
+        at = next;
       }
+      if (end != std::string_view::npos) return 0;
+      if (pending.size() >= limits.max_header_bytes) return 431;
       ssize_t n = fill();
       if (n == kWaitedInVain) {
-        if (timed_out()) return false;
-        continue;  // a read timeout before the deadline (or a wake-up a millisecond early)
+        if (timed_out()) return 408;
+        continue;  // a read timeout before the deadline
       }
-      if (n <= 0) return true;  // peer closed or a socket error: httplib sees it
+      if (n <= 0) return 0;  // peer closed or a socket error: httplib sees it
     }
   }
 
@@ -191,8 +200,9 @@ class ConnectionStream final : public httplib::Stream {
   int read_wait_ms() const {
     auto wait = std::chrono::milliseconds(limits_.read_timeout_s * 1000);
     if (deadline_) {
-      wait = std::min(
-          wait, std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_ - Clock::now()));
+      // Rounded up: a wait cut short by rounding would end a read before its deadline.
+      wait =
+          std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - Clock::now()));
     }
     return static_cast<int>(wait.count());
   }
@@ -223,8 +233,8 @@ void linger_close(int fd, std::chrono::milliseconds linger) {
 
 }  // namespace
 
-ConnectionServer::ConnectionServer(ConnectionLimits limits, HeaderTimeoutReply on_header_timeout)
-    : limits_(limits), on_header_timeout_(std::move(on_header_timeout)) {}
+ConnectionServer::ConnectionServer(ConnectionLimits limits, EarlyReply early_reply)
+    : limits_(limits), early_reply_(std::move(early_reply)) {}
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
   ConnectionStream stream(sock, limits_);
@@ -247,10 +257,11 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
 
     // The header deadline: the whole header block must be here before httplib parses it.
     stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.header_timeout_s));
-    if (!stream.fill_headers(limits_.max_header_bytes)) {
-      std::string reply = on_header_timeout_ ? on_header_timeout_() : std::string();
+    if (const int refused = stream.fill_headers(limits_); refused != 0) {
+      std::string reply = early_reply_ ? early_reply_(refused) : std::string();
       if (!reply.empty()) stream.write(reply.data(), reply.size());
       ok = false;
+      close_lingering = refused != 408;  // the rest of an oversized request is discarded
       break;
     }
     bool connection_closed = false;

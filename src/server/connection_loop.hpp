@@ -15,7 +15,10 @@
 //     requests already read; here one buffer lives as long as the connection;
 //   - a response that says "Connection: close" ends the connection even when its body was read
 //     (0.57.1 only stops when it drained an unread body): nothing after it is parsed;
-//   - a body deadline (body_timeout_s from the end of the headers).
+//   - a body deadline (body_timeout_s from the end of the headers);
+//   - header sizes answered with their own statuses: a request line over 32 KiB gets 414 (0.57.1
+//     closes without a word: its line reader gives up), a header block over max_header_bytes or a
+//     header line over 8 KiB gets 431 (0.57.1: 400).
 
 #include <httplib.h>
 
@@ -33,23 +36,27 @@ struct ConnectionLimits {
   int header_timeout_s = 10;     ///< first byte of a request -> its headers complete
   int body_timeout_s = 30;       ///< headers complete -> body read (reads fail afterwards)
   int max_requests = 1000;       ///< requests on one connection, then it closes
-  std::size_t max_header_bytes = 64 * 1024;  ///< past this, httplib parses (and refuses) it
+  std::size_t max_header_bytes = 64 * 1024;  ///< a longer header block gets 431
+  std::size_t max_request_line = 32 * 1024;  ///< a longer request line gets 414 (httplib's limit)
+  std::size_t max_header_line = 8 * 1024;    ///< a longer header line gets 431 (httplib's limit)
   std::chrono::milliseconds linger{1000};    ///< most time spent discarding a refused body
 };
 
 class ConnectionServer : public httplib::Server {
  public:
-  /// The complete HTTP response (status line, headers, body) sent when a request's headers miss
-  /// their deadline; the connection closes after it. Called on the connection's worker thread.
-  using HeaderTimeoutReply = std::function<std::string()>;
+  /// The complete HTTP response (status line, headers, body) for a request refused before httplib
+  /// parses it: 408 (headers missed their deadline), 414 (request line too long) or 431 (header
+  /// block or line too large); the connection closes after it. Called on the connection's worker
+  /// thread.
+  using EarlyReply = std::function<std::string(int status)>;
 
-  ConnectionServer(ConnectionLimits limits, HeaderTimeoutReply on_header_timeout);
+  ConnectionServer(ConnectionLimits limits, EarlyReply early_reply);
 
  private:
   bool process_and_close_socket(socket_t sock) override;
 
   ConnectionLimits limits_;
-  HeaderTimeoutReply on_header_timeout_;
+  EarlyReply early_reply_;
 };
 
 }  // namespace clef::server

@@ -28,8 +28,9 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
         ErrorKind::payload_too_large, "request_too_large",
         "request body is over the limit of " + std::to_string(config_.max_body_bytes) + " bytes")));
   } else if (std::chrono::steady_clock::now() - state.start >=
-             std::chrono::seconds(config_.body_timeout_s)) {
-    res = answer(ErrorReply::for_status(408));  // the body deadline passed
+             std::chrono::seconds(config_.body_timeout_s) - std::chrono::milliseconds(50)) {
+    // The body deadline passed (it runs from the end of the headers, a moment before `start`).
+    res = answer(ErrorReply::for_status(408));
   } else {
     res = answer(ErrorReply::from(
         invalid_request("the request body could not be read (connection closed or timed out)")));

@@ -36,9 +36,24 @@ ErrorReply ErrorReply::from(const Error& error) {
   return reply;
 }
 
+namespace {
+
+/// `text` with every byte outside printable ASCII as '?': a request's method and path are
+/// client bytes, and the answer must stay valid UTF-8 JSON (a path of %ff%fe decodes to bytes
+/// that are not UTF-8).
+std::string printable(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  return out;
+}
+
+}  // namespace
+
 ErrorReply ErrorReply::not_found(const std::string& method, const std::string& path) {
   return {404, "not_found_error", "not_found",
-          "no endpoint serves " + method + " " + path +
+          "no endpoint serves " + printable(method) + " " + printable(path) +
               " (endpoints: POST /v1/systemone, POST /v1/decisions, GET /v1/models, GET /health, "
               "GET /metrics)",
           ""};
@@ -47,7 +62,7 @@ ErrorReply ErrorReply::not_found(const std::string& method, const std::string& p
 ErrorReply ErrorReply::method_not_allowed(const std::string& method, const std::string& path,
                                           const std::string& allowed) {
   return {405, "invalid_request_error", "method_not_allowed",
-          path + " does not accept " + method + "; use " + allowed, ""};
+          printable(path) + " does not accept " + printable(method) + "; use " + allowed, ""};
 }
 
 ErrorReply ErrorReply::for_status(int status) {
@@ -64,6 +79,9 @@ ErrorReply ErrorReply::for_status(int status) {
               "request body is larger than the server accepts", ""};
     case 414:
       return {414, "invalid_request_error", "uri_too_long", "request URI is too long", ""};
+    case 431:
+      return {431, "invalid_request_error", "headers_too_large",
+              "the request's header fields are too large", ""};
     case 416:
       return {416, "invalid_request_error", "range_not_satisfiable", "range not satisfiable", ""};
     default:

@@ -15,7 +15,7 @@ namespace clef::server {
 /// The httplib server and the bookkeeping that makes stop() race-free with serve().
 struct HttpServer::Listener {
   explicit Listener(ServerCore& core)
-      : http(limits_of(core.config()), [&core] { return core.header_timeout_reply(); }) {}
+      : http(limits_of(core.config()), [&core](int status) { return core.early_reply(status); }) {}
   static ConnectionLimits limits_of(const ServerConfig& config) {
     ConnectionLimits limits;
     limits.read_timeout_s = config.read_timeout_s;

@@ -15,6 +15,20 @@ bool has_unread_body(const HttpRequest& req) {
   return !length || *length > 0;
 }
 
+/// The reason phrase of the statuses early_reply() sends.
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 408:
+      return "Request Timeout";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
+    default:
+      return "Bad Request";
+  }
+}
+
 }  // namespace
 
 ServerCore::ServerCore(ServerConfig config, DecisionQueue::Factory factory,
@@ -51,8 +65,13 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req,
   // Framing first, for every path: a request whose body length is unclear is refused and its
   // connection closed, so nothing after it is taken for a request.
   const std::vector<std::string> lengths = req.header_values("Content-Length");
-  if (std::string problem = framing_problem(lengths, req.header("Transfer-Encoding"));
-      !problem.empty()) {
+  // Several Transfer-Encoding lines are one comma-separated list (RFC 9110 section 5.3):
+  // "chunked" twice, or "chunked" then "identity", is not plain chunked.
+  std::string codings;
+  for (const std::string& value : req.header_values("Transfer-Encoding")) {
+    codings += (codings.empty() ? "" : ", ") + value;
+  }
+  if (std::string problem = framing_problem(lengths, codings); !problem.empty()) {
     HttpResponse res = answer(ErrorReply::from(invalid_request(problem)));
     res.set_header("Connection", "close");
     return res;
@@ -190,12 +209,13 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
   log_.access(record);
 }
 
-std::string ServerCore::header_timeout_reply() {
+std::string ServerCore::early_reply(int status) {
   RequestState state;
   state.id = ids_.next();
-  const std::string body = ErrorReply::for_status(408).body();
-  finish("-", "-", state, 408);  // the request line may not even have arrived
-  std::string reply = "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n";
+  const std::string body = ErrorReply::for_status(status).body();
+  finish("-", "-", state, status);  // the request line may not even have arrived whole
+  std::string reply = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status);
+  reply.append("\r\nContent-Type: application/json\r\n");
   reply.append("Content-Length: ").append(std::to_string(body.size()));
   reply.append("\r\nConnection: close\r\nX-Request-Id: ").append(state.id);
   reply.append("\r\n\r\n").append(body);

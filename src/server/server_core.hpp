@@ -47,9 +47,10 @@ class ServerCore {
   /// Logs and counts an answered request: `status` as sent.
   void finish(std::string_view method, std::string_view path, const RequestState& state,
               int status);
-  /// The whole raw HTTP answer to a request whose headers missed their deadline (408, JSON
-  /// body, Connection: close), logged and counted like any other answer.
-  std::string header_timeout_reply();
+  /// The whole raw HTTP answer to a request refused before it was parsed (408: its headers
+  /// missed their deadline; 414: request line too long; 431: headers too large), with the JSON
+  /// error body and Connection: close, logged and counted like any other answer.
+  std::string early_reply(int status);
 
   /// New requests get 503 from now on; /health says draining.
   void begin_draining() { draining_.store(true); }

@@ -235,6 +235,102 @@ TEST(ServerConnection, FramingAndEncodingProblemsAreRefusedAtOnce) {
   EXPECT_EQ(f.control->started.load(), warmup + 1);  // only the utf-8 request was decided
 }
 
+/// Break-test findings on cpp-httplib 0.57.1 (issue 13, item 4): each oversized or doubled header
+/// gets its own clear status with a JSON body and a request id, and the server answers right after.
+TEST(ServerConnection, OversizedAndDoubledHeadersGetTheirOwnStatuses) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  int warmup = f.control->started.load();
+  struct Case {
+    std::string name, request, status, code;
+  };
+  const std::string health = "GET /health HTTP/1.1\r\nHost: x\r\n";
+  const std::vector<Case> cases = {
+      // 0.57.1 closed without a word on a request line past its 32 KiB line reader.
+      {"40 KB request line", "GET /" + std::string(40000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n",
+       "414", "uri_too_long"},
+      {"request line without its end", "GET /" + std::string(40000, 'a'), "414", "uri_too_long"},
+      {"1 MB header", health + "X-Big: " + std::string(1 << 20, 'a') + "\r\n\r\n", "431",
+       "headers_too_large"},
+      {"10 KB header line", health + "X-Big: " + std::string(10000, 'a') + "\r\n\r\n", "431",
+       "headers_too_large"},
+      {"200 KB of short headers",
+       health +
+           [] {
+             std::string h;
+             for (int i = 0; i < 20000; ++i) h += "X-" + std::to_string(i) + ": v\r\n";
+             return h;
+           }() +
+           "\r\n",
+       "431", "headers_too_large"},
+      // Two Transfer-Encoding lines are one list, "chunked, identity": not plain chunked.
+      {"chunked then identity",
+       "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+       "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n" +
+           hidden_request(),
+       "400", "invalid_request"},
+      {"chunked twice",
+       "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+       "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" +
+           hidden_request(),
+       "400", "invalid_request"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RawSocket s(f.port);
+    auto t0 = std::chrono::steady_clock::now();
+    s.send_all(c.request);
+    std::string answer = s.read_until("}}", 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 " + c.status, 0), 0u) << answer.substr(0, 300);
+    EXPECT_NE(answer.find("\"code\":\"" + c.code + "\""), std::string::npos)
+        << answer.substr(0, 300);
+    EXPECT_NE(first_head(answer).find("X-Request-Id: "), std::string::npos)
+        << answer.substr(0, 300);
+    EXPECT_EQ(answer.find("SMUGGLED"), std::string::npos);
+    auto ok = f.client()->Get("/health");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+  }
+  // A path that decodes to bytes that are not UTF-8: the 404's JSON stays ASCII.
+  RawSocket s(f.port);
+  s.send_all("GET /x%ff%fe HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string answer = s.read_until("}}", 5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 404", 0), 0u) << answer;
+  for (unsigned char c : answer) EXPECT_LT(c, 0x80) << answer;
+  f.stop();
+  EXPECT_EQ(f.control->started.load(), warmup);  // nothing was decided
+}
+
+/// A body still arriving at the body deadline gets 408, also when the deadline falls between two
+/// of its bytes (a wait rounded down once ended the read early: 400 for 3 of 8 slow clients).
+TEST(ServerConnection, SlowBodyAtTheDeadlineGets408) {
+  ServerConfig config = test_config();
+  config.body_timeout_s = 1;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  std::vector<std::thread> clients;
+  std::vector<std::string> answers(4);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    clients.emplace_back([&, i] {
+      RawSocket s(f.port);
+      s.send_all(
+          "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          "Content-Length: " +
+          std::to_string(kInner.size()) + "\r\n\r\n");
+      for (std::size_t k = 0; k + 1 < kInner.size() && k < 40; ++k) {
+        if (!s.send_all(kInner.substr(k, 1))) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(37 + 3 * static_cast<int>(i)));
+      }
+      answers[i] = s.read_until("}}", 3s);
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (const std::string& answer : answers) {
+    EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  }
+}
+
 TEST(ServerConnection, DecisionWhoseClientLeftIsCancelledAndTheNextOneRuns) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());
