@@ -13,14 +13,17 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
   bool too_large = false;
   // The body deadline is the connection's (ConnectionLimits::body_timeout_s): a read past it
   // fails, like a read from a client that went away.
-  bool complete = req.read_body && req.read_body([&](const char* data, std::size_t size) {
-    if (body.size() + size > config_.max_body_bytes) {
-      too_large = true;
-      return false;
-    }
-    body.append(data, size);
-    return true;
-  });
+  const BodyRead read = !req.read_body ? BodyRead::incomplete
+                                       : req.read_body([&](const char* data, std::size_t size) {
+                                           if (body.size() + size > config_.max_body_bytes) {
+                                             too_large = true;
+                                             return false;
+                                           }
+                                           body.append(data, size);
+                                           return true;
+                                         });
+  if (read == BodyRead::too_large) too_large = true;
+  const bool complete = read == BodyRead::complete;
   if (complete && !too_large) return std::nullopt;
   HttpResponse res;
   if (too_large) {

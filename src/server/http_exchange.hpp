@@ -29,15 +29,22 @@ struct RequestState {
   double decision_ms = -1;                ///< runtime thread time
 };
 
+/// How reading a request body ended.
+enum class BodyRead {
+  complete,    ///< every byte arrived
+  too_large,   ///< the HTTP layer refused it for its size (e.g. a chunk declared too large)
+  incomplete,  ///< stopped by the sink, the peer gone, or a timeout
+};
+
 /// clef's read-only view of a request.
 struct HttpRequest {
   std::string method;
   std::string path;
   /// Header name (any case) and value pairs as received, repeated names kept.
   std::vector<std::pair<std::string, std::string>> headers;
-  /// Reads the body in pieces, giving each to `sink` (return false to stop); false when the body
-  /// could not be read whole (stopped, peer gone, timeout). Empty for requests without a body.
-  std::function<bool(const std::function<bool(const char*, std::size_t)>& sink)> read_body;
+  /// Reads the body in pieces, giving each to `sink` (return false to stop). Empty for requests
+  /// without a body.
+  std::function<BodyRead(const std::function<bool(const char*, std::size_t)>& sink)> read_body;
   /// True once the client's connection is closed (asks the socket; cheap, non-blocking).
   std::function<bool()> connection_closed;
 

@@ -130,8 +130,13 @@ void install_routes(httplib::Server& http, ServerCore& core) {
 
   auto decide = [&core](const Request& req, Response& res, const ContentReader& reader) {
     HttpRequest view = view_of(req);
-    view.read_body = [&reader](const std::function<bool(const char*, std::size_t)>& sink) {
-      return reader([&sink](const char* data, std::size_t size) { return sink(data, size); });
+    view.read_body = [&reader, &res](const std::function<bool(const char*, std::size_t)>& sink) {
+      if (reader([&sink](const char* data, std::size_t size) { return sink(data, size); })) {
+        return BodyRead::complete;
+      }
+      // httplib marks a body it refused for its size (over set_payload_max_length, or a chunk
+      // declared larger: cmake/patches) with 413 on the response.
+      return res.status == 413 ? BodyRead::too_large : BodyRead::incomplete;
     };
     RequestState& state = state_of(core, req, res);
     apply(core.handle_decision(view, state), state, res);
