@@ -24,6 +24,7 @@ for name in "${targets[@]}"; do
   args=(-runs="$runs" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
         -print_final_stats=1 -artifact_prefix="$work/$name-")
   [[ "$name" == json_parse* || "$name" == request* ]] && args+=(-dict="$src/fuzz/json.dict")
+  [[ "$name" == server_http* ]] && args+=(-dict="$src/fuzz/http.dict")
   start=$(date +%s)
   result=clean
   "$work/$name" "${args[@]}" "$work/corpus_$name" >"$work/$name.long.log" 2>&1 || result=FINDING

@@ -26,7 +26,8 @@ fi
 
 mkdir -p "$work"
 flags=(-std=c++20 -g -O1 -Wall -Wextra -I"$src/src" -I"$src/tests" -fno-sanitize-recover=undefined
-       -isystem "$src/third_party/llama.cpp/ggml/include")
+       -isystem "$src/third_party/llama.cpp/ggml/include" -isystem "$src/third_party/llama.cpp/include"
+       -isystem "$src/third_party/llama.cpp/vendor/cpp-httplib" -DCPPHTTPLIB_LISTEN_BACKLOG=4096)
 
 # libFuzzer present? (clang without compiler-rt's fuzzer runtime fails to link this)
 probe_src="$work/probe.cpp"
@@ -44,6 +45,10 @@ request_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/record
                  "$src"/src/record/nfc.cpp)
 image_sources=("$src"/src/vision/{decode,decode_png,decode_jpeg,decode_webp,exif,probe,data_uri,base64}.cpp)
 processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patches}.cpp)
+# The server over the vendored cpp-httplib (compiled without OpenSSL: the server needs none).
+server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp
+                "$src"/src/runtime/{cancellation,prepared_request}.cpp
+                "$src/third_party/llama.cpp/vendor/cpp-httplib/httplib.cpp")
 # Targets whose code instantiates Debian's RapidJSON 1.1.0 skip UBSan's pointer-overflow check:
 # its internal::Stack adds to a null pointer on the first push of every parse (stack.h:117,
 # "applying non-zero offset to null pointer"; fixed upstream after 1.1.0), which is not clef's.
@@ -56,12 +61,14 @@ sources_of() {  # target name -> its sources and libraries (one line each: "sour
     vision_processor_*) echo "${processor_sources[*]}"; echo "" ;;
     head_*) echo "$src/src/head/safetensors.cpp $src/src/head/head_config.cpp $src/src/util/file_reader.cpp $src/src/util/mapped_file.cpp"; echo "" ;;
     gguf_*) echo "$src/src/gguf/header_scan.cpp"; echo "" ;;
+    server_*) echo "${server_sources[*]}"; echo "-lpthread" ;;
     *) echo "no source list for fuzz target $1" >&2; return 1 ;;
   esac
 }
 extra_flags_of() {  # target name -> extra compiler flags
   case "$1" in
     head_*) echo "${no_pointer_overflow[*]}" ;;
+    server_*) echo "-w" ;;  # cpp-httplib's own warnings are not clef's
     *) echo "" ;;
   esac
 }
@@ -101,6 +108,7 @@ for target_src in "$src"/fuzz/*_fuzzer.cpp; do
   args=(-max_total_time="$seconds" -error_exitcode=1 -timeout=10 -rss_limit_mb=2048
         -print_final_stats=1 -artifact_prefix="$work/$name-")
   [[ "$name" == json_parse* || "$name" == request* ]] && args+=(-dict="$src/fuzz/json.dict")
+  [[ "$name" == server_http* ]] && args+=(-dict="$src/fuzz/http.dict")
   echo "== running $name for ${seconds}s"
   if ! "$exe" "${args[@]}" "$corpus" >"$work/$name.log" 2>&1; then
     echo "FAIL: $name found a problem; reproducer in $work/$name-*; log $work/$name.log" >&2
