@@ -25,8 +25,7 @@
 #include <string>
 #include <thread>
 
-#include "server/fake_decider.hpp"
-#include "server/http_server.hpp"
+#include "server/server_fixture.hpp"
 
 namespace {
 
@@ -38,7 +37,10 @@ class NullBuffer : public std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-/// The one server all inputs go to.
+/// The one server all inputs go to. It lives until the process ends and is never destroyed:
+/// libFuzzer ends with exit(), which destroys the statics the server made lazily while serving
+/// (they were constructed after it, so they go first) before any destructor of ours could stop
+/// it - stopping it then touched destroyed objects (UBSan reported it). The OS reclaims it.
 struct Served {
   NullBuffer null_buffer;
   std::ostream log{&null_buffer};
@@ -46,15 +48,10 @@ struct Served {
   std::thread thread;
   int port = 0;
   std::string valid_answer;
-
-  ~Served() {
-    if (server) server->shutdown();
-    if (thread.joinable()) thread.join();
-  }
 };
 
 Served& served() {
-  static Served s;
+  static Served& s = *new Served;  // never destroyed, see above
   return s;
 }
 
@@ -143,21 +140,16 @@ std::string body_of(const std::string& answer) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   Served& s = served();
-  clef::server::ServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
-  config.max_body_bytes = 1 << 16;
+  clef::server::ServerConfig config = clef::server::testing::test_config();  // small limits
   config.http_threads = 4;
-  config.read_timeout_s = 1;
-  config.write_timeout_s = 1;
   config.header_timeout_s = 2;
   config.body_timeout_s = 2;
-  config.keep_alive_timeout_s = 1;
   auto control = std::make_shared<clef::server::testing::FakeControl>();
   s.server = std::make_unique<clef::server::HttpServer>(
       config, clef::server::testing::fake_factory(control), s.log);
   s.port = s.server->bind();
   s.thread = std::thread([&s] { s.server->serve(); });
+  s.thread.detach();  // runs until the process ends
   if (!s.server->wait_until_ready(std::chrono::seconds(30))) std::abort();
   s.valid_answer = body_of(exchange(s.port, valid_request(), false));
   if (s.valid_answer.empty()) std::abort();

@@ -121,6 +121,7 @@ class Engine final : public Decider {
       if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
       if (cancelled())
         throw DecisionCancelled("the decision was cancelled before the vision tower");
+      note_vision_memory(prepared.images);  // before: a cancelled decision leaves them at peak too
       const auto tv = Clock::now();
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
         rows[i] = tower_->encode(prepared.images[i].image);
@@ -146,7 +147,6 @@ class Engine final : public Decider {
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens());
     out.body = decision::response_body(out.response);
     out.timings.total_ms = prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0);
-    note_vision_memory(prepared.images);
     return out;
   }
 
@@ -233,13 +233,13 @@ class Engine final : public Decider {
                 " x " + std::to_string(g.merged_w) + " = " + std::to_string(g.n_image_tokens()) +
                 " tokens";
     }
+    check_image_costs(images, detail);  // first: it names the image at fault
     if (total > static_cast<std::size_t>(backbone_.context_size())) {
       throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
                   "the images need " + std::to_string(total) + " tokens (" + detail +
                       ") but the context size is " + std::to_string(backbone_.context_size()),
                   "images");
     }
-    check_image_costs(images, detail);
   }
 
   /// The server's own bounds on one request's image work (EngineConfig::max_image_tokens,

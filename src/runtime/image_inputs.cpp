@@ -35,6 +35,17 @@ std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
     r.param = "images." + std::to_string(i);
     r.bytes = vision::load_request_bytes(sources[i], policy, r.param);
     if (const auto size = vision::probe_stored_size(r.bytes)) {
+      // The decoder's pixel limit, from the header: an image too large to decode is refused
+      // before its budget is weighed (its resized size would hide how large it is).
+      const std::uint64_t pixels =
+          static_cast<std::uint64_t>(size->width) * static_cast<std::uint64_t>(size->height);
+      if (pixels > policy.limits.max_pixels) {
+        throw Error(ErrorKind::payload_too_large, "image_too_large",
+                    r.param + " is " + std::to_string(size->width) + "x" +
+                        std::to_string(size->height) + " px; this server decodes at most " +
+                        std::to_string(policy.limits.max_pixels) + " pixels per image",
+                    r.param);
+      }
       set_grid(r, size->height, size->width, processor);
     } else {
       decode_pixels(r, policy, processor);

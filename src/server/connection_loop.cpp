@@ -132,9 +132,11 @@ class ConnectionStream final : public httplib::Stream {
       const std::size_t end = pending.find("\r\n\r\n");
       if (std::min(line_end, pending.size()) > limits.max_request_line) return 414;
       const std::string_view block = pending.substr(0, std::min(end, pending.size()));
+      std::size_t fields = 0;
       for (std::size_t at = line_end; at != std::string_view::npos && at < block.size();) {
         const std::size_t next = block.find("\r\n", at + 2);
         if (std::min(next, block.size()) - (at + 2) > limits.max_header_line) return 431;
+        if (++fields > limits.max_header_count) return 431;
         at = next;
       }
       if (end != std::string_view::npos) return 0;

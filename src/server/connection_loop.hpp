@@ -17,8 +17,9 @@
 //     (0.57.1 only stops when it drained an unread body): nothing after it is parsed;
 //   - a body deadline (body_timeout_s from the end of the headers);
 //   - header sizes answered with their own statuses: a request line over 32 KiB gets 414 (0.57.1
-//     closes without a word: its line reader gives up), a header block over max_header_bytes or a
-//     header line over 8 KiB gets 431 (0.57.1: 400).
+//     closes without a word: its line reader gives up; a target over 8 KiB gets its own 414), a
+//     header block over max_header_bytes, a header line over 8 KiB or more than 100 header fields
+//     get 431 (0.57.1: 400).
 
 #include <httplib.h>
 
@@ -38,8 +39,10 @@ struct ConnectionLimits {
   int max_requests = 1000;       ///< requests on one connection, then it closes
   std::size_t max_header_bytes = 64 * 1024;  ///< a longer header block gets 431
   std::size_t max_request_line = 32 * 1024;  ///< a longer request line gets 414 (httplib's limit)
-  std::size_t max_header_line = 8 * 1024;    ///< a longer header line gets 431 (httplib's limit)
-  std::chrono::milliseconds linger{1000};    ///< most time spent discarding a refused body
+  /// A longer header line gets 431 (httplib refuses lines of 8,191 bytes and more with a 400).
+  std::size_t max_header_line = 8 * 1024 - 2;
+  std::size_t max_header_count = 100;      ///< more header fields get 431 (httplib's limit: a 400)
+  std::chrono::milliseconds linger{1000};  ///< most time spent discarding a refused body
 };
 
 class ConnectionServer : public httplib::Server {

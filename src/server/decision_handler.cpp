@@ -36,7 +36,8 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
     res = answer(ErrorReply::for_status(408));
   } else {
     res = answer(ErrorReply::from(
-        invalid_request("the request body could not be read (connection closed or timed out)")));
+        invalid_request("the request body could not be read (malformed chunked framing, the "
+                        "connection closed, or a read timed out)")));
   }
   res.set_header("Connection", "close");
   return res;

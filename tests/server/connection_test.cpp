@@ -255,6 +255,15 @@ TEST(ServerConnection, OversizedAndDoubledHeadersGetTheirOwnStatuses) {
        "headers_too_large"},
       {"10 KB header line", health + "X-Big: " + std::string(10000, 'a') + "\r\n\r\n", "431",
        "headers_too_large"},
+      {"101 header fields",
+       health +
+           [] {
+             std::string h;
+             for (int i = 0; i < 100; ++i) h += "X-" + std::to_string(i) + ": v\r\n";
+             return h;
+           }() +
+           "\r\n",
+       "431", "headers_too_large"},
       {"200 KB of short headers",
        health +
            [] {

@@ -448,6 +448,16 @@ TEST(ServeBinary, ImageBombIsRefusedBeforeDecodingAndTheServerLivesOn) {
   EXPECT_EQ(error.find("param")->as_string(), "images.0");
   EXPECT_NE(error.find("message")->as_string().find("15625 image tokens"), std::string::npos)
       << refused->body;
+  // Larger images are named as the image at fault too, not as a context overflow: over the
+  // decoder's 64 Mpx from the header alone, or over the per-image tokens after resizing.
+  for (std::uint32_t side : {8192u, 6000u}) {
+    auto big = post(server.port(), with_image(test::grey_png(side, side)));
+    ASSERT_TRUE(big);
+    EXPECT_EQ(big->status, 413) << big->body;
+    const json::Value e = *json::parse(big->body).find("error");
+    EXPECT_EQ(e.find("code")->as_string(), "image_too_large") << big->body;
+    EXPECT_EQ(e.find("param")->as_string(), "images.0") << big->body;
+  }
   // A tower memory budget smaller than the image's estimate is its own 413.
   TempDir tmp2;
   DemoServer tight(tmp2, {"--max-vision-memory", "1"});

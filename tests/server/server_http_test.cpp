@@ -269,37 +269,47 @@ TEST(ServerHttp, NonJsonContentTypeIs415) {
             200);
 }
 
-/// The two requests that fill a server with queue_size 1: one held at the fake's gate on the
-/// runtime thread, one waiting in the queue.
+/// A server with queue_size 1 (busy status `overload_status`) and the two requests that fill it:
+/// one held at the fake's gate on the runtime thread, one waiting in the queue.
 struct FullQueue {
+  static ServerConfig one_slot(int overload_status) {
+    ServerConfig config = test_config();
+    config.queue_size = 1;
+    config.overload_status = overload_status;
+    return config;
+  }
+  explicit FullQueue(int overload_status = 429) : f(one_slot(overload_status)) {}
+
+  /// Closes the gate and sends both; false when the queue did not fill.
+  bool fill() {
+    if (!f.wait_ready()) return false;
+    f.control->close_gate();
+    running = std::async(std::launch::async, [this] { return post(f, kCard); });
+    if (!f.control->wait_started(2)) return false;  // warm-up + the running one
+    waiting = std::async(std::launch::async, [this] { return post(f, kCard); });
+    return wait_metric(f, "clef_queue_depth", 1);
+  }
+  /// Opens the gate: both are answered 200.
+  void release() {
+    f.control->open_gate();
+    EXPECT_EQ(running.get()->status, 200);
+    EXPECT_EQ(waiting.get()->status, 200);
+  }
+
+  ServerFixture f;
   std::future<httplib::Result> running;
   std::future<httplib::Result> waiting;
 };
 
-/// Closes the gate and sends both; false when the queue did not fill.
-bool fill_queue(ServerFixture& f, FullQueue& q) {
-  f.control->close_gate();
-  q.running = std::async(std::launch::async, [&f] { return post(f, kCard); });
-  if (!f.control->wait_started(2)) return false;  // warm-up + the running one
-  q.waiting = std::async(std::launch::async, [&f] { return post(f, kCard); });
-  return wait_metric(f, "clef_queue_depth", 1);
-}
-
 TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
-  ServerConfig config = test_config();
-  config.queue_size = 1;
-  ServerFixture f(config);
-  ASSERT_TRUE(f.wait_ready());
   FullQueue q;
-  ASSERT_TRUE(fill_queue(f, q));
-  auto& [running, waiting] = q;
+  ASSERT_TRUE(q.fill());
+  ServerFixture& f = q.f;
   EXPECT_EQ(metric_value(metrics_text(f), "clef_decisions_in_flight"), 1);
   auto refused = post(f, kCard);
   expect_error(refused, 429, "queue_full");
   EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
-  f.control->open_gate();
-  EXPECT_EQ(running.get()->status, 200);
-  EXPECT_EQ(waiting.get()->status, 200);
+  q.release();
   EXPECT_EQ(metric_value(metrics_text(f),
                          R"(clef_http_requests_total{endpoint="/v1/decisions",status="429"})"),
             1);
@@ -308,13 +318,9 @@ TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
 /// Requests are validated before they queue: with the runtime thread busy and the queue full, a
 /// malformed request still gets its 400 naming the field (not a 429), at once.
 TEST(ServerHttp, MalformedRequestsAreRefusedBeforeTheQueue) {
-  ServerConfig config = test_config();
-  config.queue_size = 1;
-  ServerFixture f(config);
-  ASSERT_TRUE(f.wait_ready());
   FullQueue q;
-  ASSERT_TRUE(fill_queue(f, q));
-  auto& [running, waiting] = q;
+  ASSERT_TRUE(q.fill());
+  ServerFixture& f = q.f;
   const auto t0 = std::chrono::steady_clock::now();
   auto junk = post(f, R"({"state":"x","questions":{"q":{"type":"noul","criteria":7}}})");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
@@ -322,26 +328,16 @@ TEST(ServerHttp, MalformedRequestsAreRefusedBeforeTheQueue) {
   expect_error(post(f, R"({"state":"x","questions":{"q":{"type":"noul"}},"model":3})"), 400,
                "invalid_request", "model");
   expect_error(post(f, kCard), 429, "queue_full");  // a valid one finds the queue full
-  f.control->open_gate();
-  EXPECT_EQ(running.get()->status, 200);
-  EXPECT_EQ(waiting.get()->status, 200);
+  q.release();
 }
 
 TEST(ServerHttp, FullQueueCanAnswer503) {
-  ServerConfig config = test_config();
-  config.queue_size = 1;
-  config.overload_status = 503;
-  ServerFixture f(config);
-  ASSERT_TRUE(f.wait_ready());
-  FullQueue q;
-  ASSERT_TRUE(fill_queue(f, q));
-  auto& [running, waiting] = q;
-  auto refused = post(f, kCard);
+  FullQueue q(503);
+  ASSERT_TRUE(q.fill());
+  auto refused = post(q.f, kCard);
   expect_error(refused, 503, "queue_full");
   EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
-  f.control->open_gate();
-  EXPECT_EQ(running.get()->status, 200);
-  EXPECT_EQ(waiting.get()->status, 200);
+  q.release();
 }
 
 TEST(ServerHttp, InternalFaultIs500AndLoggedWithTheRequestId) {
