@@ -104,8 +104,8 @@ class Engine final : public Decider {
     return out;
   }
 
-  /// Checks `prepared.cancellation` before the vision tower, and through the backbone between
-  /// and during prefill chunks (Backbone::hidden_states).
+  /// Checks `prepared.cancellation` before the vision tower and between its images, and through
+  /// the backbone between and during prefill chunks (Backbone::hidden_states).
   Decision decide(const PreparedRequest& prepared) override {
     const auto t0 = Clock::now();
     const record::Record& rec = prepared.record;
@@ -124,6 +124,11 @@ class Engine final : public Decider {
       note_vision_memory(prepared.images);  // before: a cancelled decision leaves them at peak too
       const auto tv = Clock::now();
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
+        // One encode cannot be interrupted (clip has no abort hook); between images it can.
+        if (i > 0 && cancelled()) {
+          throw DecisionCancelled("the decision was cancelled after " + std::to_string(i) +
+                                  " of its images");
+        }
         rows[i] = tower_->encode(prepared.images[i].image);
         spans.push_back({static_cast<int>(rec.images[i].first_token),
                          static_cast<int>(rec.images[i].n_tokens), rows[i]});
