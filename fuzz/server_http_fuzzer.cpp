@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <ostream>
 #include <streambuf>
@@ -70,9 +72,14 @@ std::string exchange(int port, const std::string& bytes, bool half_close) {
   // many client ports in TIME_WAIT and run out of them (connect() fails: EADDRNOTAVAIL).
   const linger reset{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  // The kernel may briefly refuse a new loopback connection at this rate (no free port, a full
+  // accept queue): retried for up to 5 s; longer means the server is gone.
   int tries = 0;
   while (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != EADDRNOTAVAIL || ++tries > 100) std::abort();  // the server is gone
+    if (++tries > 500) {
+      std::fprintf(stderr, "connect to the server failed: %s\n", std::strerror(errno));
+      std::abort();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::size_t sent = 0;
