@@ -3,7 +3,6 @@
 #include <malloc.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -119,16 +118,14 @@ class Engine final : public Decider {
     std::vector<backbone::EmbeddingSpan> spans;
     if (!prepared.images.empty()) {
       if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
-      if (cancelled())
-        throw DecisionCancelled("the decision was cancelled before the vision tower");
-      note_vision_memory(prepared.images);  // before: a cancelled decision leaves them at peak too
       const auto tv = Clock::now();
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
-        // One encode cannot be interrupted (clip has no abort hook); between images it can.
-        if (i > 0 && cancelled()) {
-          throw DecisionCancelled("the decision was cancelled after " + std::to_string(i) +
-                                  " of its images");
+        // One encode cannot be interrupted (clip has no abort hook); before each image it can.
+        if (cancelled()) {
+          throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
+                                  std::to_string(i));
         }
+        note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak too
         rows[i] = tower_->encode(prepared.images[i].image);
         spans.push_back({static_cast<int>(rec.images[i].first_token),
                          static_cast<int>(rec.images[i].n_tokens), rows[i]});
@@ -285,14 +282,12 @@ class Engine final : public Decider {
     }
   }
 
-  /// Remembers an image whose tower work took more than kVisionKeepBytes: idle() gives that
+  /// Remembers an image whose tower work takes more than kVisionKeepBytes: idle() gives that
   /// memory back.
-  void note_vision_memory(const std::vector<RequestImage>& images) {
-    for (const RequestImage& image : images) {
-      if (vision::tower_compute_bytes(image.grid, tower_->info(), tower_->flash_attention()) >
-          kVisionKeepBytes) {
-        release_pending_ = true;
-      }
+  void note_vision_memory(const RequestImage& image) {
+    if (vision::tower_compute_bytes(image.grid, tower_->info(), tower_->flash_attention()) >
+        kVisionKeepBytes) {
+      release_pending_ = true;
     }
   }
   static constexpr std::uint64_t kVisionKeepBytes = std::uint64_t{256} << 20;

@@ -11,17 +11,25 @@ namespace clef::runtime {
 
 namespace {
 
+/// Runs `step`; a clef::Error it throws comes out naming `r.param`.
+template <typename Step>
+void naming_param(const RequestImage& r, Step&& step) {
+  try {
+    step();
+  } catch (const Error& e) {
+    throw Error(e.kind(), e.code(), r.param + ": " + e.what(), r.param);
+  }
+}
+
 /// Sets the resized size and grid of a height x width image; errors name `param`.
 void set_grid(RequestImage& r, int height, int width, const vision::ProcessorConfig& processor) {
-  try {
+  naming_param(r, [&] {
     const vision::ResizedSize size = vision::smart_resize(
         height, width, processor.factor(), processor.min_pixels, processor.max_pixels);
     r.resized_height = size.height;
     r.resized_width = size.width;
     r.grid = vision::image_grid(size.height, size.width, processor);
-  } catch (const Error& e) {
-    throw Error(e.kind(), e.code(), r.param + ": " + e.what(), r.param);
-  }
+  });
 }
 
 }  // namespace
@@ -35,17 +43,12 @@ std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
     r.param = "images." + std::to_string(i);
     r.bytes = vision::load_request_bytes(sources[i], policy, r.param);
     if (const auto size = vision::probe_stored_size(r.bytes)) {
-      // The decoder's pixel limit, from the header: an image too large to decode is refused
-      // before its budget is weighed (its resized size would hide how large it is).
-      const std::uint64_t pixels =
-          static_cast<std::uint64_t>(size->width) * static_cast<std::uint64_t>(size->height);
-      if (pixels > policy.limits.max_pixels) {
-        throw Error(ErrorKind::payload_too_large, "image_too_large",
-                    r.param + " is " + std::to_string(size->width) + "x" +
-                        std::to_string(size->height) + " px; this server decodes at most " +
-                        std::to_string(policy.limits.max_pixels) + " pixels per image",
-                    r.param);
-      }
+      // The decoder's own size check, on the header's size: an image too large to decode is
+      // refused before its budget is weighed (its resized size would hide how large it is).
+      naming_param(r, [&] {
+        vision::check_dimensions(static_cast<std::uint64_t>(size->width),
+                                 static_cast<std::uint64_t>(size->height), policy.limits);
+      });
       set_grid(r, size->height, size->width, processor);
     } else {
       decode_pixels(r, policy, processor);

@@ -12,23 +12,22 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-/// Throws the 503 for a queue that is not ready.
-void throw_unavailable(QueueState state) {
+}  // namespace
+
+Error unavailable_error(QueueState state) {
   switch (state) {
     case QueueState::loading:
-      throw Error(ErrorKind::unavailable, "model_loading",
-                  "the model is still loading; retry shortly");
+      return Error(ErrorKind::unavailable, "model_loading",
+                   "the model is still loading; retry shortly");
     case QueueState::failed:
-      throw Error(ErrorKind::unavailable, "model_failed", "the model failed to load");
+      return Error(ErrorKind::unavailable, "model_failed", "the model failed to load");
     case QueueState::draining:
     case QueueState::stopped:
     case QueueState::ready:
       break;
   }
-  throw Error(ErrorKind::unavailable, "shutting_down", "the server is shutting down");
+  return Error(ErrorKind::unavailable, "shutting_down", "the server is shutting down");
 }
-
-}  // namespace
 
 json::Value warmup_request() {
   return json::Value::object(
@@ -62,7 +61,7 @@ runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body) {
   const runtime::Decider* decider = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (state_ != QueueState::ready || decider_ == nullptr) throw_unavailable(state_);
+    if (state_ != QueueState::ready || decider_ == nullptr) throw unavailable_error(state_);
     decider = decider_;
     ++preparing_;
   }
@@ -79,7 +78,7 @@ runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body) {
 
 std::future<DecisionOutcome> DecisionQueue::submit(runtime::PreparedRequest prepared) {
   std::lock_guard lock(mutex_);
-  if (state_ != QueueState::ready) throw_unavailable(state_);
+  if (state_ != QueueState::ready) throw unavailable_error(state_);
   if (jobs_.size() >= capacity_) {
     throw Error(
         ErrorKind::overloaded, "queue_full",

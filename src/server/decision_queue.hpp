@@ -20,6 +20,7 @@
 
 #include "json/value.hpp"
 #include "runtime/decider.hpp"
+#include "util/error.hpp"
 
 namespace clef::server {
 
@@ -33,6 +34,10 @@ struct ModelInfo {
   double load_seconds = 0;       ///< factory + warm-up decision, wall time
   runtime::ServedLimits limits;  ///< Decider::limits()
 };
+
+/// The 503 for a request that meets the queue in `state` when it is not ready: "model_loading",
+/// "model_failed", or "shutting_down" (draining, stopped; also what a draining server answers).
+Error unavailable_error(QueueState state);
 
 /// The request the runtime thread decides once after loading, before /health says ok: it touches
 /// every stage (tokenizer, backbone prefill, joint schema head) so the first real request does

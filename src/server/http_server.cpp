@@ -12,10 +12,27 @@
 
 namespace clef::server {
 
+namespace {
+
+/// `res` as the bytes of an HTTP/1.1 answer (status line with httplib's reason phrase, Content-
+/// Type, Content-Length, its headers, body), for answers the connection loop writes itself.
+std::string raw_answer(const HttpResponse& res) {
+  std::string out = "HTTP/1.1 " + std::to_string(res.status) + " ";
+  out.append(httplib::status_message(res.status)).append("\r\nContent-Type: ");
+  out.append(res.content_type).append("\r\nContent-Length: ");
+  out.append(std::to_string(res.body.size())).append("\r\n");
+  for (const auto& [name, value] : res.headers)
+    out.append(name).append(": ").append(value).append("\r\n");
+  return out.append("\r\n").append(res.body);
+}
+
+}  // namespace
+
 /// The httplib server and the bookkeeping that makes stop() race-free with serve().
 struct HttpServer::Listener {
   explicit Listener(ServerCore& core)
-      : http(limits_of(core.config()), [&core](int status) { return core.early_reply(status); }) {}
+      : http(limits_of(core.config()),
+             [&core](int status) { return raw_answer(core.early_reply(status)); }) {}
   static ConnectionLimits limits_of(const ServerConfig& config) {
     ConnectionLimits limits;
     limits.read_timeout_s = config.read_timeout_s;
@@ -55,7 +72,7 @@ HttpRequest view_of(const httplib::Request& req) {
 /// pre-routing callback).
 RequestState& state_of(ServerCore& core, const httplib::Request& req, httplib::Response& res) {
   if (RequestState* state = res.user_data.get<RequestState>(kStateKey)) return *state;
-  res.user_data.set(kStateKey, core.begin(view_of(req)));
+  res.user_data.set(kStateKey, core.begin(req.get_header_value("X-Request-Id"), req.path));
   return *res.user_data.get<RequestState>(kStateKey);
 }
 

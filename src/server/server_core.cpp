@@ -15,20 +15,6 @@ bool has_unread_body(const HttpRequest& req) {
   return !length || *length > 0;
 }
 
-/// The reason phrase of the statuses early_reply() sends.
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 408:
-      return "Request Timeout";
-    case 414:
-      return "URI Too Long";
-    case 431:
-      return "Request Header Fields Too Large";
-    default:
-      return "Bad Request";
-  }
-}
-
 }  // namespace
 
 ServerCore::ServerCore(ServerConfig config, DecisionQueue::Factory factory,
@@ -53,10 +39,10 @@ HttpResponse ServerCore::refuse(const HttpRequest& req, const ErrorReply& reply)
   return res;
 }
 
-RequestState ServerCore::begin(const HttpRequest& req) {
+RequestState ServerCore::begin(std::string_view client_id, std::string_view path) {
   RequestState state;
-  state.id = ids_.for_request(req.header("X-Request-Id"));
-  state.endpoint = find_endpoint(req.path);
+  state.id = ids_.for_request(client_id);
+  state.endpoint = find_endpoint(path);
   return state;
 }
 
@@ -92,16 +78,9 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req,
 
   // A decision request: everything that can be refused from the headers is refused here,
   // before its body is read.
-  if (draining()) {
-    return refuse(req, ErrorReply::from(Error(ErrorKind::unavailable, "shutting_down",
-                                              "the server is shutting down")));
-  }
-  if (queue_.state() != QueueState::ready) {
-    bool failed = queue_.state() == QueueState::failed;
-    return refuse(req, ErrorReply::from(
-                           Error(ErrorKind::unavailable, failed ? "model_failed" : "model_loading",
-                                 failed ? "the model failed to load"
-                                        : "the model is still loading; retry shortly")));
+  if (draining()) return refuse(req, ErrorReply::from(unavailable_error(QueueState::draining)));
+  if (const QueueState state = queue_.state(); state != QueueState::ready) {
+    return refuse(req, ErrorReply::from(unavailable_error(state)));
   }
   const std::string content_type = req.header("Content-Type");
   if (!is_json_content_type(content_type)) {
@@ -209,17 +188,13 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
   log_.access(record);
 }
 
-std::string ServerCore::early_reply(int status) {
+HttpResponse ServerCore::early_reply(int status) {
   RequestState state;
   state.id = ids_.next();
-  const std::string body = ErrorReply::for_status(status).body();
   finish("-", "-", state, status);  // the request line may not even have arrived whole
-  std::string reply = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status);
-  reply.append("\r\nContent-Type: application/json\r\n");
-  reply.append("Content-Length: ").append(std::to_string(body.size()));
-  reply.append("\r\nConnection: close\r\nX-Request-Id: ").append(state.id);
-  reply.append("\r\n\r\n").append(body);
-  return reply;
+  HttpResponse res = library_refusal(status);
+  res.set_header("X-Request-Id", state.id);
+  return res;
 }
 
 }  // namespace clef::server

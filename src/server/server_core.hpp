@@ -31,8 +31,9 @@ class ServerCore {
  public:
   ServerCore(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log_stream);
 
-  /// The state of a request whose headers have just been parsed.
-  RequestState begin(const HttpRequest& req);
+  /// The state of a request whose headers have just been parsed: `client_id` is its
+  /// X-Request-Id header ("" when absent), `path` its path.
+  RequestState begin(std::string_view client_id, std::string_view path);
   /// An answer when the headers alone refuse the request, else nullopt.
   std::optional<HttpResponse> pre_route(const HttpRequest& req, const RequestState& state);
   HttpResponse handle_decision(const HttpRequest& req, RequestState& state);
@@ -47,10 +48,10 @@ class ServerCore {
   /// Logs and counts an answered request: `status` as sent.
   void finish(std::string_view method, std::string_view path, const RequestState& state,
               int status);
-  /// The whole raw HTTP answer to a request refused before it was parsed (408: its headers
-  /// missed their deadline; 414: request line too long; 431: headers too large), with the JSON
-  /// error body and Connection: close, logged and counted like any other answer.
-  std::string early_reply(int status);
+  /// The answer to a request refused before it was parsed (408: its headers missed their
+  /// deadline; 414: request line too long; 431: headers too large): library_refusal(status) with
+  /// its own request id, logged and counted like any other answer.
+  HttpResponse early_reply(int status);
 
   /// New requests get 503 from now on; /health says draining.
   void begin_draining() { draining_.store(true); }

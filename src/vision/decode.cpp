@@ -29,8 +29,6 @@ const char* other_format_name(std::span<const std::uint8_t> b) {
 
 }  // namespace
 
-namespace detail {
-
 void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLimits& limits) {
   if (width == 0 || height == 0) throw bad_image("image has no pixels (width or height is 0)");
   if (width > limits.max_pixels || height > limits.max_pixels ||
@@ -39,8 +37,6 @@ void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLim
                           " pixels; the limit is " + std::to_string(limits.max_pixels) + " pixels");
   }
 }
-
-}  // namespace detail
 
 std::optional<ImageFormat> sniff_image_format(std::span<const std::uint8_t> bytes) noexcept {
   if (starts_with(bytes, 0, "\x89PNG\r\n\x1a\n")) return ImageFormat::png;

@@ -31,6 +31,11 @@ std::optional<ImageFormat> sniff_image_format(std::span<const std::uint8_t> byte
 RgbImage decode_image(std::span<const std::uint8_t> bytes, const DecodeLimits& limits = {},
                       const std::string& param = {});
 
+/// The decoders' size check, also usable on a size read from a header alone: throws clef::Error
+/// 400 for a zero dimension and 413 (image_too_large) when width * height exceeds
+/// limits.max_pixels.
+void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLimits& limits);
+
 /// parse_data_uri() then decode_image(): the whole path of one request image.
 RgbImage decode_data_uri(std::string_view uri, const DecodeLimits& limits = {},
                          const std::string& param = {});

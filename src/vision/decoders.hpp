@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 
+#include "vision/decode.hpp"
 #include "vision/image.hpp"
 #include "vision/limits.hpp"
 #include "vision/probe.hpp"
@@ -16,9 +17,6 @@ struct Decoded {
   RgbImage image;
   int orientation = 1;  ///< EXIF orientation 1..8 (1 when absent)
 };
-
-/// Throws 400 for a zero dimension and 413 when width * height exceeds limits.max_pixels.
-void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLimits& limits);
 
 Decoded decode_png(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
 Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
