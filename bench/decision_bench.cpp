@@ -4,6 +4,8 @@
 //                   logits for the last token only), same chunk layout and flash-attention setting
 //   hidden_states   clef's backbone: final-norm rows of every token through the nextn path
 //   decision        the whole decision: parse + record + backbone + lexical rows + head + answers
+//   release_compute_memory  the backbone's context made anew (what an idle server pays after a
+//                   long record to give its compute-buffer pages back)
 //
 // After the benchmarks it prints the ratios decision/raw_prefill and hidden_states/raw_prefill.
 // Model: the `small` test model by default (generated once into the build dir); set
@@ -160,7 +162,15 @@ void BM_decision(benchmark::State& state) {
   state.counters["head_ms"] = head_ms / static_cast<double>(state.iterations());
 }
 
+/// What the server pays when it goes idle after a record over 2,048 tokens: the backbone's
+/// context made anew (its compute-buffer pages given back).
+void BM_release_compute_memory(benchmark::State& state) {
+  auto& f = fixture();
+  for (auto _ : state) f.backbone->release_compute_memory();
+}
+
 constexpr int kStates[] = {60, 1800};
+BENCHMARK(BM_release_compute_memory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_raw_prefill)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_hidden_states)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The long fuzz run of every target (fuzz/README.md): builds them as the tests do
-# (tests/json/fuzz_smoke.sh, 1 s each), then runs each one on one core until RUNS executions or
-# SECONDS seconds, whichever comes first, keeping its corpus in WORK/corpus_<target> between runs.
+# (tests/json/fuzz_smoke.sh, 1 s each, in WORK/build: the smoke run starts from fresh corpora of
+# its own), then runs each one on one core until RUNS executions or SECONDS seconds, whichever
+# comes first, keeping its corpus in WORK/corpus_<target> between runs (a new one is seeded from
+# the smoke run's).
 # Prints one summary line per target: executions, seconds, coverage, features, corpus size, and
 # whether it found anything (the reproducer is then WORK/<target>-crash-*).
 #
@@ -12,8 +14,10 @@ work=${1:?usage: fuzz/long_run.sh WORK [SECONDS] [RUNS] [TARGET...]}
 seconds=${2:-3600}
 runs=${3:-10000000}
 shift $(( $# < 3 ? $# : 3 ))
-"$src/tests/json/fuzz_smoke.sh" "$src" "$work" 1 >"$work.build.log" 2>&1 || {
-  echo "build or smoke run failed: $work.build.log" >&2
+build="$work/build"
+mkdir -p "$work"
+"$src/tests/json/fuzz_smoke.sh" "$src" "$build" 1 >"$work/build.log" 2>&1 || {
+  echo "build or smoke run failed: $work/build.log" >&2
   exit 1
 }
 targets=("$@")
@@ -25,9 +29,11 @@ for name in "${targets[@]}"; do
         -print_final_stats=1 -artifact_prefix="$work/$name-")
   [[ "$name" == json_parse* || "$name" == request* ]] && args+=(-dict="$src/fuzz/json.dict")
   [[ "$name" == server_http* ]] && args+=(-dict="$src/fuzz/http.dict")
+  corpus="$work/corpus_$name"
+  [[ -d "$corpus" ]] || cp -r "$build/corpus_$name" "$corpus"
   start=$(date +%s)
   result=clean
-  "$work/$name" "${args[@]}" "$work/corpus_$name" >"$work/$name.long.log" 2>&1 || result=FINDING
+  "$build/$name" "${args[@]}" "$corpus" >"$work/$name.long.log" 2>&1 || result=FINDING
   end=$(date +%s)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$name.long.log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$work/$name.long.log" | tail -1)

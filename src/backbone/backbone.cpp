@@ -163,6 +163,7 @@ Backbone::Backbone(LlamaModelPtr model, const BackboneParams& params, const std:
 
 void Backbone::init(LlamaModelPtr model, const std::string& name) {
   model_ = std::move(model);
+  name_ = name;
   char arch[64] = {0};
   llama_model_meta_val_str(model_.get(), "general.architecture", arch, sizeof arch);
   if (std::string(arch) != "qwen35") {
@@ -173,6 +174,11 @@ void Backbone::init(LlamaModelPtr model, const std::string& name) {
   const llama_rope_type rope = llama_model_rope_type(model_.get());
   mrope_ = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
 
+  make_context();
+}
+
+void Backbone::make_context() {
+  ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
   const int threads = resolved_threads(params_);
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(params_.context_size);
@@ -189,9 +195,14 @@ void Backbone::init(LlamaModelPtr model, const std::string& name) {
       params_.flash_attention ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
   ctx_.reset(llama_init_from_model(model_.get(), cp));
-  if (!ctx_) throw model_error("cannot create a llama context for '" + name + "'");
+  if (!ctx_) throw model_error("cannot create a llama context for '" + name_ + "'");
   // Unmasked: rows for every token of the last llama_decode call, whatever batch.logits says.
   llama_set_embeddings_nextn(ctx_.get(), true, false);
+  longest_record_ = 0;
+}
+
+void Backbone::release_compute_memory() {
+  make_context();
 }
 
 int Backbone::n_vocab() const noexcept {
@@ -270,6 +281,7 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
 
   // Fresh KV and recurrent state: nothing of the previous record may leak into this one.
   llama_memory_clear(llama_get_memory(ctx_.get()), true);
+  longest_record_ = std::max(longest_record_, total);
 
   HiddenStates out;
   out.rows = total;

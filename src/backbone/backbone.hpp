@@ -129,14 +129,27 @@ class Backbone {
                              std::span<const EmbeddingSpan> embeddings,
                              const Cancelled& cancelled = {});
 
+  /// The most tokens of a record prefilled since the context was made (0: none yet).
+  int longest_record() const noexcept { return longest_record_; }
+
+  /// Frees the llama context (KV cache, recurrent state and the compute buffers, whose pages a
+  /// long record touched and kept resident) and makes a fresh one with the same parameters, so
+  /// the process gives that memory back. Later prefills give bit-identical hidden states (every
+  /// prefill starts from a cleared state anyway). Costs one context creation (graph reserve).
+  /// Throws clef::Error (model_error) if the new context cannot be made.
+  void release_compute_memory();
+
  private:
   void init(LlamaModelPtr model, const std::string& name);
+  void make_context();
 
   BackboneParams params_;
   LlamaModelPtr model_;
   LlamaContextPtr ctx_;
   int n_embd_ = 0;
   bool mrope_ = false;  ///< the model uses (I)M-RoPE: four positions per embedding
+  std::string name_;    ///< the backbone's file, for messages
+  int longest_record_ = 0;
 };
 
 }  // namespace clef::backbone

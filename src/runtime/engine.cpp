@@ -153,14 +153,18 @@ class Engine final : public Decider {
   }
 
   const std::string& model_name() const override { return config_.model_name; }
-  /// After a large image: the tower's compute buffers (kept by ggml at their peak size) are
-  /// released, and freed heap - the request's pixels included, in whichever thread's arena they
-  /// were made - is returned to the system (malloc_trim), so RSS goes back near its idle size
-  /// instead of staying at the largest request's.
+  /// After a large image or a long record: the tower's compute buffers (kept by ggml at their
+  /// peak size) are released, the backbone's context is made anew (a long record touched pages
+  /// of its compute buffers that would otherwise stay resident), and freed heap - the request's
+  /// pixels included, in whichever thread's arena they were made - is returned to the system
+  /// (malloc_trim), so RSS goes back near its idle size instead of staying at the largest
+  /// request's.
   void idle() override {
-    if (!release_pending_) return;
+    const bool backbone = backbone_.longest_record() > kBackboneKeepTokens;
+    if (!release_pending_ && !backbone) return;
+    if (release_pending_) tower_->release_compute_memory();
+    if (backbone) backbone_.release_compute_memory();
     release_pending_ = false;
-    tower_->release_compute_memory();
     ::malloc_trim(0);
   }
 
@@ -291,6 +295,9 @@ class Engine final : public Decider {
     }
   }
   static constexpr std::uint64_t kVisionKeepBytes = std::uint64_t{256} << 20;
+  /// Records up to this many tokens keep the backbone's context as it is when the server goes
+  /// idle; a longer one has it made anew (docs/performance.md: what that costs and gives back).
+  static constexpr int kBackboneKeepTokens = 2048;
 
   static std::string gib(std::uint64_t bytes) {
     char text[32];

@@ -118,6 +118,18 @@ TEST_F(BackboneTest, EveryRecordStartsFromAFreshState) {
   EXPECT_EQ(a_first.data, a_after_b.data);
 }
 
+TEST_F(BackboneTest, ANewContextAfterReleaseGivesTheSameRows) {
+  Backbone backbone(path(), params_with_chunk(64));
+  EXPECT_EQ(backbone.longest_record(), 0);
+  const auto a = random_token_ids(150, backbone.n_vocab(), 3);
+  const HiddenStates before = backbone.hidden_states(a);
+  backbone.hidden_states(random_token_ids(90, backbone.n_vocab(), 4));
+  EXPECT_EQ(backbone.longest_record(), 150);
+  backbone.release_compute_memory();
+  EXPECT_EQ(backbone.longest_record(), 0);
+  EXPECT_EQ(backbone.hidden_states(a).data, before.data);
+}
+
 TEST_F(BackboneTest, RefusesEmptyAndOverlongRecords) {
   BackboneParams p = params_with_chunk(64);
   p.context_size = 512;

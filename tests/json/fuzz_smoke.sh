@@ -75,7 +75,10 @@ extra_flags_of() {  # target name -> extra compiler flags
 object_of() {  # compiles one source once into $work with extra flags $2; prints the object's path
   local f=$1 extra=$2 o
   o="$work/$(basename "$(dirname "$f")")_$(basename "${f%.cpp}").o"
-  if [[ ! -f "$o" || "$f" -nt "$o" ]]; then
+  # Rebuilt when the source or any of clef's headers is newer (a stale object links against a
+  # function a header has since moved).
+  if [[ ! -f "$o" || "$f" -nt "$o" ||
+        -n "$(find "$src/src" "$src/tests/support" -name '*.hpp' -newer "$o" -print -quit)" ]]; then
     # shellcheck disable=SC2086 # the flag list is words
     "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link,address,undefined $extra -c "$f" -o "$o" >&2
   fi

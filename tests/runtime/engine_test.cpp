@@ -137,6 +137,25 @@ TEST_F(EngineTest, DecisionDoesNotDependOnThePreviousRecord) {
   EXPECT_EQ(engine().decide(a).body, first);
 }
 
+TEST_F(EngineTest, GoingIdleAfterALongRecordKeepsTheAnswers) {
+  // A record over 2,048 tokens makes idle() build the backbone's context anew (its compute-buffer
+  // pages given back); the answers before and after are the same bytes.
+  std::string state(9000, 'a');
+  for (std::size_t i = 0; i < state.size(); i += 5) state[i] = ' ';
+  const Value long_body =
+      clef::json::parse(R"({"state": ")" + state + R"(", "questions": {"q": {"type": "noul"}}})");
+  const Value short_body = clef::json::parse(varied_requests()[0]);
+  const clef::runtime::Decision long_before = engine().decide(long_body);
+  ASSERT_GT(long_before.input_tokens, 2048);
+  const std::string short_before = engine().decide(short_body).body;
+  engine().idle();
+  EXPECT_EQ(engine().decide(short_body).body, short_before);
+  EXPECT_EQ(engine().decide(long_body).body, long_before.body);
+  engine().idle();
+  engine().idle();  // nothing left to release: a no-op
+  EXPECT_EQ(engine().decide(long_body).body, long_before.body);
+}
+
 TEST_F(EngineTest, TraceHasTheRecordIdsAndSpans) {
   const Value body = clef::json::parse(varied_requests()[0]);
   const clef::runtime::PreparedRequest prepared = engine().prepare(body);
