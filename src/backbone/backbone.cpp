@@ -55,15 +55,32 @@ class BatchStorage {
 }  // namespace
 
 std::vector<PrefillBatch> prefill_batches(int total, std::span<const EmbeddingSpan> spans,
-                                          int chunk) {
+                                          int chunk, std::span<const int> cuts) {
   if (chunk < 1) bad_prefill("chunk size " + std::to_string(chunk));
+  for (std::size_t i = 0; i < cuts.size(); ++i) {
+    if (cuts[i] < 0 || cuts[i] > total || (i > 0 && cuts[i] < cuts[i - 1])) {
+      bad_prefill("layout cut " + std::to_string(cuts[i]) + " is out of order or outside a " +
+                  std::to_string(total) + "-token record");
+    }
+  }
   std::vector<PrefillBatch> out;
-  auto add_segment = [&](int begin, int end, bool embeddings) {
+  std::size_t next_cut = 0;
+  auto add_chunks = [&](int begin, int end, bool embeddings) {
     for (int start = begin; start < end;) {
       const int n = chunk_length(end - begin, start - begin, chunk);
       out.push_back({start, n, embeddings});
       start += n;
     }
+  };
+  // A text segment is cut further at `cuts`; an embedding span is one segment.
+  auto add_segment = [&](int begin, int end, bool embeddings) {
+    if (embeddings) return add_chunks(begin, end, true);
+    while (next_cut < cuts.size() && cuts[next_cut] <= begin) ++next_cut;
+    for (; next_cut < cuts.size() && cuts[next_cut] < end; ++next_cut) {
+      add_chunks(begin, cuts[next_cut], false);
+      begin = cuts[next_cut];
+    }
+    add_chunks(begin, end, false);
   };
   int at = 0;
   for (const EmbeddingSpan& s : spans) {
@@ -255,6 +272,13 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      std::span<const RopePosition> positions,
                                      std::span<const EmbeddingSpan> embeddings,
                                      const Cancelled& cancelled) {
+  return hidden_states(ids, positions, embeddings, PrefillReuse{}, cancelled);
+}
+
+HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
+                                     std::span<const RopePosition> positions,
+                                     std::span<const EmbeddingSpan> embeddings,
+                                     const PrefillReuse& reuse, const Cancelled& cancelled) {
   const int total = static_cast<int>(ids.size());
   if (total == 0) throw invalid_request("a record needs at least one token");
   if (total > params_.context_size) {
@@ -269,7 +293,9 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   if (!embeddings.empty() && !mrope_) {
     bad_prefill("embedding inputs need an M-RoPE backbone");
   }
+  const int resumed = reuse.resume != nullptr ? reuse.resume->tokens : 0;
   for (const EmbeddingSpan& s : embeddings) {
+    if (s.first + s.n_tokens <= resumed && s.rows.empty()) continue;  // inside the resumed part
     if (s.rows.size() != static_cast<std::size_t>(s.n_tokens) * n_embd_) {
       bad_prefill("an embedding span of " + std::to_string(s.n_tokens) + " tokens has " +
                   std::to_string(s.rows.size()) + " values (n_embd " + std::to_string(n_embd_) +
@@ -277,7 +303,23 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
     }
   }
   const std::vector<PrefillBatch> batches =
-      prefill_batches(total, embeddings, params_.chunk_tokens);
+      prefill_batches(total, embeddings, params_.chunk_tokens, reuse.cuts);
+  auto is_boundary = [&](int at) {
+    return at == total || std::any_of(batches.begin(), batches.end(),
+                                      [at](const PrefillBatch& b) { return b.start == at; });
+  };
+  if (reuse.resume != nullptr &&
+      (resumed <= 0 || resumed >= total || !is_boundary(resumed) ||
+       reuse.resume_rows.size() != static_cast<std::size_t>(resumed) * n_embd_)) {
+    bad_prefill("a resumed memory of " + std::to_string(resumed) + " tokens with " +
+                std::to_string(reuse.resume_rows.size()) + " row values does not fit the layout");
+  }
+  for (std::size_t i = 0; i < reuse.snapshot_at.size(); ++i) {
+    const int at = reuse.snapshot_at[i];
+    if (at <= resumed || !is_boundary(at) || (i > 0 && at <= reuse.snapshot_at[i - 1])) {
+      bad_prefill("snapshot point " + std::to_string(at) + " is not a later batch boundary");
+    }
+  }
 
   // Fresh KV and recurrent state: nothing of the previous record may leak into this one.
   llama_memory_clear(llama_get_memory(ctx_.get()), true);
@@ -287,11 +329,22 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   out.rows = total;
   out.n_embd = n_embd_;
   out.data.resize(static_cast<std::size_t>(total) * n_embd_);
+  if (reuse.resume != nullptr) {
+    const MemorySnapshot& m = *reuse.resume;
+    if (llama_state_seq_set_data(ctx_.get(), m.data.data(), m.data.size(), 0) != m.data.size()) {
+      llama_memory_clear(llama_get_memory(ctx_.get()), true);
+      bad_prefill("llama.cpp did not take back a memory snapshot of " + std::to_string(m.tokens) +
+                  " tokens");
+    }
+    std::copy(reuse.resume_rows.begin(), reuse.resume_rows.end(), out.data.begin());
+  }
 
   BatchStorage storage(params_.chunk_tokens);
   AbortCallbackScope abort_scope(ctx_.get(), cancelled);
   std::size_t span_index = 0;
+  std::size_t next_snapshot = 0;
   for (const PrefillBatch& pb : batches) {
+    if (pb.start < resumed) continue;
     if (cancelled && abort_if_cancelled(const_cast<Cancelled*>(&cancelled))) {
       throw_cancelled(pb.start);
     }
@@ -319,8 +372,23 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
     }
     std::memcpy(out.data.data() + static_cast<std::size_t>(pb.start) * n_embd_, rows,
                 sizeof(float) * static_cast<std::size_t>(pb.n_tokens) * n_embd_);
+    if (next_snapshot < reuse.snapshot_at.size() &&
+        reuse.snapshot_at[next_snapshot] == pb.start + pb.n_tokens) {
+      out.snapshots.push_back(take_snapshot(pb.start + pb.n_tokens));
+      ++next_snapshot;
+    }
   }
   return out;
+}
+
+MemorySnapshot Backbone::take_snapshot(int tokens) {
+  MemorySnapshot m;
+  m.tokens = tokens;
+  m.data.resize(llama_state_seq_get_size(ctx_.get(), 0));
+  if (llama_state_seq_get_data(ctx_.get(), m.data.data(), m.data.size(), 0) != m.data.size()) {
+    bad_prefill("llama.cpp wrote a short memory snapshot");
+  }
+  return m;
 }
 
 }  // namespace clef::backbone

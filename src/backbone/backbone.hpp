@@ -14,11 +14,21 @@
 
 namespace clef::backbone {
 
+/// The backbone memory of one sequence after its first `tokens` tokens: the attention KV of the
+/// full-attention layers and the conv / recurrent states of the Gated DeltaNet layers, as
+/// llama_state_seq_get_data writes them (bit-identical when set back: llama-probes.md section 3).
+struct MemorySnapshot {
+  int tokens = 0;
+  std::vector<std::uint8_t> data;
+};
+
 /// Final-norm hidden states of a record: `rows` x `n_embd` floats, row-major (row t = token t).
 struct HiddenStates {
   int rows = 0;
   int n_embd = 0;
   std::vector<float> data;
+  /// The memory after each PrefillReuse::snapshot_at point, in that order.
+  std::vector<MemorySnapshot> snapshots;
 
   std::span<const float> row(int t) const {
     return {data.data() + static_cast<std::size_t>(t) * n_embd, static_cast<std::size_t>(n_embd)};
@@ -54,13 +64,15 @@ struct PrefillBatch {
 };
 
 /// The llama_decode calls of a prefill of `total` tokens with the embedding runs `spans` (sorted,
-/// not overlapping, inside [0, total)): the record is split into segments at every span boundary,
-/// and each segment into chunks with chunk_length(segment length, offset in segment, chunk). The
-/// layout depends only on the record (total and spans) and the chunk size; no chunk is a 1-token
-/// tail of a longer segment. Without spans this is the text-only layout. Throws clef::Error
-/// (internal) for spans out of order, overlapping or out of range.
+/// not overlapping, inside [0, total)): the record is split into segments at every span boundary
+/// and at every `cuts` position (sorted; 0, `total` and span boundaries among them change
+/// nothing), and each segment into chunks with chunk_length(segment length, offset in segment,
+/// chunk). The layout depends only on the record (total, spans, cuts) and the chunk size; no chunk
+/// is a 1-token tail of a longer segment. Without spans and cuts this is the text-only layout.
+/// Throws clef::Error (internal) for spans out of order, overlapping or out of range, and cuts out
+/// of order or range.
 std::vector<PrefillBatch> prefill_batches(int total, std::span<const EmbeddingSpan> spans,
-                                          int chunk);
+                                          int chunk, std::span<const int> cuts = {});
 
 /// llama_batch.pos for `batch` given every token's position: for a token batch one value per token
 /// (its t; libllama broadcasts it to the four sections, so a text token must have t == h == w ==
@@ -77,6 +89,22 @@ int chunk_length(int total, int start, int chunk);
 
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.
 using Cancelled = std::function<bool()>;
+
+/// How a prefill shares work with others (the state cache). The layout (prefill_batches) is cut
+/// at `cuts` whether or not a snapshot is resumed, so a record's hidden states are the same bytes
+/// cold and warm.
+struct PrefillReuse {
+  /// Extra layout boundaries, sorted, inside (0, total).
+  std::span<const int> cuts;
+  /// Start from this memory instead of token 0 (its `tokens` must be a batch boundary of the
+  /// layout); null: a cold prefill.
+  const MemorySnapshot* resume = nullptr;
+  /// The hidden rows of the resumed tokens: resume->tokens x n_embd floats.
+  std::span<const float> resume_rows;
+  /// Take a MemorySnapshot after these many tokens (sorted; each a batch boundary, after the
+  /// resumed part) into HiddenStates::snapshots.
+  std::span<const int> snapshot_at;
+};
 
 /// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
 /// decision runtime serializes calls).
@@ -129,6 +157,17 @@ class Backbone {
                              std::span<const EmbeddingSpan> embeddings,
                              const Cancelled& cancelled = {});
 
+  /// The same, sharing work through `reuse`: the layout is cut at reuse.cuts; with reuse.resume
+  /// the memory is set from the snapshot and only the batches after it are decoded (embedding
+  /// spans that end inside the resumed part may have empty rows: they are not read); a snapshot
+  /// is taken at each reuse.snapshot_at point. Throws clef::Error (internal) for a resume point or
+  /// snapshot point that is not a batch boundary, resumed rows of the wrong size, or a snapshot
+  /// llama.cpp does not take back; otherwise as above.
+  HiddenStates hidden_states(std::span<const std::int32_t> ids,
+                             std::span<const RopePosition> positions,
+                             std::span<const EmbeddingSpan> embeddings, const PrefillReuse& reuse,
+                             const Cancelled& cancelled = {});
+
   /// The most tokens of a record prefilled since the context was made (0: none yet).
   int longest_record() const noexcept { return longest_record_; }
 
@@ -142,6 +181,8 @@ class Backbone {
  private:
   void init(LlamaModelPtr model, const std::string& name);
   void make_context();
+  /// The memory of sequence 0 now, after its first `tokens` tokens.
+  MemorySnapshot take_snapshot(int tokens);
 
   BackboneParams params_;
   LlamaModelPtr model_;

@@ -44,8 +44,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
-                 "flash_attention=0|1, weight_repacking=0|1, mmproj_normalization=reference|file: "
-                 "the mmproj's own image mean/std even when they are not 0.5/0.5)");
+                 "flash_attention=0|1, weight_repacking=0|1, state_cache_mb=MiB, "
+                 "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
+                 "when they are not 0.5/0.5)");
   cmd.add_option("--max-image-tokens", max_image_tokens,
                  "image tokens one image may have after resizing, else 413 (0: only the context; "
                  "4096 is a 2048x2048 image)")
@@ -59,6 +60,12 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "MiB of compute memory the vision tower may take for one image, else 413 "
                  "(0: a quarter of physical memory)")
       ->capture_default_str();
+  cmd.add_option("--state-cache-mb", state_cache_mb,
+                 "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
+                 "a request with the same state (and images) as an earlier one prefills only its "
+                 "questions (0: off; -1: a sixteenth of physical memory, at most 4096)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
   cmd.add_flag("--allow-image-urls", allow_image_urls,
                "fetch http(s) image URLs of requests (never loopback, private, link-local or "
                "metadata addresses; 20 MiB and 10 s per image)");
@@ -96,6 +103,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.max_image_tokens = max_image_tokens;
   config.max_request_image_tokens = max_request_image_tokens;
   config.max_vision_memory = max_vision_memory_mib << 20;
+  config.state_cache_mb = state_cache_mb;
   auto& p = config.backbone;
   p.context_size = context_size;
   p.threads = threads;
@@ -118,6 +126,11 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.flash_attention = parse_int_setting(name, value) != 0;
     } else if (name == "weight_repacking") {
       p.weight_repacking = parse_int_setting(name, value) != 0;
+    } else if (name == "state_cache_mb") {
+      config.state_cache_mb = parse_int_setting(name, value);
+      if (config.state_cache_mb < -1) {
+        throw invalid_request("--set state_cache_mb=" + value + ": expected -1, 0 or MiB", name);
+      }
     } else if (name == "mmproj_normalization") {
       if (value != "reference" && value != "file") {
         throw invalid_request(
@@ -128,7 +141,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
       throw invalid_request(
           "--set: unknown engine parameter '" + name +
               "' (known: context_size, threads, gpu_layers, chunk_tokens, flash_attention, "
-              "weight_repacking, mmproj_normalization)",
+              "weight_repacking, mmproj_normalization, state_cache_mb)",
           "set");
     }
   }

@@ -8,8 +8,8 @@
 #include <regex>
 #include <thread>
 
-#include "pull/hashing.hpp"
 #include "pull/progress.hpp"
+#include "util/digest.hpp"
 #include "util/error.hpp"
 
 namespace clef::pull {
@@ -156,13 +156,13 @@ std::string verify_file(const std::filesystem::path& path, const HubFile& file) 
     return "size " + std::to_string(size) + " bytes, the hub says " + std::to_string(file.size);
   }
   if (file.sha256) {
-    Digest d(Digest::Kind::sha256);
-    digest_file(d, path, size);
+    util::Digest d(util::Digest::Kind::sha256);
+    util::digest_file(d, path, size);
     const std::string got = d.hex();
     if (got != *file.sha256) return "sha256 " + got + ", the hub says " + *file.sha256;
   } else if (!file.git_oid.empty()) {
-    Digest d(Digest::Kind::git_blob_sha1, size);
-    digest_file(d, path, size);
+    util::Digest d(util::Digest::Kind::git_blob_sha1, size);
+    util::digest_file(d, path, size);
     const std::string got = d.hex();
     if (got != file.git_oid) return "git blob sha1 " + got + ", the hub says " + file.git_oid;
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cache/state_cache.hpp"
 #include "json/value.hpp"
 #include "runtime/prepared_request.hpp"
 
@@ -21,9 +22,10 @@ struct StageTimings {
 
 /// The outcome of one decision.
 struct Decision {
-  json::Value response;  ///< {"model", "answers", "usage"} (contract section 6)
-  std::string body;      ///< response serialized (key order kept), the bytes a client gets
-  int input_tokens = 0;  ///< usage.input_tokens
+  json::Value response;   ///< {"model", "answers", "usage"} (contract section 6)
+  std::string body;       ///< response serialized (key order kept), the bytes a client gets
+  int input_tokens = 0;   ///< usage.input_tokens
+  int cached_tokens = 0;  ///< tokens resumed from the state cache instead of prefilled
   StageTimings timings;
 };
 
@@ -64,6 +66,8 @@ class Decider {
   virtual const std::string& model_name() const = 0;
   /// The context size in tokens.
   virtual int context_size() const = 0;
+  /// The state cache's counters (default: a cache that is off). Thread-safe.
+  virtual cache::StateCacheStats state_cache_stats() const { return {}; }
   /// The limits it enforces while preparing (default: only the context size).
   virtual ServedLimits limits() const {
     ServedLimits l;

@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -11,6 +12,8 @@
 #include "artifact/backbone_loader.hpp"
 #include "artifact/open_model.hpp"
 #include "backbone/backbone.hpp"
+#include "cache/prefix_points.hpp"
+#include "cache/state_cache.hpp"
 #include "decision/response.hpp"
 #include "head/head_weights.hpp"
 #include "head/joint_schema_head.hpp"
@@ -94,6 +97,10 @@ class Engine final : public Decider {
       std::vector<vision::ImageGrid> grids;
       for (RequestImage& image : out.images) {
         prepare_pixels(image, image_policy_, tower_->processor());
+        if (cache_.enabled()) {
+          image.digest =
+              cache::image_digest(image.image.width, image.image.height, image.image.rgb);
+        }
         grids.push_back(image.grid);
       }
       out.positions = record_positions(out.record, grids);
@@ -104,7 +111,10 @@ class Engine final : public Decider {
   }
 
   /// Checks `prepared.cancellation` before the vision tower and between its images, and through
-  /// the backbone between and during prefill chunks (Backbone::hidden_states).
+  /// the backbone between and during prefill chunks (Backbone::hidden_states). Resumes from the
+  /// longest cached prefix of the record (the tower then skips the images inside it) and caches
+  /// the record's snapshot points it prefilled; the prefill layout is cut at those points whether
+  /// the cache is on or not, so the answer bytes never depend on it.
   Decision decide(const PreparedRequest& prepared) override {
     const auto t0 = Clock::now();
     const record::Record& rec = prepared.record;
@@ -113,32 +123,64 @@ class Engine final : public Decider {
     out.timings.tokenize_ms = prepared.tokenize_ms;
     out.timings.vision_ms = prepared.image_prepare_ms;
 
-    // The vision tower's rows for every image block.
+    const std::vector<int> points = cache::snapshot_points(rec);
+    std::vector<std::size_t> image_starts;
+    std::vector<std::string> digests;
+    for (std::size_t i = 0; i < prepared.images.size(); ++i) {
+      image_starts.push_back(rec.images[i].first_token);
+      digests.push_back(prepared.images[i].digest);
+    }
+    const std::shared_ptr<const cache::CachedPrefix> hit =
+        cache_.find(rec.ids, points, image_starts, digests);
+    const int resumed = hit ? static_cast<int>(hit->ids.size()) : 0;
+
+    // The vision tower's rows for every image block after the resumed prefix.
     std::vector<std::vector<float>> rows(prepared.images.size());
     std::vector<backbone::EmbeddingSpan> spans;
     if (!prepared.images.empty()) {
       if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
       const auto tv = Clock::now();
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
-        // One encode cannot be interrupted (clip has no abort hook); before each image it can.
-        if (cancelled()) {
-          throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
-                                  std::to_string(i));
+        const auto first = static_cast<int>(rec.images[i].first_token);
+        if (first >= resumed) {
+          // One encode cannot be interrupted (clip has no abort hook); before each image it can.
+          if (cancelled()) {
+            throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
+                                    std::to_string(i));
+          }
+          note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak
+          rows[i] = tower_->encode(prepared.images[i].image);
         }
-        note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak too
-        rows[i] = tower_->encode(prepared.images[i].image);
-        spans.push_back({static_cast<int>(rec.images[i].first_token),
-                         static_cast<int>(rec.images[i].n_tokens), rows[i]});
+        spans.push_back({first, static_cast<int>(rec.images[i].n_tokens), rows[i]});
       }
       out.timings.vision_ms += ms_since(tv);
     }
 
+    // Snapshots at the points after the resumed part that are worth keeping and not kept yet.
+    std::vector<int> snapshot_at;
+    for (int p : points) {
+      if (!cache_.enabled() || p <= resumed || p < kMinCachedTokens) continue;
+      const auto inside = static_cast<std::size_t>(
+          std::lower_bound(image_starts.begin(), image_starts.end(), static_cast<std::size_t>(p)) -
+          image_starts.begin());
+      const auto ids = std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(p));
+      if (!cache_.contains(ids, std::span<const std::string>(digests).first(inside))) {
+        snapshot_at.push_back(p);
+      }
+    }
+    backbone::PrefillReuse reuse;
+    reuse.cuts = points;
+    reuse.snapshot_at = snapshot_at;
+    if (hit) {
+      reuse.resume = &hit->memory;
+      reuse.resume_rows = hit->rows;
+    }
+
     const auto t1 = Clock::now();
-    const backbone::HiddenStates hidden =
-        prepared.images.empty()
-            ? backbone_.hidden_states(rec.ids, cancelled)
-            : backbone_.hidden_states(rec.ids, prepared.positions, spans, cancelled);
+    backbone::HiddenStates hidden =
+        backbone_.hidden_states(rec.ids, prepared.positions, spans, reuse, cancelled);
     out.timings.backbone_ms = ms_since(t1);
+    out.cached_tokens = resumed;
 
     const auto t2 = Clock::now();
     const HeadInputs inputs = make_head_inputs(rec, lexical_);
@@ -148,9 +190,25 @@ class Engine final : public Decider {
     out.input_tokens = prepared.input_tokens();
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens());
     out.body = decision::response_body(out.response);
+
+    // Kept only once the whole decision has succeeded.
+    for (backbone::MemorySnapshot& m : hidden.snapshots) {
+      cache::CachedPrefix entry;
+      const auto n = static_cast<std::size_t>(m.tokens);
+      entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
+      for (std::size_t i = 0; i < image_starts.size() && image_starts[i] < n; ++i) {
+        entry.image_digests.push_back(digests[i]);
+      }
+      entry.rows.assign(hidden.data.begin(),
+                        hidden.data.begin() + static_cast<std::ptrdiff_t>(n * hidden.n_embd));
+      entry.memory = std::move(m);
+      cache_.insert(std::move(entry));
+    }
     out.timings.total_ms = prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0);
     return out;
   }
+
+  cache::StateCacheStats state_cache_stats() const override { return cache_.stats(); }
 
   const std::string& model_name() const override { return config_.model_name; }
   /// After a large image or a long record: the tower's compute buffers (kept by ggml at their
@@ -201,7 +259,8 @@ class Engine final : public Decider {
         overrides_(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
         backbone_(load_backbone(opened, config.backbone, overrides_)),
         head_(opened.head, backbone::resolved_threads(config.backbone)),
-        tokenizer_(backbone_.vocab(), record::Normalization::nfc) {
+        tokenizer_(backbone_.vocab(), record::Normalization::nfc),
+        cache_(state_cache_bytes(config.state_cache_mb)) {
     if (lexical_.n_embd() != backbone_.n_embd()) {
       throw model_error("output.weight rows have " + std::to_string(lexical_.n_embd()) +
                         " values but the backbone's n_embd is " +
@@ -295,6 +354,9 @@ class Engine final : public Decider {
     }
   }
   static constexpr std::uint64_t kVisionKeepBytes = std::uint64_t{256} << 20;
+  /// Prefixes shorter than this are prefilled again rather than cached (cheaper to recompute than
+  /// to keep; the 36-token system prefix is just over it).
+  static constexpr int kMinCachedTokens = 32;
   /// Records up to this many tokens keep the backbone's context as it is when the server goes
   /// idle; a longer one has it made anew (docs/performance.md: what that costs and gives back).
   static constexpr int kBackboneKeepTokens = 2048;
@@ -359,6 +421,13 @@ class Engine final : public Decider {
                 "state");
   }
 
+  /// EngineConfig::state_cache_mb in bytes: -1 a sixteenth of physical memory, at most 4 GiB.
+  static std::size_t state_cache_bytes(std::int64_t mb) {
+    if (mb >= 0) return static_cast<std::size_t>(mb) << 20;
+    return static_cast<std::size_t>(
+        std::min<std::uint64_t>(physical_memory_bytes() / 16, std::uint64_t{4096} << 20));
+  }
+
   EngineConfig config_;
   lexical::LexicalTable lexical_;
   std::vector<llama_model_kv_override> overrides_;
@@ -367,8 +436,9 @@ class Engine final : public Decider {
   record::LlamaTokenizer tokenizer_;
   vision::ImageSourcePolicy image_policy_;
   std::unique_ptr<vision::VisionTower> tower_;  ///< null without an mmproj
-  std::uint64_t vision_memory_ = 0;             ///< bytes the tower may take for one image
-  bool release_pending_ = false;                ///< a large image ran since the last idle()
+  cache::StateCache cache_;
+  std::uint64_t vision_memory_ = 0;  ///< bytes the tower may take for one image
+  bool release_pending_ = false;     ///< a large image ran since the last idle()
 };
 
 }  // namespace

@@ -34,6 +34,9 @@ struct EngineConfig {
   /// Compute memory the vision tower may take for one image (vision::tower_compute_bytes), bytes;
   /// an image over it gets 413 before decoding. 0: a quarter of the machine's physical memory.
   std::uint64_t max_vision_memory = 0;
+  /// MiB the state cache may hold (cache::StateCache): -1 a sixteenth of physical memory, at most
+  /// 4,096; 0 off. Answers are the same bytes either way; a hit only saves the prefill.
+  std::int64_t state_cache_mb = -1;
   bool verbose = false;  ///< llama.cpp's own log at info level
   /// Fetch `images` given as http(s) URLs (server --allow-image-urls). Off: only data URIs.
   /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.

@@ -29,6 +29,8 @@ struct RequestImage {
   int resized_height = 0;  ///< smart_resize of the (oriented) size
   int resized_width = 0;
   vision::ImageGrid grid;
+  /// cache::image_digest of the resized pixels (set when the engine keeps a state cache).
+  std::string digest;
 };
 
 /// Loads every source (vision::load_request_bytes) and grids it from its header

@@ -57,6 +57,12 @@ DecisionQueue::~DecisionQueue() {
   drain();
 }
 
+cache::StateCacheStats DecisionQueue::state_cache_stats() const {
+  // Under the lock the decider cannot go away: the runtime thread clears decider_ under it first.
+  std::lock_guard lock(mutex_);
+  return decider_ != nullptr ? decider_->state_cache_stats() : cache::StateCacheStats{};
+}
+
 runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body) {
   const runtime::Decider* decider = nullptr;
   {

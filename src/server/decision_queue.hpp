@@ -102,6 +102,8 @@ class DecisionQueue {
 
   QueueState state() const;
   std::optional<ModelInfo> model() const;
+  /// The serving decider's state-cache counters (all zero while no model serves). Thread-safe.
+  cache::StateCacheStats state_cache_stats() const;
   /// What the factory or the warm-up decision threw, when state() is failed.
   std::string load_error() const;
   std::size_t depth() const;  ///< requests waiting

@@ -25,6 +25,7 @@ struct RequestState {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   Endpoint endpoint = Endpoint::unknown;  ///< resolved once, from the path
   int input_tokens = -1;                  ///< usage.input_tokens of a decided request
+  int cached_tokens = -1;                 ///< of those, resumed from the state cache
   double queue_wait_ms = -1;              ///< submit -> the runtime thread took it
   double decision_ms = -1;                ///< runtime thread time
 };

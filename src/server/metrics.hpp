@@ -10,6 +10,8 @@
 
 #include <vector>
 
+#include "cache/state_cache.hpp"
+
 namespace clef::server {
 
 /// A Prometheus histogram: fixed bucket upper bounds, counts, sum. Not thread-safe (Metrics
@@ -42,10 +44,11 @@ std::string prometheus_number(double v);
 
 /// Values read at scrape time from the decision queue.
 struct GaugeValues {
-  std::size_t queue_depth = 0;    ///< decisions waiting for the runtime thread
-  int in_flight = 0;              ///< decisions being computed now (0 or 1)
-  bool model_loaded = false;      ///< the model is loaded and warmed up
-  double model_load_seconds = 0;  ///< load + warm-up wall time (0 before it finished)
+  std::size_t queue_depth = 0;         ///< decisions waiting for the runtime thread
+  int in_flight = 0;                   ///< decisions being computed now (0 or 1)
+  bool model_loaded = false;           ///< the model is loaded and warmed up
+  double model_load_seconds = 0;       ///< load + warm-up wall time (0 before it finished)
+  cache::StateCacheStats state_cache;  ///< the decider's state cache
 };
 
 /// Counters and histograms updated by the HTTP threads. Thread-safe.
@@ -54,6 +57,8 @@ struct GaugeValues {
 ///   clef_queue_wait_seconds                     histogram (submit -> decision start)
 ///   clef_input_tokens_total                     counter
 ///   clef_input_tokens                           histogram (tokens per decided request)
+///   clef_state_cache_{hits,misses,reused_tokens,evictions}_total  counters
+///   clef_state_cache_{entries,bytes,budget_bytes}                 gauges
 ///   clef_decisions_dropped_total                counter (client gone before its turn)
 ///   clef_queue_depth, clef_decisions_in_flight, clef_model_loaded, clef_model_load_seconds gauges
 class Metrics {

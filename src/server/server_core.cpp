@@ -146,6 +146,7 @@ HttpResponse ServerCore::handle_metrics() const {
   auto model = queue_.model();
   gauges.model_loaded = model.has_value() && queue_.state() == QueueState::ready;
   gauges.model_load_seconds = model ? model->load_seconds : 0.0;
+  gauges.state_cache = queue_.state_cache_stats();
   HttpResponse res;
   res.body = metrics_.render(gauges);
   res.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -180,6 +181,7 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
   record.path = path;
   record.status = status;
   record.input_tokens = state.input_tokens;
+  record.cached_tokens = state.cached_tokens;
   record.queue_wait_ms = state.queue_wait_ms;
   record.decision_ms = state.decision_ms;
   record.total_ms =

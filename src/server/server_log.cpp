@@ -96,6 +96,7 @@ std::string format_access(const AccessRecord& r, LogFormat format) {
   line.field_string("path", printable(r.path));
   line.field_raw("status", std::to_string(r.status));
   if (r.input_tokens >= 0) line.field_raw("input_tokens", std::to_string(r.input_tokens));
+  if (r.cached_tokens >= 0) line.field_raw("cached_tokens", std::to_string(r.cached_tokens));
   if (r.queue_wait_ms >= 0) line.field_raw("queue_wait_ms", millis(r.queue_wait_ms));
   if (r.decision_ms >= 0) line.field_raw("decision_ms", millis(r.decision_ms));
   if (r.total_ms >= 0) line.field_raw("total_ms", millis(r.total_ms));

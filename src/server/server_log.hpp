@@ -18,6 +18,7 @@ struct AccessRecord {
   std::string path;
   int status = 0;
   int input_tokens = -1;      ///< usage.input_tokens of a decided request
+  int cached_tokens = -1;     ///< of those, resumed from the state cache
   double queue_wait_ms = -1;  ///< submit -> runtime thread took it
   double decision_ms = -1;    ///< runtime thread time
   double total_ms = -1;       ///< first handler -> response ready
@@ -25,7 +26,7 @@ struct AccessRecord {
 
 /// One access line without the trailing newline. Text:
 ///   `<UTC time> access id=... method=POST path=/v1/decisions status=200 input_tokens=57
-///   queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90`
+///   cached_tokens=36 queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90`
 /// JSON: {"time":...,"event":"access","id":...,"method":...,"path":...,"status":...,...}.
 /// Bytes outside printable ASCII in method/path/id are written as '?'.
 std::string format_access(const AccessRecord& record, LogFormat format);

@@ -84,8 +84,8 @@ TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
   ASSERT_EQ(h.data.size(), 300u * static_cast<std::size_t>(backbone.n_embd()));
   for (float v : h.data) ASSERT_TRUE(std::isfinite(v));
   // Rows differ from token to token (the model is not degenerate).
-  EXPECT_GT(max_abs_diff(HiddenStates{1, h.n_embd, {h.row(0).begin(), h.row(0).end()}},
-                         HiddenStates{1, h.n_embd, {h.row(1).begin(), h.row(1).end()}}),
+  EXPECT_GT(max_abs_diff(HiddenStates{1, h.n_embd, {h.row(0).begin(), h.row(0).end()}, {}},
+                         HiddenStates{1, h.n_embd, {h.row(1).begin(), h.row(1).end()}, {}}),
             0.0f);
 }
 
@@ -128,6 +128,89 @@ TEST_F(BackboneTest, ANewContextAfterReleaseGivesTheSameRows) {
   backbone.release_compute_memory();
   EXPECT_EQ(backbone.longest_record(), 0);
   EXPECT_EQ(backbone.hidden_states(a).data, before.data);
+}
+
+/// A cold prefill cut at `cut` taking a snapshot there, and the same record resumed from it.
+struct ColdAndWarm {
+  HiddenStates cold;
+  HiddenStates warm;
+};
+ColdAndWarm cold_and_warm(Backbone& backbone, std::span<const int32_t> ids,
+                          std::span<const int32_t> other_ids, int cut) {
+  const std::vector<int> cuts = {cut};
+  clef::backbone::PrefillReuse take;
+  take.cuts = cuts;
+  take.snapshot_at = cuts;
+  ColdAndWarm out;
+  out.cold = backbone.hidden_states(ids, {}, {}, take);
+  EXPECT_EQ(out.cold.snapshots.size(), 1u);
+  EXPECT_EQ(out.cold.snapshots.at(0).tokens, cut);
+  backbone.hidden_states(other_ids);  // something else in between
+  clef::backbone::PrefillReuse resume;
+  resume.cuts = cuts;
+  resume.resume = &out.cold.snapshots[0];
+  resume.resume_rows =
+      std::span<const float>(out.cold.data)
+          .first(static_cast<std::size_t>(cut) * static_cast<std::size_t>(backbone.n_embd()));
+  out.warm = backbone.hidden_states(ids, {}, {}, resume);
+  return out;
+}
+
+TEST_F(BackboneTest, ResumingAMemorySnapshotGivesTheColdRowsBitForBit) {
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto ids = random_token_ids(230, backbone.n_vocab(), 11);
+  const auto other = random_token_ids(120, backbone.n_vocab(), 12);
+  // The snapshot point 1 token before, at, and 1 token after a chunk boundary, and mid-chunk.
+  for (int cut : {63, 64, 65, 100, 128, 129, 200}) {
+    const ColdAndWarm r = cold_and_warm(backbone, ids, other, cut);
+    EXPECT_EQ(r.warm.data, r.cold.data) << "cut at " << cut;
+  }
+}
+
+TEST_F(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
+  // Record B shares its first 100 tokens with A: A's snapshot at 100 gives B's cold rows.
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto a = random_token_ids(180, backbone.n_vocab(), 13);
+  auto b = random_token_ids(160, backbone.n_vocab(), 14);
+  std::copy(a.begin(), a.begin() + 100, b.begin());
+  const std::vector<int> cuts = {100};
+  clef::backbone::PrefillReuse take;
+  take.cuts = cuts;
+  take.snapshot_at = cuts;
+  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
+  clef::backbone::PrefillReuse cold_b;
+  cold_b.cuts = cuts;
+  const HiddenStates b_cold = backbone.hidden_states(b, {}, {}, cold_b);
+  clef::backbone::PrefillReuse warm_b = cold_b;
+  warm_b.resume = &from_a.snapshots.at(0);
+  warm_b.resume_rows = std::span<const float>(from_a.data).first(100u * backbone.n_embd());
+  EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data);
+  // The cut itself changes nothing on the CPU with flash attention off.
+  EXPECT_EQ(backbone.hidden_states(b).data, b_cold.data);
+}
+
+TEST_F(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto ids = random_token_ids(150, backbone.n_vocab(), 15);
+  const std::vector<int> cuts = {70};
+  clef::backbone::PrefillReuse take;
+  take.cuts = cuts;
+  take.snapshot_at = cuts;
+  const HiddenStates cold = backbone.hidden_states(ids, {}, {}, take);
+  clef::backbone::PrefillReuse bad;  // no cut at 70: the snapshot is not at a batch boundary
+  bad.resume = &cold.snapshots.at(0);
+  bad.resume_rows = std::span<const float>(cold.data).first(70u * backbone.n_embd());
+  EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad), clef::Error);
+  bad.cuts = cuts;
+  bad.resume_rows = std::span<const float>(cold.data).first(69u * backbone.n_embd());
+  EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad), clef::Error);
+  const std::vector<int> off = {71};
+  clef::backbone::PrefillReuse bad_snapshot;
+  bad_snapshot.cuts = cuts;
+  bad_snapshot.snapshot_at = off;
+  EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad_snapshot), clef::Error);
+  // The backbone still works.
+  EXPECT_EQ(backbone.hidden_states(ids).data, cold.data);
 }
 
 TEST_F(BackboneTest, RefusesEmptyAndOverlongRecords) {

@@ -68,6 +68,30 @@ TEST(PrefillPlan, SplitsAtImagesAndChunksEachSegment) {
   for (const PrefillBatch& b : batches) EXPECT_GT(b.n_tokens, 1) << "1-token chunk at " << b.start;
 }
 
+TEST(PrefillPlan, CutsSplitTextSegmentsOnly) {
+  // The state cache's points: the end of the first text segment and the end of the state.
+  const auto spans = spans_of({{36, 100}});
+  const int total = 136 + 150 + 80;
+  const std::vector<int> cuts = {36, 136 + 150};  // 36 is an image start already
+  const auto batches = prefill_batches(total, spans, 64, cuts);
+  expect_covering(batches, total, spans);
+  const std::vector<PrefillBatch> expected = {{0, 36, false},   {36, 64, true},   {100, 36, true},
+                                              {136, 64, false}, {200, 64, false}, {264, 22, false},
+                                              {286, 64, false}, {350, 16, false}};
+  EXPECT_EQ(batches, expected);
+  // Without images: a cut one token after a chunk boundary makes the first segment end with
+  // (chunk - 1, 2), as any segment of chunk + 1 tokens.
+  const std::vector<int> text_cut = {65};
+  const std::vector<PrefillBatch> text = {{0, 63, false}, {63, 2, false}, {65, 35, false}};
+  EXPECT_EQ(prefill_batches(100, {}, 64, text_cut), text);
+  const std::vector<int> edges = {0, 100};
+  EXPECT_EQ(prefill_batches(100, {}, 64, edges), prefill_batches(100, {}, 64));
+  const std::vector<int> unordered = {50, 40};
+  EXPECT_THROW(prefill_batches(100, {}, 64, unordered), Error);
+  const std::vector<int> outside = {101};
+  EXPECT_THROW(prefill_batches(100, {}, 64, outside), Error);
+}
+
 TEST(PrefillPlan, RefusesSpansOutOfOrderOrRange) {
   EXPECT_THROW(prefill_batches(100, spans_of({{50, 10}, {40, 5}}), 64), Error);
   EXPECT_THROW(prefill_batches(100, spans_of({{95, 10}}), 64), Error);

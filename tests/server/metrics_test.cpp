@@ -45,6 +45,13 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
   g.in_flight = 1;
   g.model_loaded = true;
   g.model_load_seconds = 1.5;
+  g.state_cache.hits = 4;
+  g.state_cache.misses = 6;
+  g.state_cache.reused_tokens = 1234;
+  g.state_cache.evictions = 1;
+  g.state_cache.entries = 2;
+  g.state_cache.bytes = 4096;
+  g.state_cache.budget = 1 << 20;
   std::string text = m.render(g);
   EXPECT_TRUE(has_line(text, "# TYPE clef_http_requests_total counter"));
   EXPECT_TRUE(
@@ -66,6 +73,15 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
   EXPECT_TRUE(has_line(text, "clef_decisions_in_flight 1"));
   EXPECT_TRUE(has_line(text, "clef_model_loaded 1"));
   EXPECT_TRUE(has_line(text, "clef_model_load_seconds 1.5"));
+  EXPECT_TRUE(has_line(text, "# TYPE clef_state_cache_hits_total counter"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_hits_total 4"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_misses_total 6"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_reused_tokens_total 1234"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_evictions_total 1"));
+  EXPECT_TRUE(has_line(text, "# TYPE clef_state_cache_entries gauge"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_entries 2"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_bytes 4096"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_budget_bytes 1048576"));
   // Every sample line is "name[{labels}] value"; every metric has HELP and TYPE.
   std::size_t types = 0;
   std::size_t helps = 0;
@@ -82,7 +98,7 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
       EXPECT_NE(line.rfind(' '), std::string::npos) << line;
     start = end + 1;
   }
-  EXPECT_EQ(types, 10u);
+  EXPECT_EQ(types, 17u);
   EXPECT_EQ(helps, types);
 }
 

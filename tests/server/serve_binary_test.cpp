@@ -478,5 +478,73 @@ TEST(ServeBinary, ImageBombIsRefusedBeforeDecodingAndTheServerLivesOn) {
   EXPECT_TRUE(server.process().running());
 }
 
+TEST(ServeBinary, SixteenMixedRequestsColdThenWarmGiveTheBytesOfSoloRunsWithoutACache) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp_solo;
+  TempDir tmp_cached;
+  DemoServer solo(tmp_solo, {"--state-cache-mb", "0"});
+  DemoServer cached(tmp_cached, {"--state-cache-mb", "64"});
+  ASSERT_TRUE(solo.ready()) << solo.log();
+  ASSERT_TRUE(cached.ready()) << cached.log();
+
+  std::ifstream in(CLEF_TEST_DATA "/oracle/coreai/images/shapes_224.png", std::ios::binary);
+  const std::string png{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  ASSERT_FALSE(png.empty());
+  // Four states (one with an image, one long) times four question sets.
+  const std::string long_state(1500, 'x');
+  const std::string states[] = {
+      R"("state":"Production database is down, customers cannot log in")",
+      R"("state":{"ticket":7,"text":"Refund please, charged twice","tags":["billing"]})",
+      R"("state":"What is in the picture?","images":["data:image/png;base64,)" + base64(png) +
+          R"("])",
+      R"("state":")" + long_state + R"(")"};
+  const std::string questions[] = {
+      R"("questions":{"outage":{"type":"noul"}})",
+      R"("questions":{"urgency":{"type":"score","criteria":["low","medium","high"]}})",
+      R"("questions":{"team":{"type":"choice","criteria":{"eng":"Engineering","bill":"Billing"}},)"
+      R"("refund":{"type":"noul","instructions":"Is a refund asked for?"}})",
+      R"("questions":{"shape":{"type":"choice","criteria":{"circle":"a circle","square":"a square"}}})"};
+  std::vector<std::string> bodies;
+  std::vector<std::string> alone;
+  for (const std::string& s : states) {
+    for (const std::string& q : questions) {
+      bodies.push_back("{" + s + "," + q + "}");
+      auto one = post(solo.port(), bodies.back());
+      ASSERT_TRUE(one);
+      ASSERT_EQ(one->status, 200) << one->body;
+      EXPECT_EQ(one->get_header_value("X-Clef-Cached-Tokens"), "0");
+      alone.push_back(one->body);
+    }
+  }
+  for (const char* round : {"cold", "warm"}) {
+    std::vector<std::future<httplib::Result>> together;
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      together.push_back(
+          std::async(std::launch::async, [&, i] { return post(cached.port(), bodies[i]); }));
+    }
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      auto r = together[i].get();
+      ASSERT_TRUE(r) << round << " " << i;
+      EXPECT_EQ(r->status, 200);
+      EXPECT_EQ(r->body, alone[i]) << round << " request " << i;
+      const int reused = std::stoi(r->get_header_value("X-Clef-Cached-Tokens", 0));
+      // Warm, every request finds at least its state's prefix (the system prefix at least).
+      if (std::string(round) == "warm") {
+        EXPECT_GT(reused, 30) << i;
+      }
+    }
+  }
+  auto metrics = client(cached.port())->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("clef_state_cache_hits_total "), std::string::npos);
+  EXPECT_EQ(metrics->body.find("clef_state_cache_hits_total 0\n"), std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("clef_state_cache_budget_bytes 67108864\n"), std::string::npos);
+  EXPECT_NE(cached.log().find("cached_tokens="), std::string::npos);
+  auto solo_metrics = client(solo.port())->Get("/metrics");
+  ASSERT_TRUE(solo_metrics);
+  EXPECT_NE(solo_metrics->body.find("clef_state_cache_budget_bytes 0\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace clef::server

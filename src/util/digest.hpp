@@ -1,6 +1,6 @@
 #pragma once
-// Streaming digests for verifying downloads against the hub: SHA-256 (Git LFS files, the hub's
-// `lfs.oid`) and the git blob SHA-1 (small files stored in git, the hub's `oid`:
+// Streaming digests: SHA-256 (downloads of Git LFS files against the hub's `lfs.oid`; the state
+// cache's image keys) and the git blob SHA-1 (small files stored in git, the hub's `oid`:
 // sha1("blob " + size + "\0" + content)). OpenSSL EVP underneath.
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-namespace clef::pull {
+namespace clef::util {
 
 /// An incremental digest.
 class Digest {
@@ -34,4 +34,4 @@ class Digest {
 /// file is shorter or unreadable.
 void digest_file(Digest& digest, const std::filesystem::path& path, std::uint64_t bytes);
 
-}  // namespace clef::pull
+}  // namespace clef::util

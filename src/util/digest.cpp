@@ -1,4 +1,4 @@
-#include "pull/hashing.hpp"
+#include "util/digest.hpp"
 
 #include <openssl/evp.h>
 
@@ -7,7 +7,7 @@
 
 #include "util/error.hpp"
 
-namespace clef::pull {
+namespace clef::util {
 
 struct Digest::Impl {
   struct Free {
@@ -60,4 +60,4 @@ void digest_file(Digest& digest, const std::filesystem::path& path, std::uint64_
   }
 }
 
-}  // namespace clef::pull
+}  // namespace clef::util

@@ -1,0 +1,183 @@
+// The state cache end to end on the tiny test model: a request that shares its state (and
+// images) with an earlier one resumes from the cached prefix and answers with exactly the bytes
+// of an engine without a cache, wherever the state ends relative to the prefill chunks, with a
+// truncated state, with images, and when only the system prefix is shared.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cache/prefix_points.hpp"
+#include "json/parse.hpp"
+#include "runtime/engine.hpp"
+#include "support/grey_png.hpp"
+#include "support/tiny_model.hpp"
+#include "vision/base64.hpp"
+#include "vision/decode.hpp"
+#include "vision/image_source.hpp"
+
+namespace {
+
+using clef::json::Value;
+namespace rt = clef::runtime;
+
+constexpr int kChunk = 64;
+
+rt::EngineConfig config(std::int64_t cache_mb, int context = 4096) {
+  const auto& m = clef::test::tiny_model();
+  rt::EngineConfig c;
+  c.backbone_path = m.backbone.string();
+  c.head_path = m.head.string();
+  c.head_config_path = m.head_config.string();
+  c.mmproj_path = m.mmproj.string();
+  c.backbone.context_size = context;
+  c.backbone.chunk_tokens = kChunk;
+  c.backbone.threads = 1;  // ctest runs two tests at once on two cores
+  c.state_cache_mb = cache_mb;
+  return c;
+}
+
+const char* kQuestionsA = R"({
+    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
+      "criteria": {"engineering": "Software and outages", "sales": "Pricing", "support": "Help"}},
+    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
+const char* kQuestionsB = R"({
+    "urgency": {"type": "score", "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
+    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
+    "tone": {"type": "choice", "criteria": {"calm": "Calm", "angry": "Angry", "lost": "Confused"}}})";
+
+std::string state_of(int words) {
+  static const char* vocabulary[] = {"database", "outage",  "customers", "login",   "error",
+                                     "region",   "payment", "latency",   "support", "ticket"};
+  std::string s;
+  for (int i = 0; i < words; ++i) s += std::string(i ? " " : "") + vocabulary[(i * 7 + 3) % 10];
+  return s;
+}
+
+Value request(const std::string& state, const char* questions,
+              const std::vector<std::string>& images = {}) {
+  std::string text = R"({"state": ")" + state + R"(", "questions": )" + questions;
+  if (!images.empty()) {
+    text += R"(, "images": [)";
+    for (std::size_t i = 0; i < images.size(); ++i) text += (i ? ",\"" : "\"") + images[i] + "\"";
+    text += "]";
+  }
+  return clef::json::parse(text + "}");
+}
+
+class StateCacheEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cached_ = rt::make_engine(config(64));
+    cold_ = rt::make_engine(config(0));
+  }
+  static void TearDownTestSuite() {
+    cached_.reset();
+    cold_.reset();
+  }
+  /// Decides `body` on the cached engine and checks its bytes against the cold engine's.
+  static rt::Decision expect_cold_bytes(const Value& body) {
+    rt::Decision d = cached_->decide(body);
+    EXPECT_EQ(d.body, cold_->decide(body).body) << "cached tokens " << d.cached_tokens;
+    return d;
+  }
+  static std::unique_ptr<rt::Decider> cached_;
+  static std::unique_ptr<rt::Decider> cold_;
+};
+std::unique_ptr<rt::Decider> StateCacheEngineTest::cached_;
+std::unique_ptr<rt::Decider> StateCacheEngineTest::cold_;
+
+TEST_F(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBytes) {
+  // State ends one token before, at, and one token after a chunk boundary (and elsewhere).
+  std::set<int> offsets_seen;
+  for (int words = 20; words < 200 && offsets_seen.size() < 5; ++words) {
+    const Value a = request(state_of(words), kQuestionsA);
+    const clef::record::Record rec = cached_->prepare(a).record;
+    const int state_end = static_cast<int>(rec.state_span.end);
+    const int offset = state_end % kChunk;
+    if (offset != kChunk - 1 && offset != 0 && offset != 1 && offset != 10 && offset != 40)
+      continue;
+    if (!offsets_seen.insert(offset).second) continue;
+    SCOPED_TRACE("state end " + std::to_string(state_end));
+    expect_cold_bytes(a);  // caches the state
+    const rt::Decision b = expect_cold_bytes(request(state_of(words), kQuestionsB));
+    EXPECT_EQ(b.cached_tokens, state_end);
+    const rt::Decision again = expect_cold_bytes(a);
+    EXPECT_EQ(again.cached_tokens, state_end);
+  }
+  EXPECT_EQ(offsets_seen, (std::set<int>{0, 1, 10, 40, kChunk - 1}));
+  const clef::cache::StateCacheStats s = cached_->state_cache_stats();
+  EXPECT_GE(s.hits, 10u);
+  EXPECT_GT(s.bytes, 0u);
+  EXPECT_EQ(cold_->state_cache_stats().hits, 0u);
+  EXPECT_EQ(cold_->state_cache_stats().entries, 0u);
+}
+
+TEST_F(StateCacheEngineTest, ANewStateResumesFromTheSystemPrefix) {
+  cached_->decide(request("warm the prefix", kQuestionsA));
+  const Value body = request("a different ticket about payments", kQuestionsB);
+  const rt::Decision d = expect_cold_bytes(body);
+  EXPECT_EQ(d.cached_tokens, static_cast<int>(cached_->prepare(body).record.prefix_tokens));
+  EXPECT_GT(d.cached_tokens, 30);
+}
+
+TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
+  auto small_cached = rt::make_engine(config(64, 512));
+  auto small_cold = rt::make_engine(config(0, 512));
+  const std::string state = state_of(900);
+  const Value a = request(state, kQuestionsA);
+  const Value b = request(state, kQuestionsB);
+  const clef::record::Record rec = small_cached->prepare(b).record;
+  ASSERT_TRUE(rec.state_truncated);
+  EXPECT_EQ(small_cached->decide(a).body, small_cold->decide(a).body);
+  const rt::Decision warm = small_cached->decide(b);
+  // A shorter schema leaves more room for the state: b's state is cut elsewhere than a's, so
+  // only the system prefix is shared; b itself is then cached at its own state end.
+  EXPECT_EQ(warm.body, small_cold->decide(b).body);
+  const rt::Decision warm_again = small_cached->decide(b);
+  EXPECT_EQ(warm_again.cached_tokens, static_cast<int>(rec.state_span.end));
+  EXPECT_EQ(warm_again.body, warm.body);
+}
+
+TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
+  const std::string arrows = clef::vision::image_file_data_uri(
+      std::string(CLEF_TEST_DATA) + "/oracle/coreai/images/arrows_640x480.png",
+      clef::vision::DecodeLimits{}, "image");
+  const std::string png = clef::test::grey_png(640, 480);
+  const std::string grey =
+      "data:image/png;base64," +
+      clef::vision::encode_base64({reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
+  const std::string state = state_of(40);
+  const Value a = request(state, kQuestionsA, {arrows});
+  const Value b = request(state, kQuestionsB, {arrows});
+  const clef::record::Record rec = cached_->prepare(b).record;
+  expect_cold_bytes(a);
+  const rt::Decision warm = expect_cold_bytes(b);
+  EXPECT_EQ(warm.cached_tokens, static_cast<int>(rec.state_span.end));
+  // Same size, same ids and positions, other pixels: only the prefix up to the image is shared.
+  const rt::Decision other = expect_cold_bytes(request(state, kQuestionsB, {grey}));
+  EXPECT_EQ(other.cached_tokens, static_cast<int>(rec.images.at(0).first_token));
+}
+
+TEST(StateCacheEngine, FlashAttentionAnswersDoNotDependOnTheCache) {
+  // With flash attention the CPU kernels depend on the chunk layout; the layout is cut at the
+  // snapshot points with or without a cache, so a hit still gives the cold bytes.
+  auto cached_config = config(64);
+  cached_config.backbone.flash_attention = true;
+  auto cold_config = config(0);
+  cold_config.backbone.flash_attention = true;
+  auto cached = rt::make_engine(cached_config);
+  auto cold = rt::make_engine(cold_config);
+  for (int words : {30, 75, 130}) {
+    const Value a = request(state_of(words), kQuestionsA);
+    const Value b = request(state_of(words), kQuestionsB);
+    EXPECT_EQ(cached->decide(a).body, cold->decide(a).body);
+    const rt::Decision warm = cached->decide(b);
+    EXPECT_GT(warm.cached_tokens, 0);
+    EXPECT_EQ(warm.body, cold->decide(b).body) << words << " words";
+  }
+}
+
+}  // namespace
