@@ -4,6 +4,8 @@
 //                   logits for the last token only), same chunk layout and flash-attention setting
 //   hidden_states   clef's backbone: final-norm rows of every token through the nextn path
 //   decision        the whole decision: parse + record + backbone + lexical rows + head + answers
+//   new_questions_cold/warm  the same ~2,000-token state asked a new 3-question schema without
+//                   and with the state cached (issue 11's reuse ratio, warm/cold)
 //   release_compute_memory  the backbone's context made anew (what an idle server pays after a
 //                   long record to give its compute-buffer pages back)
 //
@@ -50,8 +52,25 @@ fs::path model_dir() {
   return dir;
 }
 
-/// A SystemOne request whose state is `words` words long (the card example's questions).
-std::string request_with_state(int words) {
+const char* kCardQuestions = R"({
+    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
+      "criteria": {"engineering": "Software, infrastructure and outages",
+                   "sales": "Pricing, quotes and purchases", "support": "Account and usage help"}},
+    "urgency": {"type": "score", "instructions": "How urgent is this ticket?",
+      "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
+    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
+
+/// Another 3-question schema: what a second question set asked of the same state looks like.
+const char* kFollowUpQuestions = R"({
+    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
+    "sentiment": {"type": "choice", "instructions": "How does the customer feel?",
+      "criteria": {"calm": "Calm and patient", "annoyed": "Annoyed", "angry": "Angry"}},
+    "impact": {"type": "score", "instructions": "How many customers are affected?",
+      "criteria": ["One", "A few", "Many", "All"]}})";
+
+/// A SystemOne request whose state is `words` words long, with `questions` (default: the card
+/// example's).
+std::string request_with_state(int words, const char* questions = kCardQuestions) {
   std::string state;
   const char* vocabulary[] = {"database", "outage",  "customers", "login",  "error",  "region",
                               "payment",  "latency", "support",   "ticket", "deploy", "rollback"};
@@ -61,20 +80,18 @@ std::string request_with_state(int words) {
   }
   std::string out = R"({"state": ")";
   out.append(state);
-  out.append(R"(", "questions": {
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-      "criteria": {"engineering": "Software, infrastructure and outages",
-                   "sales": "Pricing, quotes and purchases", "support": "Account and usage help"}},
-    "urgency": {"type": "score", "instructions": "How urgent is this ticket?",
-      "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
-    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}}})");
+  out.append(R"(", "questions": )");
+  out.append(questions);
+  out.append("}");
   return out;
 }
 
-/// Shared state: one engine (for decisions and record ids) and one plain llama context.
+/// Shared state: one engine without a state cache (for cold decisions and record ids), one with
+/// it, and one plain llama context.
 struct Fixture {
   clef::runtime::EngineConfig config;
   std::unique_ptr<clef::runtime::Decider> engine;
+  std::unique_ptr<clef::runtime::Decider> cached_engine;
   std::unique_ptr<clef::backbone::Backbone> backbone;
   clef::backbone::LlamaContextPtr raw_ctx;
 
@@ -82,7 +99,11 @@ struct Fixture {
     config = clef::runtime::EngineConfig::from_model_dir(model_dir().string());
     config.backbone.context_size = 8192;
     config.backbone.threads = std::atoi(env_or("CLEF_BENCH_THREADS", "0").c_str());
+    config.state_cache_mb = 0;  // every decision cold
     engine = clef::runtime::make_engine(config);
+    clef::runtime::EngineConfig cached_config = config;
+    cached_config.state_cache_mb = 1024;
+    cached_engine = clef::runtime::make_engine(cached_config);
     backbone = std::make_unique<clef::backbone::Backbone>(config.backbone_path, config.backbone);
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(config.backbone.context_size);
@@ -169,6 +190,36 @@ void BM_release_compute_memory(benchmark::State& state) {
   for (auto _ : state) f.backbone->release_compute_memory();
 }
 
+/// Issue 11's reuse benchmark: the same ~2,000-token state asked a new 3-question schema, cold
+/// (no cache) and warm (the state cached by an earlier question set).
+constexpr int kReuseWords = 1800;
+
+void BM_new_questions_cold(benchmark::State& state) {
+  auto& f = fixture();
+  const std::string text = request_with_state(kReuseWords, kFollowUpQuestions);
+  std::size_t tokens = 0;
+  for (auto _ : state)
+    tokens = static_cast<std::size_t>(f.engine->decide(clef::json::parse(text)).input_tokens);
+  set_counters(state, tokens);
+}
+
+void BM_new_questions_warm(benchmark::State& state) {
+  auto& f = fixture();
+  f.cached_engine->decide(clef::json::parse(request_with_state(kReuseWords)));  // caches the state
+  const std::string text = request_with_state(kReuseWords, kFollowUpQuestions);
+  std::size_t cached = 0;
+  for (auto _ : state) {
+    const auto d = f.cached_engine->decide(clef::json::parse(text));
+    cached = static_cast<std::size_t>(d.cached_tokens);
+  }
+  state.counters["cached_tokens"] = static_cast<double>(cached);
+  const auto stats = f.cached_engine->state_cache_stats();
+  state.counters["cache_MiB"] = static_cast<double>(stats.bytes) / (1 << 20);
+}
+
+BENCHMARK(BM_new_questions_cold)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_new_questions_warm)->Unit(benchmark::kMillisecond);
+
 constexpr int kStates[] = {60, 1800};
 BENCHMARK(BM_release_compute_memory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_raw_prefill)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
@@ -191,6 +242,13 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (raw <= 0) continue;
       std::printf("%-8d %22.3f %22.3f\n", s, time_of("BM_hidden_states", s) / raw,
                   time_of("BM_decision", s) / raw);
+    }
+    const double cold = times_.count("BM_new_questions_cold") ? times_["BM_new_questions_cold"] : 0;
+    const double warm = times_.count("BM_new_questions_warm") ? times_["BM_new_questions_warm"] : 0;
+    if (cold > 0 && warm > 0) {
+      std::printf(
+          "\nstate cache, same %d-word state, new questions: warm/cold %.3f (target <= 0.2)\n",
+          kReuseWords, warm / cold);
     }
   }
 

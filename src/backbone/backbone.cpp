@@ -293,7 +293,9 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   if (!embeddings.empty() && !mrope_) {
     bad_prefill("embedding inputs need an M-RoPE backbone");
   }
-  const int resumed = reuse.resume != nullptr ? reuse.resume->tokens : 0;
+  const int resumed = reuse.resume_checkpoint != nullptr ? reuse.resume_checkpoint->tokens
+                      : reuse.resume != nullptr          ? reuse.resume->tokens
+                                                         : 0;
   for (const EmbeddingSpan& s : embeddings) {
     if (s.first + s.n_tokens <= resumed && s.rows.empty()) continue;  // inside the resumed part
     if (s.rows.size() != static_cast<std::size_t>(s.n_tokens) * n_embd_) {
@@ -308,16 +310,23 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
     return at == total || std::any_of(batches.begin(), batches.end(),
                                       [at](const PrefillBatch& b) { return b.start == at; });
   };
-  if (reuse.resume != nullptr &&
-      (resumed <= 0 || resumed >= total || !is_boundary(resumed) ||
+  const bool bad_checkpoint =
+      reuse.resume_checkpoint != nullptr &&
+      (reuse.resume == nullptr || !reuse.resume_checkpoint->partial || reuse.resume->partial ||
+       reuse.resume_checkpoint->tokens >= reuse.resume->tokens);
+  if ((reuse.resume != nullptr || reuse.resume_checkpoint != nullptr) &&
+      (bad_checkpoint || resumed <= 0 || resumed >= total || !is_boundary(resumed) ||
        reuse.resume_rows.size() != static_cast<std::size_t>(resumed) * n_embd_)) {
     bad_prefill("a resumed memory of " + std::to_string(resumed) + " tokens with " +
                 std::to_string(reuse.resume_rows.size()) + " row values does not fit the layout");
   }
-  for (std::size_t i = 0; i < reuse.snapshot_at.size(); ++i) {
-    const int at = reuse.snapshot_at[i];
-    if (at <= resumed || !is_boundary(at) || (i > 0 && at <= reuse.snapshot_at[i - 1])) {
-      bad_prefill("snapshot point " + std::to_string(at) + " is not a later batch boundary");
+  for (std::span<const int> points : {reuse.snapshot_at, reuse.checkpoint_at}) {
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (points[i] <= resumed || !is_boundary(points[i]) ||
+          (i > 0 && points[i] <= points[i - 1])) {
+        bad_prefill("snapshot point " + std::to_string(points[i]) +
+                    " is not a later batch boundary");
+      }
     }
   }
 
@@ -330,12 +339,7 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   out.n_embd = n_embd_;
   out.data.resize(static_cast<std::size_t>(total) * n_embd_);
   if (reuse.resume != nullptr) {
-    const MemorySnapshot& m = *reuse.resume;
-    if (llama_state_seq_set_data(ctx_.get(), m.data.data(), m.data.size(), 0) != m.data.size()) {
-      llama_memory_clear(llama_get_memory(ctx_.get()), true);
-      bad_prefill("llama.cpp did not take back a memory snapshot of " + std::to_string(m.tokens) +
-                  " tokens");
-    }
+    restore(reuse, positions);
     std::copy(reuse.resume_rows.begin(), reuse.resume_rows.end(), out.data.begin());
   }
 
@@ -343,6 +347,7 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   AbortCallbackScope abort_scope(ctx_.get(), cancelled);
   std::size_t span_index = 0;
   std::size_t next_snapshot = 0;
+  std::size_t next_checkpoint = 0;
   for (const PrefillBatch& pb : batches) {
     if (pb.start < resumed) continue;
     if (cancelled && abort_if_cancelled(const_cast<Cancelled*>(&cancelled))) {
@@ -372,23 +377,60 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
     }
     std::memcpy(out.data.data() + static_cast<std::size_t>(pb.start) * n_embd_, rows,
                 sizeof(float) * static_cast<std::size_t>(pb.n_tokens) * n_embd_);
-    if (next_snapshot < reuse.snapshot_at.size() &&
-        reuse.snapshot_at[next_snapshot] == pb.start + pb.n_tokens) {
-      out.snapshots.push_back(take_snapshot(pb.start + pb.n_tokens));
+    const int done = pb.start + pb.n_tokens;
+    if (next_checkpoint < reuse.checkpoint_at.size() &&
+        reuse.checkpoint_at[next_checkpoint] == done) {
+      out.checkpoints.push_back(take_snapshot(done, true));
+      ++next_checkpoint;
+    }
+    if (next_snapshot < reuse.snapshot_at.size() && reuse.snapshot_at[next_snapshot] == done) {
+      out.snapshots.push_back(take_snapshot(done, false));
       ++next_snapshot;
     }
   }
   return out;
 }
 
-MemorySnapshot Backbone::take_snapshot(int tokens) {
+MemorySnapshot Backbone::take_snapshot(int tokens, bool partial) {
+  const llama_state_seq_flags flags =
+      partial ? LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY : LLAMA_STATE_SEQ_FLAGS_NONE;
   MemorySnapshot m;
   m.tokens = tokens;
-  m.data.resize(llama_state_seq_get_size(ctx_.get(), 0));
-  if (llama_state_seq_get_data(ctx_.get(), m.data.data(), m.data.size(), 0) != m.data.size()) {
+  m.partial = partial;
+  m.data.resize(llama_state_seq_get_size_ext(ctx_.get(), 0, flags));
+  if (llama_state_seq_get_data_ext(ctx_.get(), m.data.data(), m.data.size(), 0, flags) !=
+      m.data.size()) {
     bad_prefill("llama.cpp wrote a short memory snapshot");
   }
   return m;
+}
+
+int Backbone::restore(const PrefillReuse& reuse, std::span<const RopePosition> positions) {
+  llama_context* ctx = ctx_.get();
+  auto fail = [&](const std::string& what) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    bad_prefill(what);
+  };
+  const MemorySnapshot& full = *reuse.resume;
+  if (llama_state_seq_set_data_ext(ctx, full.data.data(), full.data.size(), 0,
+                                   LLAMA_STATE_SEQ_FLAGS_NONE) != full.data.size()) {
+    fail("llama.cpp did not take back a memory snapshot of " + std::to_string(full.tokens) +
+         " tokens");
+  }
+  if (reuse.resume_checkpoint == nullptr) return full.tokens;
+  // The recurrent states at c first (the recurrent memory cannot be cut back, llama-probes.md
+  // section 3), then the attention KV from token c's position on.
+  const MemorySnapshot& at = *reuse.resume_checkpoint;
+  if (llama_state_seq_set_data_ext(ctx, at.data.data(), at.data.size(), 0,
+                                   LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != at.data.size()) {
+    fail("llama.cpp did not take back a checkpoint of " + std::to_string(at.tokens) + " tokens");
+  }
+  const llama_pos from =
+      positions.empty() ? at.tokens : positions[static_cast<std::size_t>(at.tokens)].t;
+  if (!llama_memory_seq_rm(llama_get_memory(ctx), 0, from, -1)) {
+    fail("llama.cpp did not cut the memory back to " + std::to_string(at.tokens) + " tokens");
+  }
+  return at.tokens;
 }
 
 }  // namespace clef::backbone

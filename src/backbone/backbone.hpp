@@ -20,6 +20,9 @@ namespace clef::backbone {
 struct MemorySnapshot {
   int tokens = 0;
   std::vector<std::uint8_t> data;
+  /// Only the Gated DeltaNet conv / recurrent states (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY): a
+  /// checkpoint taken on the way to a full snapshot of the same record, resumed on top of it.
+  bool partial = false;
 };
 
 /// Final-norm hidden states of a record: `rows` x `n_embd` floats, row-major (row t = token t).
@@ -29,6 +32,8 @@ struct HiddenStates {
   std::vector<float> data;
   /// The memory after each PrefillReuse::snapshot_at point, in that order.
   std::vector<MemorySnapshot> snapshots;
+  /// The recurrent states after each PrefillReuse::checkpoint_at point (partial), in that order.
+  std::vector<MemorySnapshot> checkpoints;
 
   std::span<const float> row(int t) const {
     return {data.data() + static_cast<std::size_t>(t) * n_embd, static_cast<std::size_t>(n_embd)};
@@ -99,11 +104,19 @@ struct PrefillReuse {
   /// Start from this memory instead of token 0 (its `tokens` must be a batch boundary of the
   /// layout); null: a cold prefill.
   const MemorySnapshot* resume = nullptr;
-  /// The hidden rows of the resumed tokens: resume->tokens x n_embd floats.
+  /// Optional, with `resume`: a partial checkpoint of the same earlier record at fewer tokens c
+  /// (a text token of this layout's boundaries): `resume` is set, then this checkpoint's recurrent
+  /// states, then the attention KV of positions from token c on is dropped, and the prefill
+  /// resumes at c.
+  const MemorySnapshot* resume_checkpoint = nullptr;
+  /// The hidden rows of the resumed tokens: (resume_checkpoint ? it : resume)->tokens x n_embd.
   std::span<const float> resume_rows;
   /// Take a MemorySnapshot after these many tokens (sorted; each a batch boundary, after the
   /// resumed part) into HiddenStates::snapshots.
   std::span<const int> snapshot_at;
+  /// Take a partial MemorySnapshot (recurrent states only) after these many tokens (sorted; each
+  /// a batch boundary after the resumed part) into HiddenStates::checkpoints.
+  std::span<const int> checkpoint_at;
 };
 
 /// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
@@ -181,8 +194,12 @@ class Backbone {
  private:
   void init(LlamaModelPtr model, const std::string& name);
   void make_context();
-  /// The memory of sequence 0 now, after its first `tokens` tokens.
-  MemorySnapshot take_snapshot(int tokens);
+  /// The memory of sequence 0 now, after its first `tokens` tokens (recurrent states only when
+  /// `partial`).
+  MemorySnapshot take_snapshot(int tokens, bool partial);
+  /// Sets sequence 0's memory from `reuse.resume` (and `reuse.resume_checkpoint`); returns the
+  /// resumed token count. Throws clef::Error (internal) when llama.cpp does not take it.
+  int restore(const PrefillReuse& reuse, std::span<const RopePosition> positions);
 
   BackboneParams params_;
   LlamaModelPtr model_;

@@ -18,35 +18,62 @@ StateCache::StateCache(std::size_t budget_bytes) : budget_(budget_bytes) {
   stats_.budget = budget_bytes;
 }
 
-std::shared_ptr<const CachedPrefix> StateCache::find(std::span<const std::int32_t> ids,
-                                                     std::span<const int> points,
-                                                     std::span<const std::size_t> image_starts,
-                                                     std::span<const std::string> image_digests) {
-  if (!enabled()) return nullptr;
+CacheHit StateCache::find(std::span<const std::int32_t> ids, std::span<const int> boundaries,
+                          std::span<const std::size_t> image_starts,
+                          std::span<const std::string> image_digests) {
+  if (!enabled()) return {};
+  auto is_boundary = [&](std::size_t at) {
+    return std::binary_search(boundaries.begin(), boundaries.end(), static_cast<int>(at));
+  };
+  // The record's images that start before `at` have the entry's digests; at the entry's end
+  // they are all of the entry's images (before a checkpoint, equal ids mean equal image blocks).
+  auto same_images = [&](const CachedPrefix& e, std::size_t at) {
+    const auto inside = static_cast<std::size_t>(
+        std::lower_bound(image_starts.begin(), image_starts.end(), at) - image_starts.begin());
+    if (at == e.ids.size() ? inside != e.image_digests.size() : inside > e.image_digests.size()) {
+      return false;
+    }
+    return inside <= image_digests.size() &&
+           std::equal(image_digests.begin(),
+                      image_digests.begin() + static_cast<std::ptrdiff_t>(inside),
+                      e.image_digests.begin());
+  };
   const std::lock_guard lock(mutex_);
-  auto best = lru_.end();
+  CacheHit best;
+  auto best_it = lru_.end();
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     const CachedPrefix& e = **it;
-    const std::size_t n = e.ids.size();
-    if (n > ids.size() || (best != lru_.end() && n <= (*best)->ids.size())) continue;
-    if (std::find(points.begin(), points.end(), static_cast<int>(n)) == points.end()) continue;
-    const auto inside = static_cast<std::size_t>(
-        std::lower_bound(image_starts.begin(), image_starts.end(), n) - image_starts.begin());
-    if (inside != e.image_digests.size() || inside > image_digests.size() ||
-        !std::equal(e.image_digests.begin(), e.image_digests.end(), image_digests.begin())) {
-      continue;
+    const std::size_t n = std::min(e.ids.size(), ids.size());
+    const auto common = static_cast<std::size_t>(
+        std::mismatch(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(n), ids.begin())
+            .first -
+        e.ids.begin());
+    CacheHit candidate;
+    if (common == e.ids.size() && common < ids.size() && is_boundary(common) &&
+        same_images(e, common)) {
+      candidate = {*it, static_cast<int>(common), nullptr};
+    } else {
+      for (auto c = e.checkpoints.rbegin(); c != e.checkpoints.rend(); ++c) {
+        const auto at = static_cast<std::size_t>(c->tokens);
+        if (at <= common && is_boundary(at) && same_images(e, at)) {
+          candidate = {*it, c->tokens, &*c};
+          break;
+        }
+      }
     }
-    if (std::memcmp(e.ids.data(), ids.data(), n * sizeof(std::int32_t)) != 0) continue;
-    best = it;
+    if (candidate && candidate.tokens > best.tokens) {
+      best = candidate;
+      best_it = it;
+    }
   }
-  if (best == lru_.end()) {
+  if (!best) {
     ++stats_.misses;
-    return nullptr;
+    return {};
   }
-  lru_.splice(lru_.begin(), lru_, best);
+  lru_.splice(lru_.begin(), lru_, best_it);
   ++stats_.hits;
-  stats_.reused_tokens += lru_.front()->ids.size();
-  return lru_.front();
+  stats_.reused_tokens += static_cast<std::uint64_t>(best.tokens);
+  return best;
 }
 
 bool StateCache::holds(std::span<const std::int32_t> ids,

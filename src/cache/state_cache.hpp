@@ -23,7 +23,11 @@ struct CachedPrefix {
   /// blocks are all image-pad ids, so the ids alone do not say which pixels they were.
   std::vector<std::string> image_digests;
   backbone::MemorySnapshot memory;  ///< memory.tokens == ids.size()
-  std::vector<float> rows;          ///< ids.size() x n_embd final-norm hidden rows
+  /// Recurrent-only checkpoints (backbone::MemorySnapshot::partial) at layout boundaries before
+  /// ids.size(), ascending: a record that shares only the first c tokens resumes from `memory`
+  /// cut back to checkpoint c (an edited or extended state).
+  std::vector<backbone::MemorySnapshot> checkpoints;
+  std::vector<float> rows;  ///< ids.size() x n_embd final-norm hidden rows
   /// Bytes the entry holds (ids, digests, memory, rows).
   std::size_t bytes() const noexcept;
 };
@@ -40,6 +44,15 @@ struct StateCacheStats {
   std::uint64_t budget = 0;     ///< the byte budget (0: the cache is off)
 };
 
+/// What a lookup found: resume `entry`'s memory, cut back to `checkpoint` when that is set, and
+/// the first `tokens` rows.
+struct CacheHit {
+  std::shared_ptr<const CachedPrefix> entry;  ///< null: a miss
+  int tokens = 0;                             ///< entry->ids.size() or checkpoint->tokens
+  const backbone::MemorySnapshot* checkpoint = nullptr;  ///< one of entry->checkpoints, or null
+  explicit operator bool() const noexcept { return entry != nullptr; }
+};
+
 /// Cached record prefixes, least recently used evicted first to stay within a byte budget. One
 /// cache belongs to one loaded model (its memory snapshots fit only that model's context).
 /// Thread-safe (one mutex; lookups and insertions come from the deciding thread, stats() from
@@ -51,15 +64,16 @@ class StateCache {
 
   bool enabled() const noexcept { return budget_ > 0; }
 
-  /// The longest cached prefix of the record `ids` whose length is one of `points` (the record's
-  /// snapshot points, prefix_points.hpp) and whose image digests equal `image_digests[0..k)`, k
-  /// the number of the record's images that start inside it (`image_starts`: each image block's
-  /// first token, ascending, one per digest). Marks it most recently used and counts a hit; null
-  /// (a miss) when none matches. The entry stays valid for the caller even if it is evicted.
-  std::shared_ptr<const CachedPrefix> find(std::span<const std::int32_t> ids,
-                                           std::span<const int> points,
-                                           std::span<const std::size_t> image_starts,
-                                           std::span<const std::string> image_digests);
+  /// The longest cached prefix of the record `ids` that ends at one of `boundaries` (the batch
+  /// boundaries of the record's own prefill layout, ascending): a whole entry whose ids start the
+  /// record, or an entry's checkpoint at c where the record and the entry agree on the first c
+  /// ids. Images that start inside the prefix (`image_starts`: each image block's first token,
+  /// ascending, one per digest) must have the entry's digests. Marks the entry most recently used
+  /// and counts a hit; a miss when none matches. The entry stays valid for the caller even if it
+  /// is evicted.
+  CacheHit find(std::span<const std::int32_t> ids, std::span<const int> boundaries,
+                std::span<const std::size_t> image_starts,
+                std::span<const std::string> image_digests);
 
   /// True when a prefix with these ids and digests is held (no counters change).
   bool contains(std::span<const std::int32_t> ids,

@@ -123,57 +123,81 @@ class Engine final : public Decider {
     out.timings.tokenize_ms = prepared.tokenize_ms;
     out.timings.vision_ms = prepared.image_prepare_ms;
 
+    // The prefill layout, cut at the record's snapshot points whether or not the cache is on.
     const std::vector<int> points = cache::snapshot_points(rec);
+    std::vector<backbone::EmbeddingSpan> spans;
     std::vector<std::size_t> image_starts;
     std::vector<std::string> digests;
     for (std::size_t i = 0; i < prepared.images.size(); ++i) {
+      spans.push_back({static_cast<int>(rec.images[i].first_token),
+                       static_cast<int>(rec.images[i].n_tokens),
+                       {}});
       image_starts.push_back(rec.images[i].first_token);
       digests.push_back(prepared.images[i].digest);
     }
-    const std::shared_ptr<const cache::CachedPrefix> hit =
-        cache_.find(rec.ids, points, image_starts, digests);
-    const int resumed = hit ? static_cast<int>(hit->ids.size()) : 0;
+    std::vector<int> boundaries;
+    for (const backbone::PrefillBatch& b : backbone::prefill_batches(
+             static_cast<int>(rec.ids.size()), spans, backbone_.params().chunk_tokens, points)) {
+      boundaries.push_back(b.start);
+    }
+    const cache::CacheHit hit = cache_.find(rec.ids, boundaries, image_starts, digests);
+    const int resumed = hit.tokens;
 
     // The vision tower's rows for every image block after the resumed prefix.
     std::vector<std::vector<float>> rows(prepared.images.size());
-    std::vector<backbone::EmbeddingSpan> spans;
     if (!prepared.images.empty()) {
       if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
       const auto tv = Clock::now();
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
-        const auto first = static_cast<int>(rec.images[i].first_token);
-        if (first >= resumed) {
-          // One encode cannot be interrupted (clip has no abort hook); before each image it can.
-          if (cancelled()) {
-            throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
-                                    std::to_string(i));
-          }
-          note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak
-          rows[i] = tower_->encode(prepared.images[i].image);
+        if (spans[i].first < resumed) continue;
+        // One encode cannot be interrupted (clip has no abort hook); before each image it can.
+        if (cancelled()) {
+          throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
+                                  std::to_string(i));
         }
-        spans.push_back({first, static_cast<int>(rec.images[i].n_tokens), rows[i]});
+        note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak
+        rows[i] = tower_->encode(prepared.images[i].image);
+        spans[i].rows = rows[i];
       }
       out.timings.vision_ms += ms_since(tv);
     }
 
-    // Snapshots at the points after the resumed part that are worth keeping and not kept yet.
+    // Snapshots at the points after the resumed part that are worth keeping and not kept yet;
+    // with the last one, recurrent-only checkpoints at the layout boundaries inside the state.
     std::vector<int> snapshot_at;
-    for (int p : points) {
-      if (!cache_.enabled() || p <= resumed || p < kMinCachedTokens) continue;
-      const auto inside = static_cast<std::size_t>(
-          std::lower_bound(image_starts.begin(), image_starts.end(), static_cast<std::size_t>(p)) -
-          image_starts.begin());
-      const auto ids = std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(p));
-      if (!cache_.contains(ids, std::span<const std::string>(digests).first(inside))) {
-        snapshot_at.push_back(p);
+    std::vector<int> checkpoint_at;
+    if (cache_.enabled()) {
+      for (int p : points) {
+        if (p <= resumed || p < kMinCachedTokens) continue;
+        const auto inside =
+            static_cast<std::size_t>(std::lower_bound(image_starts.begin(), image_starts.end(),
+                                                      static_cast<std::size_t>(p)) -
+                                     image_starts.begin());
+        const auto ids = std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(p));
+        if (!cache_.contains(ids, std::span<const std::string>(digests).first(inside))) {
+          snapshot_at.push_back(p);
+        }
+      }
+      const int state_end = static_cast<int>(rec.state_span.end);
+      if (!snapshot_at.empty() && snapshot_at.back() == state_end) {
+        for (int b : boundaries) {
+          if (b > resumed && b > static_cast<int>(rec.state_span.begin) && b < state_end &&
+              b >= kMinCachedTokens) {
+            checkpoint_at.push_back(b);
+          }
+        }
       }
     }
     backbone::PrefillReuse reuse;
     reuse.cuts = points;
     reuse.snapshot_at = snapshot_at;
+    reuse.checkpoint_at = checkpoint_at;
     if (hit) {
-      reuse.resume = &hit->memory;
-      reuse.resume_rows = hit->rows;
+      reuse.resume = &hit.entry->memory;
+      reuse.resume_checkpoint = hit.checkpoint;
+      reuse.resume_rows = std::span<const float>(hit.entry->rows)
+                              .first(static_cast<std::size_t>(resumed) *
+                                     static_cast<std::size_t>(backbone_.n_embd()));
     }
 
     const auto t1 = Clock::now();
@@ -198,6 +222,18 @@ class Engine final : public Decider {
       entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
       for (std::size_t i = 0; i < image_starts.size() && image_starts[i] < n; ++i) {
         entry.image_digests.push_back(digests[i]);
+      }
+      if (m.tokens == static_cast<int>(rec.state_span.end)) {
+        // The resumed entry's checkpoints up to the resume point hold for this record too.
+        if (hit) {
+          for (const backbone::MemorySnapshot& c : hit.entry->checkpoints) {
+            if (c.tokens <= resumed && c.tokens > static_cast<int>(rec.state_span.begin)) {
+              entry.checkpoints.push_back(c);
+            }
+          }
+        }
+        for (backbone::MemorySnapshot& c : hidden.checkpoints)
+          entry.checkpoints.push_back(std::move(c));
       }
       entry.rows.assign(hidden.data.begin(),
                         hidden.data.begin() + static_cast<std::ptrdiff_t>(n * hidden.n_embd));

@@ -84,9 +84,14 @@ TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
   ASSERT_EQ(h.data.size(), 300u * static_cast<std::size_t>(backbone.n_embd()));
   for (float v : h.data) ASSERT_TRUE(std::isfinite(v));
   // Rows differ from token to token (the model is not degenerate).
-  EXPECT_GT(max_abs_diff(HiddenStates{1, h.n_embd, {h.row(0).begin(), h.row(0).end()}, {}},
-                         HiddenStates{1, h.n_embd, {h.row(1).begin(), h.row(1).end()}, {}}),
-            0.0f);
+  auto one_row = [&](int t) {
+    HiddenStates r;
+    r.rows = 1;
+    r.n_embd = h.n_embd;
+    r.data.assign(h.row(t).begin(), h.row(t).end());
+    return r;
+  };
+  EXPECT_GT(max_abs_diff(one_row(0), one_row(1)), 0.0f);
 }
 
 TEST_F(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
@@ -187,6 +192,44 @@ TEST_F(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
   EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data);
   // The cut itself changes nothing on the CPU with flash attention off.
   EXPECT_EQ(backbone.hidden_states(b).data, b_cold.data);
+}
+
+TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
+  // A's snapshot at 200 with recurrent-only checkpoints at chunk boundaries; B agrees with A on
+  // its first 150 tokens: B resumes at 128 (the last common boundary) from A's snapshot plus the
+  // checkpoint, and gets its cold rows.
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto a = random_token_ids(260, backbone.n_vocab(), 16);
+  auto b = random_token_ids(240, backbone.n_vocab(), 17);
+  std::copy(a.begin(), a.begin() + 150, b.begin());
+  const std::vector<int> a_cuts = {200};
+  const std::vector<int> checkpoints = {64, 128};
+  clef::backbone::PrefillReuse take;
+  take.cuts = a_cuts;
+  take.snapshot_at = a_cuts;
+  take.checkpoint_at = checkpoints;
+  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
+  ASSERT_EQ(from_a.checkpoints.size(), 2u);
+  EXPECT_TRUE(from_a.checkpoints[1].partial);
+  EXPECT_LT(from_a.checkpoints[1].data.size(), from_a.snapshots.at(0).data.size());
+  const std::vector<int> b_cuts = {190};
+  clef::backbone::PrefillReuse cold_b;
+  cold_b.cuts = b_cuts;
+  const HiddenStates b_cold = backbone.hidden_states(b, {}, {}, cold_b);
+  for (int c : {64, 128}) {
+    clef::backbone::PrefillReuse warm_b = cold_b;
+    warm_b.resume = &from_a.snapshots.at(0);
+    warm_b.resume_checkpoint = &from_a.checkpoints.at(c == 64 ? 0 : 1);
+    warm_b.resume_rows =
+        std::span<const float>(from_a.data).first(static_cast<std::size_t>(c) * backbone.n_embd());
+    EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data) << "from " << c;
+  }
+  // A checkpoint cannot be resumed without the full snapshot it was taken on the way to.
+  clef::backbone::PrefillReuse alone = cold_b;
+  alone.resume = &from_a.checkpoints.at(1);
+  alone.resume_rows = std::span<const float>(from_a.data).first(128u * backbone.n_embd());
+  EXPECT_THROW(backbone.hidden_states(b, {}, {}, alone), clef::Error);
+  EXPECT_EQ(backbone.hidden_states(b, {}, {}, cold_b).data, b_cold.data);
 }
 
 TEST_F(BackboneTest, ResumePointsOffTheLayoutAreRefused) {

@@ -17,6 +17,12 @@ std::vector<std::int32_t> iota_ids(int n, int from = 0) {
   return v;
 }
 
+/// `ids` and 10 more tokens: a record that a prefix of `ids` can start.
+std::vector<std::int32_t> longer(std::vector<std::int32_t> ids) {
+  for (int i = 0; i < 10; ++i) ids.push_back(50000 + i);
+  return ids;
+}
+
 CachedPrefix prefix(const std::vector<std::int32_t>& ids, std::size_t n,
                     std::vector<std::string> digests = {}, std::size_t payload = 1000) {
   CachedPrefix e;
@@ -36,28 +42,60 @@ TEST(StateCache, FindsTheLongestPrefixAtARecordPoint) {
   const std::vector<int> both = {36, 120};
   auto hit = cache.find(ids, both, {}, {});
   ASSERT_TRUE(hit);
-  EXPECT_EQ(hit->ids.size(), 120u);
+  EXPECT_EQ(hit.tokens, 120);
   // 120 is not a point of this record (its state ends elsewhere): the prefix at 36 is used.
   const std::vector<int> only_36 = {36, 150};
   hit = cache.find(ids, only_36, {}, {});
   ASSERT_TRUE(hit);
-  EXPECT_EQ(hit->ids.size(), 36u);
+  EXPECT_EQ(hit.tokens, 36);
   // Another record that shares only the first 36 tokens.
   auto other = ids;
   other[50] = 9999;
   hit = cache.find(other, both, {}, {});
   ASSERT_TRUE(hit);
-  EXPECT_EQ(hit->ids.size(), 36u);
+  EXPECT_EQ(hit.tokens, 36);
   other[3] = 9999;
   EXPECT_FALSE(cache.find(other, both, {}, {}));
-  // A record shorter than a prefix does not match it.
+  // A record no longer than a prefix does not resume from it (nothing would be left to prefill).
+  EXPECT_FALSE(cache.find(std::vector<std::int32_t>(ids.begin(), ids.begin() + 36),
+                          std::vector<int>{36}, {}, {}));
   EXPECT_FALSE(cache.find(std::vector<std::int32_t>(ids.begin(), ids.begin() + 30), both, {}, {}));
   const StateCacheStats s = cache.stats();
   EXPECT_EQ(s.hits, 3u);
-  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.misses, 3u);
   EXPECT_EQ(s.reused_tokens, 120u + 36u + 36u);
   EXPECT_EQ(s.entries, 2u);
   EXPECT_EQ(s.insertions, 2u);
+}
+
+TEST(StateCache, ARecordThatSharesPartOfAnEntryResumesFromItsCheckpoint) {
+  StateCache cache(1 << 20);
+  const auto a = iota_ids(200);
+  CachedPrefix entry = prefix(a, 200);
+  for (int c : {64, 128}) entry.checkpoints.push_back({c, std::vector<std::uint8_t>(10, 1), true});
+  cache.insert(std::move(entry));
+  auto b = iota_ids(260);
+  b[150] = -1;  // an edit after token 150
+  const std::vector<int> boundaries = {0, 36, 64, 128, 190, 254};
+  CacheHit hit = cache.find(b, boundaries, {}, {});
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit.tokens, 128);
+  ASSERT_NE(hit.checkpoint, nullptr);
+  EXPECT_EQ(hit.checkpoint->tokens, 128);
+  // 128 is not where b's layout has a batch boundary: the checkpoint at 64 is.
+  const std::vector<int> other_layout = {0, 36, 64, 100, 164};
+  hit = cache.find(b, other_layout, {}, {});
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit.tokens, 64);
+  // The whole entry is used (no checkpoint) when the record extends it at a boundary.
+  const std::vector<int> at_200 = {0, 36, 64, 128, 200};
+  auto c = iota_ids(300);
+  hit = cache.find(c, at_200, {}, {});
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit.tokens, 200);
+  EXPECT_EQ(hit.checkpoint, nullptr);
+  b[20] = -1;  // an edit before the first checkpoint
+  EXPECT_FALSE(cache.find(b, boundaries, {}, {}));
 }
 
 TEST(StateCache, ImagesInsideThePrefixMustHaveTheSameDigests) {
@@ -76,7 +114,7 @@ TEST(StateCache, ImagesInsideThePrefixMustHaveTheSameDigests) {
   const std::vector<std::size_t> late = {350};
   auto hit = cache.find(ids, points, late, other);
   ASSERT_TRUE(hit);
-  EXPECT_EQ(hit->ids.size(), 37u);
+  EXPECT_EQ(hit.tokens, 37);
   EXPECT_TRUE(cache.contains(std::span<const std::int32_t>(ids).first(300), same));
   EXPECT_FALSE(cache.contains(std::span<const std::int32_t>(ids).first(300), other));
 }
@@ -90,11 +128,11 @@ TEST(StateCache, EvictsTheLeastRecentlyUsedToStayWithinTheBudget) {
   cache.insert(prefix(a, 100));
   cache.insert(prefix(b, 100));
   const std::vector<int> points = {100};
-  EXPECT_TRUE(cache.find(a, points, {}, {}));  // a is now the most recently used
-  cache.insert(prefix(c, 100));                // evicts b
-  EXPECT_TRUE(cache.find(a, points, {}, {}));
-  EXPECT_FALSE(cache.find(b, points, {}, {}));
-  EXPECT_TRUE(cache.find(c, points, {}, {}));
+  EXPECT_TRUE(cache.find(longer(a), points, {}, {}));  // a is now the most recently used
+  cache.insert(prefix(c, 100));                        // evicts b
+  EXPECT_TRUE(cache.find(longer(a), points, {}, {}));
+  EXPECT_FALSE(cache.find(longer(b), points, {}, {}));
+  EXPECT_TRUE(cache.find(longer(c), points, {}, {}));
   StateCacheStats s = cache.stats();
   EXPECT_EQ(s.evictions, 1u);
   EXPECT_EQ(s.entries, 2u);
@@ -115,12 +153,12 @@ TEST(StateCache, AnEntryFoundStaysValidAfterItIsEvicted) {
   StateCache cache(one);
   cache.insert(prefix(a, 100));
   const std::vector<int> points = {100};
-  const auto hit = cache.find(a, points, {}, {});
+  const auto hit = cache.find(longer(a), points, {}, {});
   ASSERT_TRUE(hit);
   cache.insert(prefix(iota_ids(100, 500), 100));
   EXPECT_EQ(cache.stats().evictions, 1u);
-  EXPECT_EQ(hit->ids, a);
-  EXPECT_EQ(hit->memory.data.size(), 1000u);
+  EXPECT_EQ(hit.entry->ids, a);
+  EXPECT_EQ(hit.entry->memory.data.size(), 1000u);
 }
 
 TEST(StateCache, ABudgetOfZeroKeepsNothingAndCountsNothing) {
@@ -129,7 +167,7 @@ TEST(StateCache, ABudgetOfZeroKeepsNothingAndCountsNothing) {
   const auto a = iota_ids(100);
   cache.insert(prefix(a, 100));
   const std::vector<int> points = {100};
-  EXPECT_FALSE(cache.find(a, points, {}, {}));
+  EXPECT_FALSE(cache.find(longer(a), points, {}, {}));
   const StateCacheStats s = cache.stats();
   EXPECT_EQ(s.entries + s.hits + s.misses + s.insertions + s.bytes + s.budget, 0u);
 }

@@ -123,6 +123,38 @@ TEST_F(StateCacheEngineTest, ANewStateResumesFromTheSystemPrefix) {
   EXPECT_GT(d.cached_tokens, 30);
 }
 
+TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonCheckpoint) {
+  // An agent re-asks as the ticket grows: the state gets more words at its end, or one word in
+  // the middle changes. The earlier record's checkpoints at the state's chunk boundaries give
+  // the new one everything before the change, and the answers stay the cold bytes.
+  const std::string base = state_of(240);
+  const Value first = request(base, kQuestionsA);
+  const clef::record::Record first_rec = cached_->prepare(first).record;
+  ASSERT_GT(first_rec.state_span.size(), 3u * kChunk);
+  expect_cold_bytes(first);
+
+  const Value extended = request(base + " the customer wrote again an hour later", kQuestionsA);
+  const rt::Decision grown = expect_cold_bytes(extended);
+  const auto prefix = static_cast<int>(first_rec.prefix_tokens);
+  // The last chunk boundary of the state segment before the old state's end.
+  const int last_boundary =
+      prefix + (static_cast<int>(first_rec.state_span.end) - prefix - 2) / kChunk * kChunk;
+  EXPECT_EQ(grown.cached_tokens, last_boundary);
+  EXPECT_GT(grown.cached_tokens, prefix + kChunk);
+
+  std::string edited = base;
+  const std::size_t middle = edited.size() / 2;
+  edited.replace(edited.find(' ', middle), 1, " urgent ");
+  const rt::Decision changed = expect_cold_bytes(request(edited, kQuestionsB));
+  EXPECT_GT(changed.cached_tokens, prefix);
+  EXPECT_LT(changed.cached_tokens, static_cast<int>(first_rec.state_span.end));
+  // The extended record's own entry resumes the extended state again at its end.
+  const rt::Decision again =
+      expect_cold_bytes(request(base + " the customer wrote again an hour later", kQuestionsB));
+  EXPECT_EQ(again.cached_tokens,
+            static_cast<int>(cached_->prepare(extended).record.state_span.end));
+}
+
 TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   auto small_cached = rt::make_engine(config(64, 512));
   auto small_cold = rt::make_engine(config(0, 512));
@@ -177,6 +209,8 @@ TEST(StateCacheEngine, FlashAttentionAnswersDoNotDependOnTheCache) {
     const rt::Decision warm = cached->decide(b);
     EXPECT_GT(warm.cached_tokens, 0);
     EXPECT_EQ(warm.body, cold->decide(b).body) << words << " words";
+    const Value extended = request(state_of(words) + " and one more thing", kQuestionsB);
+    EXPECT_EQ(cached->decide(extended).body, cold->decide(extended).body) << words << " words";
   }
 }
 
