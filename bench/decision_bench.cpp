@@ -27,6 +27,7 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
+#include "server/decision_queue.hpp"
 #include "testmodel/make_test_model.hpp"
 
 namespace {
@@ -220,6 +221,62 @@ void BM_new_questions_warm(benchmark::State& state) {
 BENCHMARK(BM_new_questions_cold)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_new_questions_warm)->Unit(benchmark::kMillisecond);
 
+/// Issue 11's fairness benchmark, through the server's queue (no state cache): the latency of a
+/// ~300-token request alone (arg 0) and sent while a ~8,000-token one is being prefilled (arg 1;
+/// the long one pauses between its batches for it).
+constexpr int kShortWords = 20;
+constexpr int kLongWords = 7300;
+
+clef::server::DecisionQueue& fairness_queue() {
+  static std::unique_ptr<clef::server::DecisionQueue> queue = [] {
+    auto q = std::make_unique<clef::server::DecisionQueue>(
+        [] { return clef::runtime::make_engine(fixture().config); }, 64,
+        clef::server::warmup_request());
+    q->start();
+    if (!q->wait_until_ready(std::chrono::minutes(10))) std::abort();
+    return q;
+  }();
+  return *queue;
+}
+
+void BM_fairness(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  auto& q = fairness_queue();
+  const clef::json::Value short_body = clef::json::parse(request_with_state(kShortWords));
+  const clef::json::Value long_body = clef::json::parse(request_with_state(kLongWords));
+  int short_tokens = 0;
+  int long_tokens = 0;
+  for (auto _ : state) {
+    std::future<clef::server::DecisionOutcome> long_done;
+    if (state.range(0) == 1) {
+      auto prepared = q.prepare(long_body);
+      long_tokens = prepared.input_tokens();
+      long_done = q.submit(std::move(prepared));
+      while (q.in_flight() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the prefill
+    }
+    const auto t0 = Clock::now();
+    auto prepared = q.prepare(short_body);
+    short_tokens = prepared.input_tokens();
+    auto outcome = q.submit(std::move(prepared)).get();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    if (outcome.status != clef::server::DecisionOutcome::Status::decided) std::abort();
+    if (long_done.valid() &&
+        long_done.get().status != clef::server::DecisionOutcome::Status::decided) {
+      std::abort();
+    }
+  }
+  state.counters["short_tokens"] = short_tokens;
+  state.counters["long_tokens"] = long_tokens;
+}
+
+BENCHMARK(BM_fairness)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
 constexpr int kStates[] = {60, 1800};
 BENCHMARK(BM_release_compute_memory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_raw_prefill)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
@@ -245,6 +302,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
     const double cold = times_.count("BM_new_questions_cold") ? times_["BM_new_questions_cold"] : 0;
     const double warm = times_.count("BM_new_questions_warm") ? times_["BM_new_questions_warm"] : 0;
+    const double alone = time_of("BM_fairness", 0);
+    const double beside = time_of("BM_fairness", 1);
+    if (alone > 0 && beside > 0) {
+      std::printf(
+          "fairness, a short request sent while a long one runs: latency / alone %.3f "
+          "(target <= 2)\n",
+          beside / alone);
+    }
     if (cold > 0 && warm > 0) {
       std::printf(
           "\nstate cache, same %d-word state, new questions: warm/cold %.3f (target <= 0.2)\n",
@@ -256,8 +321,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
   double time_of(const char* name, int arg) const {
     char key[96];
     std::snprintf(key, sizeof key, "%s/%d", name, arg);
-    const auto it = times_.find(key);
-    return it == times_.end() ? 0.0 : it->second;
+    // "NAME/ARG", or "NAME/ARG/iterations:N/manual_time" and the like.
+    for (const auto& [name_of_run, time] : times_) {
+      if (name_of_run == key || name_of_run.starts_with(std::string(key) + "/")) return time;
+    }
+    return 0.0;
   }
   std::map<std::string, double> times_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 // llama_set_embeddings_nextn / llama_get_embeddings_nextn are declared only in the pinned tree's
@@ -272,13 +273,13 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      std::span<const RopePosition> positions,
                                      std::span<const EmbeddingSpan> embeddings,
                                      const Cancelled& cancelled) {
-  return hidden_states(ids, positions, embeddings, PrefillReuse{}, cancelled);
+  return hidden_states(ids, positions, embeddings, PrefillOptions{}, cancelled);
 }
 
 HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      std::span<const RopePosition> positions,
                                      std::span<const EmbeddingSpan> embeddings,
-                                     const PrefillReuse& reuse, const Cancelled& cancelled) {
+                                     const PrefillOptions& reuse, const Cancelled& cancelled) {
   const int total = static_cast<int>(ids.size());
   if (total == 0) throw invalid_request("a record needs at least one token");
   if (total > params_.context_size) {
@@ -344,12 +345,28 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
   }
 
   BatchStorage storage(params_.chunk_tokens);
-  AbortCallbackScope abort_scope(ctx_.get(), cancelled);
+  std::optional<AbortCallbackScope> abort_scope(std::in_place, ctx_.get(), cancelled);
   std::size_t span_index = 0;
+  bool first_batch = true;
   std::size_t next_snapshot = 0;
   std::size_t next_checkpoint = 0;
   for (const PrefillBatch& pb : batches) {
     if (pb.start < resumed) continue;
+    if (!first_batch && reuse.preemption != nullptr && reuse.preemption->wanted()) {
+      // Others run on this context now; the memory is set back before this batch.
+      const MemorySnapshot paused = take_snapshot(pb.start, false);
+      abort_scope.reset();
+      reuse.preemption->run_others();
+      llama_memory_clear(llama_get_memory(ctx_.get()), true);
+      if (llama_state_seq_set_data(ctx_.get(), paused.data.data(), paused.data.size(), 0) !=
+          paused.data.size()) {
+        llama_memory_clear(llama_get_memory(ctx_.get()), true);
+        bad_prefill("llama.cpp did not take back a paused prefill's memory");
+      }
+      abort_scope.emplace(ctx_.get(), cancelled);
+      ++out.preemptions;
+    }
+    first_batch = false;
     if (cancelled && abort_if_cancelled(const_cast<Cancelled*>(&cancelled))) {
       throw_cancelled(pb.start);
     }
@@ -405,7 +422,7 @@ MemorySnapshot Backbone::take_snapshot(int tokens, bool partial) {
   return m;
 }
 
-int Backbone::restore(const PrefillReuse& reuse, std::span<const RopePosition> positions) {
+int Backbone::restore(const PrefillOptions& reuse, std::span<const RopePosition> positions) {
   llama_context* ctx = ctx_.get();
   auto fail = [&](const std::string& what) {
     llama_memory_clear(llama_get_memory(ctx), true);

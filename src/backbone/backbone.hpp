@@ -30,10 +30,12 @@ struct HiddenStates {
   int rows = 0;
   int n_embd = 0;
   std::vector<float> data;
-  /// The memory after each PrefillReuse::snapshot_at point, in that order.
+  /// The memory after each PrefillOptions::snapshot_at point, in that order.
   std::vector<MemorySnapshot> snapshots;
-  /// The recurrent states after each PrefillReuse::checkpoint_at point (partial), in that order.
+  /// The recurrent states after each PrefillOptions::checkpoint_at point (partial), in that order.
   std::vector<MemorySnapshot> checkpoints;
+  /// How many times the prefill let others run (PrefillOptions::preemption).
+  int preemptions = 0;
 
   std::span<const float> row(int t) const {
     return {data.data() + static_cast<std::size_t>(t) * n_embd, static_cast<std::size_t>(n_embd)};
@@ -95,10 +97,21 @@ int chunk_length(int total, int start, int chunk);
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.
 using Cancelled = std::function<bool()>;
 
-/// How a prefill shares work with others (the state cache). The layout (prefill_batches) is cut
-/// at `cuts` whether or not a snapshot is resumed, so a record's hidden states are the same bytes
-/// cold and warm.
-struct PrefillReuse {
+/// Lets other work use the backbone's context between two batches of a long prefill, so a short
+/// request does not wait for a long one to finish. Asked before every batch but the first one
+/// decoded: when `wanted()` says true, the prefill's memory is snapshotted, `run_others()` runs
+/// (other prefills on the same backbone, from their own fresh state), and the memory is set back
+/// before the batch: the same batches are decoded from the same memory, so the rows are the same
+/// bytes as without it. `run_others` must not itself be preempted (no nesting).
+struct Preemption {
+  std::function<bool()> wanted;
+  std::function<void()> run_others;
+};
+
+/// How a prefill shares work with others (the state cache, preemption). The layout
+/// (prefill_batches) is cut at `cuts` whether or not a snapshot is resumed, so a record's hidden
+/// states are the same bytes cold and warm.
+struct PrefillOptions {
   /// Extra layout boundaries, sorted, inside (0, total).
   std::span<const int> cuts;
   /// Start from this memory instead of token 0 (its `tokens` must be a batch boundary of the
@@ -117,6 +130,8 @@ struct PrefillReuse {
   /// Take a partial MemorySnapshot (recurrent states only) after these many tokens (sorted; each
   /// a batch boundary after the resumed part) into HiddenStates::checkpoints.
   std::span<const int> checkpoint_at;
+  /// Optional: others may run between batches (see Preemption).
+  const Preemption* preemption = nullptr;
 };
 
 /// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
@@ -178,7 +193,7 @@ class Backbone {
   /// llama.cpp does not take back; otherwise as above.
   HiddenStates hidden_states(std::span<const std::int32_t> ids,
                              std::span<const RopePosition> positions,
-                             std::span<const EmbeddingSpan> embeddings, const PrefillReuse& reuse,
+                             std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                              const Cancelled& cancelled = {});
 
   /// The most tokens of a record prefilled since the context was made (0: none yet).
@@ -199,7 +214,7 @@ class Backbone {
   MemorySnapshot take_snapshot(int tokens, bool partial);
   /// Sets sequence 0's memory from `reuse.resume` (and `reuse.resume_checkpoint`); returns the
   /// resumed token count. Throws clef::Error (internal) when llama.cpp does not take it.
-  int restore(const PrefillReuse& reuse, std::span<const RopePosition> positions);
+  int restore(const PrefillOptions& reuse, std::span<const RopePosition> positions);
 
   BackboneParams params_;
   LlamaModelPtr model_;

@@ -16,7 +16,7 @@ namespace clef::cache {
 ///    (and its images).
 /// A point that would leave a text segment of one token on either side is dropped (a 1-token
 /// decode takes other kernels: backbone::chunk_length), as is a duplicate. The points depend only
-/// on the record, so cold and warm prefills of it are cut alike (backbone::PrefillReuse::cuts).
+/// on the record, so cold and warm prefills of it are cut alike (backbone::PrefillOptions::cuts).
 std::vector<int> snapshot_points(const record::Record& rec);
 
 }  // namespace clef::cache

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backbone/backbone.hpp"
 #include "cache/state_cache.hpp"
 #include "json/value.hpp"
 #include "runtime/prepared_request.hpp"
@@ -18,6 +19,8 @@ struct StageTimings {
   double backbone_ms = 0;
   double head_ms = 0;
   double total_ms = 0;  ///< preparing + deciding (not the time spent waiting between the two)
+  /// Time its prefill was paused while other decisions ran (not in backbone_ms or total_ms).
+  double paused_ms = 0;
 };
 
 /// The outcome of one decision.
@@ -26,6 +29,7 @@ struct Decision {
   std::string body;       ///< response serialized (key order kept), the bytes a client gets
   int input_tokens = 0;   ///< usage.input_tokens
   int cached_tokens = 0;  ///< tokens resumed from the state cache instead of prefilled
+  int preemptions = 0;    ///< times its prefill paused for others (backbone::Preemption)
   StageTimings timings;
 };
 
@@ -54,6 +58,14 @@ class Decider {
   /// server runs all decisions on its runtime thread). Throws clef::DecisionCancelled once
   /// prepared.cancellation says so, clef::Error for a request the model cannot take.
   virtual Decision decide(const PreparedRequest& prepared) = 0;
+
+  /// decide(), letting the caller run other decisions between two prefill batches of this one
+  /// (backbone::Preemption: the answer bytes do not change). Default: decide(prepared), never
+  /// preempted.
+  virtual Decision decide(const PreparedRequest& prepared, const backbone::Preemption& preemption) {
+    (void)preemption;
+    return decide(prepared);
+  }
 
   /// Called on the deciding thread when no request waits: a moment to give back memory a large
   /// request made the decider hold. Default: nothing.

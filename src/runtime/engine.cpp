@@ -115,7 +115,15 @@ class Engine final : public Decider {
   /// longest cached prefix of the record (the tower then skips the images inside it) and caches
   /// the record's snapshot points it prefilled; the prefill layout is cut at those points whether
   /// the cache is on or not, so the answer bytes never depend on it.
-  Decision decide(const PreparedRequest& prepared) override {
+  Decision decide(const PreparedRequest& prepared) override { return decide(prepared, nullptr); }
+
+  Decision decide(const PreparedRequest& prepared,
+                  const backbone::Preemption& preemption) override {
+    return decide(prepared, &preemption);
+  }
+
+ private:
+  Decision decide(const PreparedRequest& prepared, const backbone::Preemption* preemption) {
     const auto t0 = Clock::now();
     const record::Record& rec = prepared.record;
     const std::function<bool()> cancelled = prepared.cancellation.as_check();
@@ -188,7 +196,19 @@ class Engine final : public Decider {
         }
       }
     }
-    backbone::PrefillReuse reuse;
+    // Time spent on others while paused is theirs, not this decision's.
+    double paused_ms = 0;
+    backbone::Preemption timed;
+    if (preemption != nullptr) {
+      timed.wanted = preemption->wanted;
+      timed.run_others = [&] {
+        const auto tp = Clock::now();
+        preemption->run_others();
+        paused_ms += ms_since(tp);
+      };
+    }
+    backbone::PrefillOptions reuse;
+    reuse.preemption = preemption != nullptr ? &timed : nullptr;
     reuse.cuts = points;
     reuse.snapshot_at = snapshot_at;
     reuse.checkpoint_at = checkpoint_at;
@@ -203,8 +223,10 @@ class Engine final : public Decider {
     const auto t1 = Clock::now();
     backbone::HiddenStates hidden =
         backbone_.hidden_states(rec.ids, prepared.positions, spans, reuse, cancelled);
-    out.timings.backbone_ms = ms_since(t1);
+    out.timings.backbone_ms = ms_since(t1) - paused_ms;
+    out.timings.paused_ms = paused_ms;
     out.cached_tokens = resumed;
+    out.preemptions = hidden.preemptions;
 
     const auto t2 = Clock::now();
     const HeadInputs inputs = make_head_inputs(rec, lexical_);
@@ -240,10 +262,12 @@ class Engine final : public Decider {
       entry.memory = std::move(m);
       cache_.insert(std::move(entry));
     }
-    out.timings.total_ms = prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0);
+    out.timings.total_ms =
+        prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0) - paused_ms;
     return out;
   }
 
+ public:
   cache::StateCacheStats state_cache_stats() const override { return cache_.stats(); }
 
   const std::string& model_name() const override { return config_.model_name; }

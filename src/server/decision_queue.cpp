@@ -207,7 +207,7 @@ void DecisionQueue::serve(runtime::Decider& decider) {
       jobs_.pop_front();
       in_flight_ = 1;
     }
-    DecisionOutcome outcome = decide_one(decider, job);
+    DecisionOutcome outcome = decide_one(decider, job, true);
     {
       std::lock_guard lock(mutex_);
       in_flight_ = 0;
@@ -216,7 +216,7 @@ void DecisionQueue::serve(runtime::Decider& decider) {
   }
 }
 
-DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
+DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job, bool preemptible) {
   DecisionOutcome outcome;
   auto taken = Clock::now();
   outcome.queue_wait_ms = ms_between(job.submitted, taken);
@@ -224,8 +224,23 @@ DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
     outcome.status = DecisionOutcome::Status::dropped;
     return outcome;
   }
+  double paused_ms = 0;
   try {
-    outcome.decision = decider.decide(job.prepared);
+    if (preemptible) {
+      const int size = job.prepared.input_tokens();
+      backbone::Preemption preemption;
+      preemption.wanted = [this, size] {
+        std::lock_guard lock(mutex_);
+        return std::any_of(jobs_.begin(), jobs_.end(), [size](const Job& j) {
+          return is_much_shorter(j.prepared.input_tokens(), size);
+        });
+      };
+      preemption.run_others = [this, &decider, size] { run_shorter(decider, size); };
+      outcome.decision = decider.decide(job.prepared, preemption);
+    } else {
+      outcome.decision = decider.decide(job.prepared);
+    }
+    paused_ms = outcome.decision.timings.paused_ms;
     outcome.status = DecisionOutcome::Status::decided;
   } catch (const DecisionCancelled&) {
     outcome.status = DecisionOutcome::Status::cancelled;
@@ -234,8 +249,26 @@ DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job) {
     outcome.status = DecisionOutcome::Status::failed;
     outcome.error = std::current_exception();
   }
-  outcome.decision_ms = ms_between(taken, Clock::now());
+  outcome.decision_ms = ms_between(taken, Clock::now()) - paused_ms;
   return outcome;
+}
+
+void DecisionQueue::run_shorter(runtime::Decider& decider, int running_tokens) {
+  const auto since = Clock::now();
+  while (true) {
+    Job job;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job& j) {
+        return j.submitted <= since && is_much_shorter(j.prepared.input_tokens(), running_tokens);
+      });
+      if (it == jobs_.end()) return;
+      job = std::move(*it);
+      jobs_.erase(it);
+    }
+    DecisionOutcome outcome = decide_one(decider, job, false);
+    job.promise.set_value(std::move(outcome));
+  }
 }
 
 }  // namespace clef::server

@@ -107,7 +107,8 @@ class DecisionQueue {
   /// What the factory or the warm-up decision threw, when state() is failed.
   std::string load_error() const;
   std::size_t depth() const;  ///< requests waiting
-  int in_flight() const;      ///< 1 while decide() runs, else 0
+  /// 1 while decide() runs, else 0 (a long decision paused for shorter ones counts once).
+  int in_flight() const;
   std::size_t capacity() const { return capacity_; }
 
  private:
@@ -120,7 +121,17 @@ class DecisionQueue {
   void run(Factory factory, json::Value warmup);
   std::unique_ptr<runtime::Decider> load(const Factory& factory, const json::Value& warmup);
   void serve(runtime::Decider& decider);
-  DecisionOutcome decide_one(runtime::Decider& decider, Job& job);
+  /// Decides `job`. When `preemptible`, its prefill pauses between batches while shorter
+  /// requests wait (is_much_shorter), and run_shorter() decides them first.
+  DecisionOutcome decide_one(runtime::Decider& decider, Job& job, bool preemptible);
+  /// Decides, in arrival order, every request that was waiting when it was called and is much
+  /// shorter than a running one of `running_tokens` tokens; they cannot pause in turn.
+  void run_shorter(runtime::Decider& decider, int running_tokens);
+  /// A waiting request of `tokens` tokens goes before a running one of `running_tokens`: at most
+  /// half its size (a short request need not wait for a long one; similar sizes keep their order).
+  static bool is_much_shorter(int tokens, int running_tokens) {
+    return 2 * tokens <= running_tokens;
+  }
 
   const std::size_t capacity_;
   mutable std::mutex mutex_;

@@ -143,7 +143,7 @@ struct ColdAndWarm {
 ColdAndWarm cold_and_warm(Backbone& backbone, std::span<const int32_t> ids,
                           std::span<const int32_t> other_ids, int cut) {
   const std::vector<int> cuts = {cut};
-  clef::backbone::PrefillReuse take;
+  clef::backbone::PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
   ColdAndWarm out;
@@ -151,7 +151,7 @@ ColdAndWarm cold_and_warm(Backbone& backbone, std::span<const int32_t> ids,
   EXPECT_EQ(out.cold.snapshots.size(), 1u);
   EXPECT_EQ(out.cold.snapshots.at(0).tokens, cut);
   backbone.hidden_states(other_ids);  // something else in between
-  clef::backbone::PrefillReuse resume;
+  clef::backbone::PrefillOptions resume;
   resume.cuts = cuts;
   resume.resume = &out.cold.snapshots[0];
   resume.resume_rows =
@@ -179,14 +179,14 @@ TEST_F(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
   auto b = random_token_ids(160, backbone.n_vocab(), 14);
   std::copy(a.begin(), a.begin() + 100, b.begin());
   const std::vector<int> cuts = {100};
-  clef::backbone::PrefillReuse take;
+  clef::backbone::PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
   const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
-  clef::backbone::PrefillReuse cold_b;
+  clef::backbone::PrefillOptions cold_b;
   cold_b.cuts = cuts;
   const HiddenStates b_cold = backbone.hidden_states(b, {}, {}, cold_b);
-  clef::backbone::PrefillReuse warm_b = cold_b;
+  clef::backbone::PrefillOptions warm_b = cold_b;
   warm_b.resume = &from_a.snapshots.at(0);
   warm_b.resume_rows = std::span<const float>(from_a.data).first(100u * backbone.n_embd());
   EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data);
@@ -204,7 +204,7 @@ TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
   std::copy(a.begin(), a.begin() + 150, b.begin());
   const std::vector<int> a_cuts = {200};
   const std::vector<int> checkpoints = {64, 128};
-  clef::backbone::PrefillReuse take;
+  clef::backbone::PrefillOptions take;
   take.cuts = a_cuts;
   take.snapshot_at = a_cuts;
   take.checkpoint_at = checkpoints;
@@ -213,11 +213,11 @@ TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
   EXPECT_TRUE(from_a.checkpoints[1].partial);
   EXPECT_LT(from_a.checkpoints[1].data.size(), from_a.snapshots.at(0).data.size());
   const std::vector<int> b_cuts = {190};
-  clef::backbone::PrefillReuse cold_b;
+  clef::backbone::PrefillOptions cold_b;
   cold_b.cuts = b_cuts;
   const HiddenStates b_cold = backbone.hidden_states(b, {}, {}, cold_b);
   for (int c : {64, 128}) {
-    clef::backbone::PrefillReuse warm_b = cold_b;
+    clef::backbone::PrefillOptions warm_b = cold_b;
     warm_b.resume = &from_a.snapshots.at(0);
     warm_b.resume_checkpoint = &from_a.checkpoints.at(c == 64 ? 0 : 1);
     warm_b.resume_rows =
@@ -225,22 +225,43 @@ TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
     EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data) << "from " << c;
   }
   // A checkpoint cannot be resumed without the full snapshot it was taken on the way to.
-  clef::backbone::PrefillReuse alone = cold_b;
+  clef::backbone::PrefillOptions alone = cold_b;
   alone.resume = &from_a.checkpoints.at(1);
   alone.resume_rows = std::span<const float>(from_a.data).first(128u * backbone.n_embd());
   EXPECT_THROW(backbone.hidden_states(b, {}, {}, alone), clef::Error);
   EXPECT_EQ(backbone.hidden_states(b, {}, {}, cold_b).data, b_cold.data);
 }
 
+TEST_F(BackboneTest, OthersRunBetweenTheBatchesOfAPausedPrefillWithoutChangingItsRows) {
+  Backbone backbone(path(), params_with_chunk(64));
+  const auto long_ids = random_token_ids(400, backbone.n_vocab(), 18);
+  const auto short_ids = random_token_ids(90, backbone.n_vocab(), 19);
+  const HiddenStates long_cold = backbone.hidden_states(long_ids);
+  const HiddenStates short_cold = backbone.hidden_states(short_ids);
+  int asked = 0;
+  std::vector<HiddenStates> others;
+  clef::backbone::Preemption preemption;
+  preemption.wanted = [&] { return ++asked % 2 == 1; };  // every other boundary
+  preemption.run_others = [&] { others.push_back(backbone.hidden_states(short_ids)); };
+  clef::backbone::PrefillOptions options;
+  options.preemption = &preemption;
+  const HiddenStates long_paused = backbone.hidden_states(long_ids, {}, {}, options);
+  EXPECT_EQ(long_paused.data, long_cold.data);
+  EXPECT_EQ(asked, 6);  // 7 batches (6 of 64, then 16): asked at the 6 boundaries
+  EXPECT_EQ(long_paused.preemptions, 3);
+  ASSERT_EQ(others.size(), 3u);
+  for (const HiddenStates& h : others) EXPECT_EQ(h.data, short_cold.data);
+}
+
 TEST_F(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto ids = random_token_ids(150, backbone.n_vocab(), 15);
   const std::vector<int> cuts = {70};
-  clef::backbone::PrefillReuse take;
+  clef::backbone::PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
   const HiddenStates cold = backbone.hidden_states(ids, {}, {}, take);
-  clef::backbone::PrefillReuse bad;  // no cut at 70: the snapshot is not at a batch boundary
+  clef::backbone::PrefillOptions bad;  // no cut at 70: the snapshot is not at a batch boundary
   bad.resume = &cold.snapshots.at(0);
   bad.resume_rows = std::span<const float>(cold.data).first(70u * backbone.n_embd());
   EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad), clef::Error);
@@ -248,7 +269,7 @@ TEST_F(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
   bad.resume_rows = std::span<const float>(cold.data).first(69u * backbone.n_embd());
   EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad), clef::Error);
   const std::vector<int> off = {71};
-  clef::backbone::PrefillReuse bad_snapshot;
+  clef::backbone::PrefillOptions bad_snapshot;
   bad_snapshot.cuts = cuts;
   bad_snapshot.snapshot_at = off;
   EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad_snapshot), clef::Error);

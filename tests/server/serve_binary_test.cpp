@@ -417,6 +417,56 @@ TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
   EXPECT_GE(std::stoi(usage.find("input_tokens")->integer_digits()), 4000);
 }
 
+/// Issue 11, fairness: a short request that arrives while a long prefill runs is decided between
+/// two of the long one's batches (the long one paused, its memory snapshotted and set back), and
+/// both answers are the bytes each gets alone.
+TEST(ServeBinary, AShortRequestIsDecidedWhileALongOneIsPausedAndBothKeepTheirBytes) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  const std::string model_dir = (tmp.path() / "small").string();
+  ChildProcess make({kClef, "make-test-model", model_dir, "--preset", "small"}, {},
+                    (tmp.path() / "make.log").string());
+  ASSERT_EQ(make.wait_exit(300s).value_or(-1), 0);
+  DemoServer server(
+      tmp, {"--model-dir", model_dir, "--context-size", "8192", "--state-cache-mb", "0"}, false);
+  ASSERT_TRUE(server.ready()) << server.log();
+
+  std::string long_state;
+  for (int i = 0; long_state.size() < 5800; ++i) {
+    long_state += 'w';
+    long_state += static_cast<char>('0' + i % 10);
+    long_state += ' ';
+  }
+  const std::string long_request =
+      R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
+  const std::string short_request = kCard;
+  auto long_answer = std::async(std::launch::async, [&] {
+    auto r = post(server.port(), long_request);
+    return std::make_pair(std::move(r), std::chrono::steady_clock::now());
+  });
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (decisions_in_flight(server.port()) != 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(decisions_in_flight(server.port()), 1) << "the long decision never started";
+  auto short_answer = post(server.port(), short_request);
+  const auto short_done = std::chrono::steady_clock::now();
+  auto [long_result, long_done] = long_answer.get();
+  ASSERT_TRUE(short_answer);
+  ASSERT_TRUE(long_result);
+  ASSERT_EQ(short_answer->status, 200) << short_answer->body;
+  ASSERT_EQ(long_result->status, 200) << long_result->body;
+  EXPECT_LT(short_done, long_done) << "the short request waited for the long one";
+
+  // Each alone, on the idle server: the same bytes.
+  auto short_alone = post(server.port(), short_request);
+  auto long_alone = post(server.port(), long_request);
+  ASSERT_TRUE(short_alone);
+  ASSERT_TRUE(long_alone);
+  EXPECT_EQ(short_answer->body, short_alone->body);
+  EXPECT_EQ(long_result->body, long_alone->body);
+}
+
 }  // namespace
 }  // namespace clef::server
 
