@@ -270,6 +270,66 @@ void BM_fairness(benchmark::State& state) {
   state.counters["long_tokens"] = long_tokens;
 }
 
+/// Issue 11's batching question, asked of llama.cpp itself: 8 distinct ~300-token records
+/// prefilled one after another (arg 0: 8 llama_decode calls on one sequence) or as 8 sequences of
+/// one llama_decode (n_seq_max 8, no output rows; arg 1: one ubatch of all their tokens, arg 2:
+/// ubatches of 512 tokens, 64 of each record). The ratio is the most any batching scheduler could
+/// gain over serial decisions on this machine.
+constexpr int kBatchRecords = 8;
+
+void BM_raw_batch(benchmark::State& state) {
+  auto& f = fixture();
+  const bool batched = state.range(0) >= 1;
+  std::vector<std::vector<std::int32_t>> records;
+  int total = 0;
+  for (int i = 0; i < kBatchRecords; ++i) {
+    const std::string words = request_with_state(kShortWords + i);  // distinct records
+    records.push_back(f.ids_of(clef::json::parse(words)));
+    total += static_cast<int>(records.back().size());
+  }
+  llama_context_params cp = llama_context_default_params();
+  cp.n_seq_max = batched ? kBatchRecords : 1;
+  cp.n_ctx = static_cast<uint32_t>(batched ? 512 * kBatchRecords : 512);
+  cp.n_batch = static_cast<uint32_t>(batched ? total : 512);
+  cp.n_ubatch = static_cast<uint32_t>(state.range(0) == 1 ? total : 512);
+  const int threads = clef::backbone::resolved_threads(f.config.backbone);
+  cp.n_threads = cp.n_threads_batch = threads;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.n_outputs_max = static_cast<uint32_t>(cp.n_seq_max);  // libllama keeps a row per sequence
+  clef::backbone::LlamaContextPtr ctx(llama_init_from_model(f.backbone->model(), cp));
+  if (!ctx) std::abort();
+  llama_batch b = llama_batch_init(total, 0, 1);
+  auto add = [&](int seq, const std::vector<std::int32_t>& ids) {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const int k = b.n_tokens++;
+      b.token[k] = ids[i];
+      b.pos[k] = static_cast<llama_pos>(i);
+      b.n_seq_id[k] = 1;
+      b.seq_id[k][0] = seq;
+      b.logits[k] = 0;
+    }
+  };
+  for (auto _ : state) {
+    llama_memory_clear(llama_get_memory(ctx.get()), true);
+    if (batched) {
+      b.n_tokens = 0;
+      for (int s = 0; s < kBatchRecords; ++s) add(s, records[static_cast<std::size_t>(s)]);
+      if (llama_decode(ctx.get(), b) != 0) std::abort();
+    } else {
+      for (const auto& ids : records) {
+        llama_memory_clear(llama_get_memory(ctx.get()), true);
+        b.n_tokens = 0;
+        add(0, ids);
+        if (llama_decode(ctx.get(), b) != 0) std::abort();
+      }
+    }
+  }
+  llama_batch_free(b);
+  set_counters(state, static_cast<std::size_t>(total));
+}
+
+BENCHMARK(BM_raw_batch)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_fairness)
     ->Arg(0)
     ->Arg(1)
@@ -302,6 +362,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
     const double cold = times_.count("BM_new_questions_cold") ? times_["BM_new_questions_cold"] : 0;
     const double warm = times_.count("BM_new_questions_warm") ? times_["BM_new_questions_warm"] : 0;
+    const double serial = time_of("BM_raw_batch", 0);
+    for (int arg : {1, 2}) {
+      const double batched = time_of("BM_raw_batch", arg);
+      if (serial > 0 && batched > 0) {
+        std::printf(
+            "llama.cpp, %d ~300-token records in one llama_decode (ubatch %s) vs one by "
+            "one: throughput x%.3f (issue 11 target for batching: >= 1.3)\n",
+            kBatchRecords, arg == 1 ? "all" : "512", serial / batched);
+      }
+    }
     const double alone = time_of("BM_fairness", 0);
     const double beside = time_of("BM_fairness", 1);
     if (alone > 0 && beside > 0) {
