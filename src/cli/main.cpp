@@ -7,11 +7,12 @@
 int main(int argc, char** argv) {
   CLI::App app{"clef: typed decisions with the clef-flash model (one prefill, no generation)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "clef 0.1.0");
+  app.set_version_flag("--version", std::string("clef ") + clef::cli::kClefVersion);
   clef::cli::ExitCode exit_code;
   clef::cli::add_make_test_model_command(app, exit_code);
   clef::cli::add_info_command(app, exit_code);
   clef::cli::add_ask_command(app, exit_code);
+  clef::cli::add_verify_command(app, exit_code);
   clef::cli::add_serve_command(app, exit_code);
   clef::cli::add_pull_command(app, exit_code);
   try {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backbone/backbone.hpp"
 #include "cache/state_cache.hpp"
@@ -25,9 +26,12 @@ struct StageTimings {
 
 /// The outcome of one decision.
 struct Decision {
-  json::Value response;   ///< {"model", "answers", "usage"} (contract section 6)
-  std::string body;       ///< response serialized (key order kept), the bytes a client gets
-  int input_tokens = 0;   ///< usage.input_tokens
+  json::Value response;  ///< {"model", "answers", "usage"} (contract section 6)
+  std::string body;      ///< response serialized (key order kept), the bytes a client gets
+  int input_tokens = 0;  ///< usage.input_tokens
+  /// The joint schema head's option logits per question (the record's question order, options in
+  /// model order: record::QuestionRecord::option_ids), before softmax.
+  std::vector<std::vector<float>> logits;
   int cached_tokens = 0;  ///< tokens resumed from the state cache instead of prefilled
   int preemptions = 0;    ///< times its prefill paused for others (backbone::Preemption)
   StageTimings timings;

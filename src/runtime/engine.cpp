@@ -235,6 +235,7 @@ class Engine final : public Decider {
 
     out.input_tokens = prepared.input_tokens();
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens());
+    out.logits = logits;
     out.body = decision::response_body(out.response);
 
     // Kept only once the whole decision has succeeded.

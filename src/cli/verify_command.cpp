@@ -1,0 +1,165 @@
+// `clef verify`: does this engine, with these files, on this machine, give the model authors'
+// answers? Decides every run of the oracle fixture and reports parity (eval/).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
+#include "eval/fixture.hpp"
+#include "eval/parity.hpp"
+#include "eval/record_fixture.hpp"
+#include "eval/verify.hpp"
+#include "eval/verify_report.hpp"
+#include "gguf/gguf_file.hpp"
+#include "info/backbone_info.hpp"
+#include "json/render.hpp"
+#include "llama.h"
+#include "runtime/engine.hpp"
+#include "util/digest.hpp"
+#include "util/error.hpp"
+
+namespace clef::cli {
+namespace {
+
+struct VerifyCommandOptions {
+  EngineOptions engine;
+  std::string fixture = CLEF_DEFAULT_FIXTURE;
+  std::size_t limit = 0;
+  std::vector<std::string> arms;
+  std::vector<std::string> sources;
+  std::string json_path;
+  std::string write_fixture;  ///< record this engine's readout here instead of verifying
+  eval::ParityBar bar;
+  bool progress = false;
+};
+
+/// "path sha256 bytes" of a model file.
+std::string file_line(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return path + " (unreadable)";
+  util::Digest d(util::Digest::Kind::sha256);
+  util::digest_file(d, path, size);
+  return path + " sha256:" + d.hex() + " " + std::to_string(size) + " bytes";
+}
+
+std::string tensor_types(const std::string& backbone) {
+  try {
+    const gguf::GgufFile file(backbone, true);
+    const info::BackboneInfo bi = info::read_backbone_info(file);
+    std::string out;
+    for (const auto& [type, n] : bi.tensor_types) {
+      out += (out.empty() ? "" : ", ") + type + " x" + std::to_string(n);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return std::string("(not read: ") + e.what() + ")";
+  }
+}
+
+std::string clock(double seconds) {
+  const auto s = static_cast<long>(seconds + 0.5);
+  char b[32];
+  std::snprintf(b, sizeof b, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  return b;
+}
+
+int run_verify(const VerifyCommandOptions& options) {
+  const eval::Fixture fixture = eval::load_fixture(options.fixture);
+  runtime::EngineConfig config = options.engine.to_config();
+  config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
+  config.state_cache_mb = 0;  // every run decided cold, as a client's first request would be
+
+  eval::VerifySetup setup;
+  setup.clef_version = kClefVersion;
+  setup.fixture = options.fixture;
+  std::cerr << "hashing the model files...\n";
+  for (const std::string& f :
+       {config.backbone_path, config.head_path, config.head_config_path, config.mmproj_path}) {
+    if (!f.empty()) setup.model_files.push_back(file_line(f));
+  }
+  setup.quantization = tensor_types(config.backbone_path);
+  setup.backend = config.backbone.gpu_layers == 0 || !llama_supports_gpu_offload()
+                      ? "CPU"
+                      : "GPU (--gpu-layers " + std::to_string(config.backbone.gpu_layers) + ")";
+  setup.threads = backbone::resolved_threads(config.backbone);
+
+  auto engine = runtime::make_engine(config);
+  const bool show = options.progress || ::isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  eval::VerifyOptions vo;
+  vo.limit = options.limit;
+  vo.arms = options.arms;
+  vo.sources = options.sources;
+  vo.on_run = [&](std::size_t done, std::size_t total, const eval::RunParity& r) {
+    if (!show) return;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double eta = elapsed / static_cast<double>(done) * static_cast<double>(total - done);
+    char line[256];
+    std::snprintf(line, sizeof line, "[%zu/%zu] %-28s max|dp| %.6f  elapsed %s  eta %s\n", done,
+                  total, (r.id + "/" + r.arm).c_str(), r.max_dp, clock(elapsed).c_str(),
+                  clock(eta).c_str());
+    std::cerr << line;
+  };
+  if (!options.write_fixture.empty()) {
+    const std::size_t n = eval::record_fixture(*engine, fixture, vo, options.write_fixture);
+    std::cout << "wrote " << n << " runs of this engine's readout to " << options.write_fixture
+              << "\n";
+    return 0;
+  }
+  const eval::VerifyResult result = eval::verify(*engine, fixture, vo);
+  const eval::ParitySummary summary = eval::summarize(result.runs, options.bar);
+  std::cout << eval::format_report(setup, result, summary, options.bar);
+  if (!options.json_path.empty()) {
+    std::ofstream out(options.json_path, std::ios::binary);
+    out << json::dumps_unsorted(eval::report_json(setup, result, summary, options.bar)) << "\n";
+    if (!out) throw invalid_request("cannot write " + options.json_path, "json");
+  }
+  return summary.pass ? 0 : 1;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, ExitCode& exit_code) {
+  auto options = std::make_shared<VerifyCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify",
+      "decide the model authors' oracle fixture with this engine and report parity (ids, spans, "
+      "argmax above the margin, max and mean |dp|); exit 0 PASS, 1 FAIL");
+  options->engine.add_to(*cmd);
+  cmd->add_option("--fixture", options->fixture,
+                  "oracle fixture (coreai-clef-flash-fixtures/1); images are read from images/ "
+                  "beside it")
+      ->capture_default_str();
+  cmd->add_option("--limit", options->limit, "decide at most N runs (0: all)");
+  cmd->add_option("--arm", options->arms, "only this arm (text, g256, g448, native); repeatable");
+  cmd->add_option("--source", options->sources,
+                  "only this source (own_text, own_json, own_image, semif_authored144, ...); "
+                  "repeatable");
+  cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
+  cmd->add_option("--max-dp", options->bar.max_dp, "bar: largest |dp| allowed")
+      ->capture_default_str();
+  cmd->add_option("--mean-dp", options->bar.mean_dp, "bar: largest mean |dp| allowed")
+      ->capture_default_str();
+  cmd->add_option("--margin", options->bar.margin,
+                  "argmax must agree where the reference's top-2 margin is above this")
+      ->capture_default_str();
+  cmd->add_option("--argmax-rate", options->bar.argmax_rate,
+                  "bar: share of those questions whose argmax must agree")
+      ->capture_default_str();
+  cmd->add_flag("--progress", options->progress, "a line per run on stderr (default: on a tty)");
+  cmd->add_option("--write-fixture", options->write_fixture,
+                  "instead of verifying, write this engine's own readout of the selected runs as "
+                  "a fixture (images copied beside it), to verify another machine, backend or "
+                  "quantization against this one");
+  cmd->callback([options, &exit_code] { exit_code.value = run_verify(*options); });
+}
+
+}  // namespace clef::cli

@@ -1,0 +1,33 @@
+#pragma once
+// The report of `clef verify`: a terminal table and a JSON document with the same numbers.
+
+#include <string>
+#include <vector>
+
+#include "eval/parity.hpp"
+#include "eval/verify.hpp"
+#include "json/value.hpp"
+
+namespace clef::eval {
+
+/// What was verified, for the report's header.
+struct VerifySetup {
+  std::string clef_version;
+  std::string fixture;                   ///< the fixture file
+  std::vector<std::string> model_files;  ///< "path sha256 size"
+  std::string quantization;              ///< the backbone's tensor types
+  std::string backend;                   ///< "CPU" or the GPU layers
+  int threads = 0;
+};
+
+/// The terminal report: setup, the gate table (all, per arm, per source), the worst runs, the
+/// reference-logit response check, and the verdict against `bar`.
+std::string format_report(const VerifySetup& setup, const VerifyResult& result,
+                          const ParitySummary& summary, const ParityBar& bar);
+
+/// The same as JSON: {"clef_version", "fixture", "model_files", ..., "pass", "reasons", "all",
+/// "by_arm", "by_source", "worst", "runs": [every run]}.
+json::Value report_json(const VerifySetup& setup, const VerifyResult& result,
+                        const ParitySummary& summary, const ParityBar& bar);
+
+}  // namespace clef::eval
