@@ -15,8 +15,9 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code);  ///< `cle
 void add_info_command(CLI::App& app, ExitCode& exit_code);             ///< `clef info`
 void add_ask_command(CLI::App& app, ExitCode& exit_code);              ///< `clef ask`
 void add_serve_command(CLI::App& app, ExitCode& exit_code);
-void add_pull_command(CLI::App& app, ExitCode& exit_code);    ///< `clef pull`
-void add_verify_command(CLI::App& app, ExitCode& exit_code);  ///< `clef verify`
+void add_pull_command(CLI::App& app, ExitCode& exit_code);       ///< `clef pull`
+void add_verify_command(CLI::App& app, ExitCode& exit_code);     ///< `clef verify`
+void add_calibrate_command(CLI::App& app, ExitCode& exit_code);  ///< `clef calibrate`
 
 /// The version `clef --version` and reports name.
 inline constexpr const char* kClefVersion = "0.1.0";

@@ -66,6 +66,16 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "questions (0: off; -1: a sixteenth of physical memory, at most 4096)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
+  cmd.add_option("--calibration", calibration,
+                 "apply a calibration file from `clef calibrate` to the answers (opt-in: without "
+                 "it the answers are the reference's, byte for byte)")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--confidence", confidence,
+                 "what `confidence` means in choice and score answers: reference (the chosen "
+                 "option's probability), entropy (1 - H/ln n), gini (normalized), "
+                 "max_over_uniform ((p_max - 1/n)/(1 - 1/n))")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"reference", "entropy", "gini", "max_over_uniform"}));
   cmd.add_flag("--allow-image-urls", allow_image_urls,
                "fetch http(s) image URLs of requests (never loopback, private, link-local or "
                "metadata addresses; 20 MiB and 10 s per image)");
@@ -104,6 +114,8 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.max_request_image_tokens = max_request_image_tokens;
   config.max_vision_memory = max_vision_memory_mib << 20;
   config.state_cache_mb = state_cache_mb;
+  config.calibration_path = calibration;
+  config.confidence = confidence;
   auto& p = config.backbone;
   p.context_size = context_size;
   p.threads = threads;

@@ -29,6 +29,8 @@ struct EngineOptions {
   int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)
   std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: a quarter of RAM)
   std::int64_t state_cache_mb = -1;         ///< --state-cache-mb (-1: fit the machine, 0: off)
+  std::string calibration;                  ///< --calibration FILE
+  std::string confidence = "reference";     ///< --confidence
   std::vector<std::string> settings;        ///< --set name=value
   bool verbose = false;
   bool allow_image_urls = false;  ///< --allow-image-urls

@@ -20,20 +20,22 @@ Value noul_answer(std::span<const double> p) {
   return Value::object({{"type", Value::string("noul")}, {"noul", rounded(p[0])}});
 }
 
-Value choice_answer(const request::Question& q, std::span<const double> p) {
+Value choice_answer(const request::Question& q, std::span<const double> p, ConfidenceKind kind) {
   std::vector<Value::Member> probabilities;
   std::size_t best = q.criteria_order.front();
   for (std::size_t k : q.criteria_order) {
     if (p[k] > p[best]) best = k;
     probabilities.emplace_back(q.options[k].id, rounded(p[k]));
   }
-  return Value::object({{"type", Value::string("choice")},
-                        {"choice", Value::string(q.options[best].id)},
-                        {"confidence", rounded(p[best])},
-                        {"probabilities", Value::object(std::move(probabilities))}});
+  return Value::object(
+      {{"type", Value::string("choice")},
+       {"choice", Value::string(q.options[best].id)},
+       {"confidence",
+        rounded(kind == ConfidenceKind::reference ? p[best] : confidence_of(p, kind))},
+       {"probabilities", Value::object(std::move(probabilities))}});
 }
 
-Value score_answer(const request::Question& q, std::span<const double> p) {
+Value score_answer(const request::Question& q, std::span<const double> p, ConfidenceKind kind) {
   double score = 0.0;
   double confidence = p[0];
   std::vector<Value::Member> legend;
@@ -44,16 +46,19 @@ Value score_answer(const request::Question& q, std::span<const double> p) {
     legend.emplace_back(q.options[i].id, q.options[i].description);
     probabilities.emplace_back(q.options[i].id, rounded(p[i]));
   }
-  return Value::object({{"type", Value::string("score")},
-                        {"score", rounded(score)},
-                        {"confidence", rounded(confidence)},
-                        {"legend", Value::object(std::move(legend))},
-                        {"probabilities", Value::object(std::move(probabilities))}});
+  return Value::object(
+      {{"type", Value::string("score")},
+       {"score", rounded(score)},
+       {"confidence",
+        rounded(kind == ConfidenceKind::reference ? confidence : confidence_of(p, kind))},
+       {"legend", Value::object(std::move(legend))},
+       {"probabilities", Value::object(std::move(probabilities))}});
 }
 
 }  // namespace
 
-Value answer_question(const request::Question& q, std::span<const double> probs) {
+Value answer_question(const request::Question& q, std::span<const double> probs,
+                      ConfidenceKind confidence) {
   if (probs.size() != q.options.size() || probs.empty()) {
     throw internal("question " + q.id + ": " + std::to_string(probs.size()) +
                    " probabilities for " + std::to_string(q.options.size()) + " options");
@@ -62,9 +67,9 @@ Value answer_question(const request::Question& q, std::span<const double> probs)
     case request::QuestionType::noul:
       return noul_answer(probs);
     case request::QuestionType::choice:
-      return choice_answer(q, probs);
+      return choice_answer(q, probs, confidence);
     case request::QuestionType::score:
-      return score_answer(q, probs);
+      return score_answer(q, probs, confidence);
   }
   throw internal("unknown question type");
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <span>
 
+#include "decision/confidence.hpp"
 #include "json/value.hpp"
 #include "request/request.hpp"
 
@@ -21,7 +22,9 @@ inline constexpr int kDecimals = 4;
 ///   score  {"type": "score", "score": round(sum_i i * p_i), "confidence": round(max p),
 ///           "legend": {"0": criteria[0], ...}, "probabilities": {"0": round(p_0), ...}}
 ///          the sum runs in double in level order, starting from 0.
-/// Throws clef::Error (internal) when probs.size() != q.options.size().
-json::Value answer_question(const request::Question& q, std::span<const double> probs);
+/// `confidence` other than reference replaces the confidence by confidence_of(p, kind)
+/// (rounded the same way). Throws clef::Error (internal) when probs.size() != q.options.size().
+json::Value answer_question(const request::Question& q, std::span<const double> probs,
+                            ConfidenceKind confidence = ConfidenceKind::reference);
 
 }  // namespace clef::decision

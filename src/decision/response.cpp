@@ -10,7 +10,7 @@ namespace clef::decision {
 using json::Value;
 
 Value build_response(const request::Request& req, const std::vector<std::vector<float>>& logits,
-                     std::size_t input_tokens) {
+                     std::size_t input_tokens, const AnswerOptions& options) {
   if (logits.size() != req.questions.size()) {
     throw Error(ErrorKind::internal, "internal_error",
                 std::to_string(logits.size()) + " logit rows for " +
@@ -18,9 +18,13 @@ Value build_response(const request::Request& req, const std::vector<std::vector<
   }
   std::vector<Value::Member> answers;
   for (std::size_t k = 0; k < logits.size(); ++k) {
-    const std::vector<float> p32 = softmax_f32(logits[k]);
+    const std::vector<float> p32 =
+        options.calibration != nullptr
+            ? softmax_f32(options.calibration->apply(req.questions[k], logits[k]))
+            : softmax_f32(logits[k]);
     const std::vector<double> p(p32.begin(), p32.end());
-    answers.emplace_back(req.questions[k].id, answer_question(req.questions[k], p));
+    answers.emplace_back(req.questions[k].id,
+                         answer_question(req.questions[k], p, options.confidence));
   }
   Value usage =
       Value::object({{"input_tokens", Value::integer(static_cast<std::int64_t>(input_tokens))},

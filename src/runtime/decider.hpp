@@ -48,6 +48,12 @@ struct ServedLimits {
   std::uint64_t max_vision_memory = 0;  ///< vision-tower compute bytes for one image (0: none)
 };
 
+/// How a decider builds its answers beyond the reference (opt-in; /v1/models says).
+struct AnswerSettings {
+  std::string calibration;               ///< the calibration file applied, empty: none
+  std::string confidence = "reference";  ///< what `confidence` means
+};
+
 /// Something that decides SystemOne requests.
 class Decider {
  public:
@@ -82,6 +88,8 @@ class Decider {
   virtual const std::string& model_name() const = 0;
   /// The context size in tokens.
   virtual int context_size() const = 0;
+  /// Calibration and confidence in use (default: the reference's answers).
+  virtual AnswerSettings answer_settings() const { return {}; }
   /// The state cache's counters (default: a cache that is off). Thread-safe.
   virtual cache::StateCacheStats state_cache_stats() const { return {}; }
   /// The limits it enforces while preparing (default: only the context size).

@@ -14,6 +14,8 @@
 #include "backbone/backbone.hpp"
 #include "cache/prefix_points.hpp"
 #include "cache/state_cache.hpp"
+#include "decision/calibration.hpp"
+#include "decision/confidence.hpp"
 #include "decision/response.hpp"
 #include "head/head_weights.hpp"
 #include "head/joint_schema_head.hpp"
@@ -234,7 +236,8 @@ class Engine final : public Decider {
     out.timings.head_ms = ms_since(t2);
 
     out.input_tokens = prepared.input_tokens();
-    out.response = decision::build_response(prepared.request, logits, rec.input_tokens());
+    out.response =
+        decision::build_response(prepared.request, logits, rec.input_tokens(), answer_options_);
     out.logits = logits;
     out.body = decision::response_body(out.response);
 
@@ -270,6 +273,10 @@ class Engine final : public Decider {
 
  public:
   cache::StateCacheStats state_cache_stats() const override { return cache_.stats(); }
+
+  AnswerSettings answer_settings() const override {
+    return {config_.calibration_path, config_.confidence};
+  }
 
   const std::string& model_name() const override { return config_.model_name; }
   /// After a large image or a long record: the tower's compute buffers (kept by ggml at their
@@ -342,6 +349,11 @@ class Engine final : public Decider {
     }
     vision_memory_ =
         config.max_vision_memory > 0 ? config.max_vision_memory : physical_memory_bytes() / 4;
+    answer_options_.confidence = decision::parse_confidence_kind(config.confidence);
+    if (!config.calibration_path.empty()) {
+      calibration_ = decision::load_calibration(config.calibration_path);
+      answer_options_.calibration = &*calibration_;
+    }
   }
 
   /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the
@@ -498,8 +510,10 @@ class Engine final : public Decider {
   vision::ImageSourcePolicy image_policy_;
   std::unique_ptr<vision::VisionTower> tower_;  ///< null without an mmproj
   cache::StateCache cache_;
-  std::uint64_t vision_memory_ = 0;  ///< bytes the tower may take for one image
-  bool release_pending_ = false;     ///< a large image ran since the last idle()
+  std::optional<decision::Calibration> calibration_;  ///< --calibration, if given
+  decision::AnswerOptions answer_options_;            ///< points into calibration_
+  std::uint64_t vision_memory_ = 0;                   ///< bytes the tower may take for one image
+  bool release_pending_ = false;                      ///< a large image ran since the last idle()
 };
 
 }  // namespace

@@ -37,6 +37,12 @@ struct EngineConfig {
   /// MiB the state cache may hold (cache::StateCache): -1 a sixteenth of physical memory, at most
   /// 4,096; 0 off. Answers are the same bytes either way; a hit only saves the prefill.
   std::int64_t state_cache_mb = -1;
+  /// A calibration file (`clef calibrate`; decision::Calibration) applied to the logits before the
+  /// answers are built. Empty: none, the answers are the reference's.
+  std::string calibration_path;
+  /// What `confidence` means in choice and score answers (decision::ConfidenceKind): "reference"
+  /// (the default: the chosen option's probability), "entropy", "gini" or "max_over_uniform".
+  std::string confidence = "reference";
   bool verbose = false;  ///< llama.cpp's own log at info level
   /// Fetch `images` given as http(s) URLs (server --allow-image-urls). Off: only data URIs.
   /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.

@@ -182,7 +182,8 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
     state_ = QueueState::failed;
   } else {
     model_ = ModelInfo{decider->model_name(), decider->context_size(),
-                       ms_between(start, Clock::now()) / 1000.0, decider->limits()};
+                       ms_between(start, Clock::now()) / 1000.0, decider->limits(),
+                       decider->answer_settings()};
     decider_ = decider.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }

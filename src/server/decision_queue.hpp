@@ -29,10 +29,11 @@ enum class QueueState { loading, ready, failed, draining, stopped };
 
 /// The served model, known once it is loaded.
 struct ModelInfo {
-  std::string name;              ///< Decider::model_name()
-  int context_size = 0;          ///< Decider::context_size(), tokens
-  double load_seconds = 0;       ///< factory + warm-up decision, wall time
-  runtime::ServedLimits limits;  ///< Decider::limits()
+  std::string name;                 ///< Decider::model_name()
+  int context_size = 0;             ///< Decider::context_size(), tokens
+  double load_seconds = 0;          ///< factory + warm-up decision, wall time
+  runtime::ServedLimits limits;     ///< Decider::limits()
+  runtime::AnswerSettings answers;  ///< Decider::answer_settings()
 };
 
 /// The 503 for a request that meets the queue in `state` when it is not ready: "model_loading",

@@ -101,6 +101,12 @@ std::string models_body(const ModelInfo& model) {
             {"max_vision_memory_bytes", number(static_cast<std::int64_t>(l.max_vision_memory))},
         }));
   }
+  // Opt-in changes to the answers are said here; without them the answers are the reference's.
+  entry.set("answers", json::Value::object(
+                           {{"calibration", model.answers.calibration.empty()
+                                                ? json::Value::null()
+                                                : json::Value::string(model.answers.calibration)},
+                            {"confidence", json::Value::string(model.answers.confidence)}}));
   return json::dumps_unsorted(json::Value::object({
       {"object", json::Value::string("list")},
       {"data", json::Value::array({std::move(entry)})},

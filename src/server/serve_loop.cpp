@@ -73,6 +73,14 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                ", context " + std::to_string(model ? model->context_size : 0) +
                                " tokens, loaded in " +
                                std::to_string(model ? model->load_seconds : 0.0) + " s");
+      if (model && !model->answers.calibration.empty()) {
+        events.event("info", "calibration active: " + model->answers.calibration +
+                                 " (answers differ from the reference's by design)");
+      }
+      if (model && model->answers.confidence != "reference") {
+        events.event("info", "confidence means " + model->answers.confidence +
+                                 " (the reference's is the chosen option's probability)");
+      }
     }
   }
   server->shutdown();

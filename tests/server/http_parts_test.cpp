@@ -80,16 +80,27 @@ TEST(InfoBodies, HealthStates) {
 }
 
 TEST(InfoBodies, ModelsList) {
-  ModelInfo model{"clef-flash", 16384, 1.0, {}};
+  ModelInfo model{"clef-flash", 16384, 1.0, {}, {}};
+  const std::string reference_answers =
+      R"("answers":{"calibration":null,"confidence":"reference"})";
   EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
-                                R"("owned_by":"clef","context_size":16384}]})");
+                                R"("owned_by":"clef","context_size":16384,)" +
+                                    reference_answers + "}]}");
   // A decider that states its limits: they are listed (issue 13: the image caps a client meets).
   model.limits = {16384, 64, 255, 4, 4096, 8192, std::uint64_t{6} << 30};
   EXPECT_EQ(models_body(model),
             R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
             R"("owned_by":"clef","context_size":16384,"limits":{"max_questions":64,)"
             R"("max_options":255,"max_images":4,"max_image_tokens":4096,)"
-            R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944}}]})");
+            R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944},)" +
+                reference_answers + "}]}");
+  // Issue 14: an active calibration and another confidence are said.
+  model.limits = {};
+  model.answers = {"/etc/clef/cal.json", "entropy"};
+  EXPECT_EQ(models_body(model),
+            R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
+            R"("owned_by":"clef","context_size":16384,"answers":{"calibration":)"
+            R"("/etc/clef/cal.json","confidence":"entropy"}}]})");
 }
 
 TEST(RequestIds, UniqueAndClientIdsKeptWhenSane) {

@@ -596,5 +596,45 @@ TEST(ServeBinary, SixteenMixedRequestsColdThenWarmGiveTheBytesOfSoloRunsWithoutA
   EXPECT_NE(solo_metrics->body.find("clef_state_cache_budget_bytes 0\n"), std::string::npos);
 }
 
+/// Issue 14: a calibration and another confidence are opt-in, said in /v1/models and the startup
+/// log, and change the answers; without them the answers are the reference's.
+TEST(ServeBinary, CalibrationAndConfidenceAreOptInAndSaid) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  const std::string cal = (tmp.path() / "cal.json").string();
+  std::ofstream(cal) << R"({"format":"clef-calibration/1","types":{"choice":{"temperature":0.2},)"
+                        R"("noul":{"temperature":2,"bias":0.5}}})";
+  DemoServer plain(tmp);
+  TempDir tmp2;
+  DemoServer calibrated(tmp2, {"--calibration", cal, "--confidence", "entropy"});
+  ASSERT_TRUE(plain.ready()) << plain.log();
+  ASSERT_TRUE(calibrated.ready()) << calibrated.log();
+  auto models = client(calibrated.port())->Get("/v1/models");
+  ASSERT_TRUE(models);
+  const json::Value answers = *json::parse(models->body).find("data")->items()[0].find("answers");
+  EXPECT_EQ(answers.find("calibration")->as_string(), cal);
+  EXPECT_EQ(answers.find("confidence")->as_string(), "entropy");
+  auto plain_models = client(plain.port())->Get("/v1/models");
+  ASSERT_TRUE(plain_models);
+  EXPECT_NE(plain_models->body.find(R"("answers":{"calibration":null,"confidence":"reference"})"),
+            std::string::npos);
+  // The serve loop logs readiness within 100 ms of it.
+  for (int i = 0; i < 100 && calibrated.log().find("calibration active") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_NE(calibrated.log().find("calibration active: " + cal), std::string::npos);
+  EXPECT_NE(calibrated.log().find("confidence means entropy"), std::string::npos);
+  auto a = post(plain.port(), kCard);
+  auto b = post(calibrated.port(), kCard);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(b->status, 200);
+  EXPECT_NE(a->body, b->body);
+  // The same model without the options, in the other server: its body is clef ask's (tested
+  // above), the reference's.
+}
+
 }  // namespace
 }  // namespace clef::server

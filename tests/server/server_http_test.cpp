@@ -92,7 +92,8 @@ TEST(ServerHttp, HealthModelsAndMetrics) {
   ASSERT_TRUE(models);
   EXPECT_EQ(models->status, 200);
   EXPECT_EQ(models->body, R"({"object":"list","data":[{"id":"fake-model","object":"model",)"
-                          R"("owned_by":"clef","context_size":4096}]})");
+                          R"("owned_by":"clef","context_size":4096,"answers":)"
+                          R"({"calibration":null,"confidence":"reference"}}]})");
 
   auto decided = post(f, kCard);
   ASSERT_TRUE(decided);

@@ -1,0 +1,99 @@
+// `clef calibrate`: are the probabilities calibrated for my traffic? Decides a file of labeled
+// requests, fits a temperature per question type (Platt scaling for noul), reports accuracy, log
+// loss, Brier score and ECE before and after on held-out folds, and writes the calibration that
+// `clef serve --calibration FILE` applies.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
+#include "eval/calibrate.hpp"
+#include "eval/labeled_set.hpp"
+#include "json/render.hpp"
+#include "runtime/engine.hpp"
+#include "util/error.hpp"
+
+namespace clef::cli {
+namespace {
+
+struct CalibrateCommandOptions {
+  EngineOptions engine;
+  std::string data;
+  std::string out;
+  std::string plot;
+  std::string json_path;
+  eval::CalibrateOptions fit;
+};
+
+void write_file(const std::string& path, const std::string& text, const char* field) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw invalid_request("cannot write " + path, field);
+}
+
+int run_calibrate(CalibrateCommandOptions options) {
+  const std::vector<eval::LabeledRequest> data = eval::load_labeled_set(options.data);
+  runtime::EngineConfig config = options.engine.to_config();
+  config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
+  config.calibration_path.clear();  // fitted on the model's own logits
+  auto engine = runtime::make_engine(config);
+  if (::isatty(STDERR_FILENO) != 0) {
+    options.fit.on_request = [](std::size_t done, std::size_t total) {
+      std::cerr << "\rdecided " << done << "/" << total << std::flush;
+      if (done == total) std::cerr << "\n";
+    };
+  }
+  const eval::CalibrateResult result = eval::calibrate(*engine, data, options.fit);
+  std::cout << eval::format_calibration_report(result);
+  if (result.questions == 0) {
+    std::cerr << "no labeled question could be used; nothing written\n";
+    return 2;
+  }
+  write_file(options.out, json::dumps_unsorted(result.calibration.to_json()) + "\n", "out");
+  std::cout << "\ncalibration written to " << options.out
+            << " (apply it with: clef serve --calibration " << options.out << ")\n";
+  if (!options.plot.empty()) {
+    std::vector<std::pair<std::string, eval::CalibrationMetrics>> series;
+    const eval::CalibrationComparison& all = result.comparisons.front();
+    series.emplace_back("before", all.before);
+    series.emplace_back(result.folds >= 2 ? "after (held out)" : "after (in sample)", all.after);
+    write_file(options.plot, eval::reliability_svg("reliability, all questions", series), "plot");
+    std::cout << "reliability diagram written to " << options.plot << "\n";
+  }
+  if (!options.json_path.empty()) {
+    write_file(options.json_path,
+               json::dumps_unsorted(eval::calibration_report_json(result)) + "\n", "json");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, ExitCode& exit_code) {
+  auto options = std::make_shared<CalibrateCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "fit a temperature per question type (Platt scaling for noul) on labeled requests and "
+      "report accuracy, log loss, Brier and ECE before/after on held-out folds");
+  options->engine.add_to(*cmd);
+  cmd->add_option("--data", options->data,
+                  "labeled requests, JSON Lines: a SystemOne request plus \"gold\": {question id: "
+                  "option id | true/false | level index}")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", options->out, "calibration file to write")->required();
+  cmd->add_option("--folds", options->fit.folds, "k of the k-fold held-out measurement")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--min-per-question", options->fit.min_per_question,
+                  "a question id with at least this many labels gets its own scaling (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--plot", options->plot, "write a reliability diagram (SVG) to FILE");
+  cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
+  cmd->callback([options, &exit_code] { exit_code.value = run_calibrate(*options); });
+}
+
+}  // namespace clef::cli

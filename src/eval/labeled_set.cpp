@@ -1,0 +1,77 @@
+#include "eval/labeled_set.hpp"
+
+#include <fstream>
+#include <iterator>
+
+#include "json/parse.hpp"
+#include "util/error.hpp"
+
+namespace clef::eval {
+namespace {
+
+[[noreturn]] void bad_line(int line, const std::string& what) {
+  throw invalid_request("labeled data line " + std::to_string(line) + ": " + what, "gold");
+}
+
+/// A gold value as the record's option id: "true"/"false" (also JSON booleans), a string id, or a
+/// non-negative integer level.
+std::string gold_id(const json::Value& v, int line, const std::string& question) {
+  if (v.is_bool()) return v.as_bool() ? "true" : "false";
+  if (v.is_string()) return v.as_string();
+  if (v.is_integer() && v.integer_digits()[0] != '-') return v.integer_digits();
+  bad_line(line, "gold." + question + " must be an option id, true/false, or a level index");
+}
+
+}  // namespace
+
+std::vector<LabeledRequest> parse_labeled_set(std::string_view text) {
+  std::vector<LabeledRequest> out;
+  int line_no = 0;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
+      if (end == text.size()) break;
+      continue;
+    }
+    json::Value v;
+    try {
+      v = json::parse(line);
+    } catch (const Error& e) {
+      bad_line(line_no, std::string("not JSON: ") + e.what());
+    }
+    if (!v.is_object()) bad_line(line_no, "not a JSON object");
+    LabeledRequest r;
+    r.line = line_no;
+    const json::Value* gold = nullptr;
+    std::vector<json::Value::Member> members;
+    for (const auto& [key, value] : v.members()) {
+      if (key == "gold") {
+        gold = &value;
+      } else {
+        members.emplace_back(key, value);
+      }
+    }
+    if (gold == nullptr || !gold->is_object()) bad_line(line_no, "no \"gold\" object");
+    for (const auto& [question, value] : gold->members()) {
+      if (value.is_null()) continue;
+      r.gold.emplace_back(question, gold_id(value, line_no, question));
+    }
+    r.request = json::Value::object(std::move(members));
+    out.push_back(std::move(r));
+    if (end == text.size()) break;
+  }
+  return out;
+}
+
+std::vector<LabeledRequest> load_labeled_set(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw invalid_request("cannot read the labeled data " + file.string(), "data");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_labeled_set(text);
+}
+
+}  // namespace clef::eval

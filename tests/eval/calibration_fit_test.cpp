@@ -1,0 +1,155 @@
+// Fitting and measuring calibration: a temperature and a Platt scaling are recovered from labels
+// drawn from known ones; the metrics equal a hand-computed case; labeled data lines are read or
+// refused with the line named; held-out folds keep a request's questions together.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "eval/calibrate.hpp"
+#include "eval/calibration_fit.hpp"
+#include "eval/calibration_metrics.hpp"
+#include "eval/labeled_set.hpp"
+#include "util/error.hpp"
+
+namespace clef::eval {
+namespace {
+
+/// A small deterministic generator (splitmix64) so the synthetic sets are the same everywhere.
+struct Rng {
+  std::uint64_t s;
+  double uniform() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<double>((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+  }
+  double normal() {  // Box-Muller
+    const double u = std::max(uniform(), 1e-300);
+    return std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * uniform());
+  }
+};
+
+/// `n` choice questions of 3 options whose gold is drawn from softmax(logits / t_true).
+std::vector<LabeledQuestion> drawn_choices(int n, double t_true, std::uint64_t seed) {
+  Rng rng{seed};
+  std::vector<LabeledQuestion> out;
+  for (int i = 0; i < n; ++i) {
+    LabeledQuestion q;
+    q.type = request::QuestionType::choice;
+    q.question_id = "q";
+    q.group = i;
+    q.logits = {3 * rng.normal(), 3 * rng.normal(), 3 * rng.normal()};
+    double s = 0;
+    std::vector<double> p;
+    for (double l : q.logits) s += std::exp(l / t_true);
+    for (double l : q.logits) p.push_back(std::exp(l / t_true) / s);
+    const double u = rng.uniform();
+    q.gold = u < p[0] ? 0 : u < p[0] + p[1] ? 1 : 2;
+    out.push_back(q);
+  }
+  return out;
+}
+
+TEST(CalibrationFit, RecoversAKnownTemperature) {
+  for (double t : {0.5, 1.0, 2.5}) {
+    const auto samples = drawn_choices(6000, t, 42);
+    std::vector<const LabeledQuestion*> ptrs;
+    for (const auto& q : samples) ptrs.push_back(&q);
+    EXPECT_NEAR(fit_temperature(ptrs), t, 0.08 * t) << "true temperature " << t;
+  }
+}
+
+TEST(CalibrationFit, PlattScalingRecoversSlopeAndBias) {
+  Rng rng{7};
+  const double t_true = 2.5;
+  const double b_true = -0.7;
+  std::vector<LabeledQuestion> samples;
+  for (int i = 0; i < 8000; ++i) {
+    LabeledQuestion q;
+    q.type = request::QuestionType::noul;
+    q.question_id = "n";
+    const double d = 4 * rng.normal();
+    q.logits = {d / 2, -d / 2};  // true-vs-false difference d
+    const double p_true = 1 / (1 + std::exp(-(d / t_true + b_true)));
+    q.gold = rng.uniform() < p_true ? 0 : 1;
+    samples.push_back(q);
+  }
+  std::vector<const LabeledQuestion*> ptrs;
+  for (const auto& q : samples) ptrs.push_back(&q);
+  const decision::Scaling s = fit_platt(ptrs);
+  EXPECT_NEAR(s.temperature, t_true, 0.25);
+  EXPECT_NEAR(s.bias, b_true, 0.12);
+  EXPECT_EQ(s.examples, 8000);
+  // One class only: nothing to fit, the identity.
+  std::vector<const LabeledQuestion*> positives;
+  for (const auto& q : samples) {
+    if (q.gold == 0) positives.push_back(&q);
+  }
+  const decision::Scaling none = fit_platt(positives);
+  EXPECT_EQ(none.temperature, 1.0);
+  EXPECT_EQ(none.bias, 0.0);
+}
+
+TEST(CalibrationMetrics, EqualAHandComputedCase) {
+  const std::vector<ScoredQuestion> qs = {{{0.8, 0.2}, 0}, {{0.6, 0.4}, 1}};
+  const CalibrationMetrics m = measure(qs);
+  EXPECT_EQ(m.n, 2u);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.5);
+  EXPECT_NEAR(m.log_loss, (-std::log(0.8) - std::log(0.4)) / 2, 1e-12);
+  EXPECT_NEAR(m.brier, (0.08 + 0.72) / 2, 1e-12);
+  // Bin 8 holds 0.8 (right: |1 - 0.8|), bin 6 holds 0.6 (wrong: |0 - 0.6|), each half the set.
+  EXPECT_NEAR(m.ece, (0.2 + 0.6) / 2, 1e-12);
+  EXPECT_EQ(m.bins[8].count, 1u);
+  EXPECT_EQ(m.bins[6].count, 1u);
+  EXPECT_EQ(measure({}).n, 0u);
+  const std::string svg = reliability_svg("t<1>", {{"before", m}});
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("t&lt;1&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("ECE 0.4000"), std::string::npos);
+}
+
+TEST(CalibrationFit, CalibratingAnOverconfidentModelLowersHeldOutLogLoss) {
+  // Labels drawn at temperature 2 from logits the model reports at temperature 1: the model is
+  // overconfident; the fitted calibration is better on folds it was not fitted on.
+  const CalibrateResult r = calibrate_samples(drawn_choices(3000, 2.0, 9), {});
+  EXPECT_EQ(r.folds, 5u);
+  ASSERT_FALSE(r.comparisons.empty());
+  const CalibrationComparison& all = r.comparisons.front();
+  EXPECT_EQ(all.name, "all");
+  EXPECT_LT(all.after.log_loss, all.before.log_loss);
+  EXPECT_LT(all.after.ece, all.before.ece);
+  EXPECT_NEAR(all.after.accuracy, all.before.accuracy, 1e-12) << "a temperature keeps the argmax";
+  ASSERT_TRUE(r.calibration.by_type[1].has_value());
+  EXPECT_NEAR(r.calibration.by_type[1]->temperature, 2.0, 0.2);
+  // 3000 labels of one question id: it gets its own scaling (min_per_question 100).
+  EXPECT_EQ(r.calibration.by_question.count("q"), 1u);
+  const std::string report = format_calibration_report(r);
+  EXPECT_NE(report.find("held-out folds"), std::string::npos);
+}
+
+TEST(LabeledSet, ReadsGoldAndNamesTheLineAtFault) {
+  const auto set = parse_labeled_set(
+      "{\"state\": \"a\", \"questions\": {\"q\": {\"type\": \"noul\"}}, \"gold\": {\"q\": true}}\n"
+      "\n"
+      "{\"state\": \"b\", \"questions\": {}, \"gold\": {\"s\": 2, \"c\": \"x\", \"u\": null}}\n");
+  ASSERT_EQ(set.size(), 2u);
+  EXPECT_EQ(set[0].line, 1);
+  EXPECT_EQ(set[0].gold, (std::vector<std::pair<std::string, std::string>>{{"q", "true"}}));
+  EXPECT_EQ(set[0].request.find("gold"), nullptr) << "gold is not part of the request";
+  EXPECT_EQ(set[1].line, 3);
+  EXPECT_EQ(set[1].gold,
+            (std::vector<std::pair<std::string, std::string>>{{"s", "2"}, {"c", "x"}}));
+  for (const char* bad :
+       {"{\"state\": 1}", "[1]", "{\"gold\": {\"q\": 1.5}}", "{\"gold\": 3}", "not json"}) {
+    try {
+      parse_labeled_set(std::string("{\"gold\": {}}\n") + bad + "\n");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clef::eval
