@@ -4,6 +4,11 @@
 
 namespace clef::cache {
 
+int fixed_prefix_tokens(const record::Record& rec) {
+  return rec.images.empty() ? static_cast<int>(rec.prefix_tokens)
+                            : static_cast<int>(rec.images.front().first_token);
+}
+
 std::vector<int> snapshot_points(const record::Record& rec) {
   const int total = static_cast<int>(rec.ids.size());
   // Boundaries the layout has anyway: the record's ends and every image span's ends.
@@ -12,8 +17,7 @@ std::vector<int> snapshot_points(const record::Record& rec) {
     fixed.push_back(static_cast<int>(b.first_token));
     fixed.push_back(static_cast<int>(b.first_token + b.n_tokens));
   }
-  const int first_text_end = rec.images.empty() ? static_cast<int>(rec.prefix_tokens)
-                                                : static_cast<int>(rec.images.front().first_token);
+  const int first_text_end = fixed_prefix_tokens(rec);
   std::vector<int> out;
   for (int p : {first_text_end, static_cast<int>(rec.state_span.end)}) {
     if (p <= 0 || p >= total || std::find(out.begin(), out.end(), p) != out.end()) continue;

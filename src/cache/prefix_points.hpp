@@ -8,6 +8,10 @@
 
 namespace clef::cache {
 
+/// The tokens every record of `rec`'s kind starts with: the system prefix, and <|vision_start|>
+/// when it has images (the first image's first image-pad token).
+int fixed_prefix_tokens(const record::Record& rec);
+
 /// The snapshot points of `rec`, ascending, each a token count in (0, len(ids)):
 ///  - the end of the first text segment: the fixed system prefix (the first image's first
 ///    image-pad token when there are images: the prefix plus <|vision_start|>), shared by all

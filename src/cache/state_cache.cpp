@@ -11,6 +11,7 @@ std::size_t CachedPrefix::bytes() const noexcept {
   std::size_t n = sizeof(CachedPrefix) + ids.size() * sizeof(std::int32_t) + memory.data.size() +
                   rows.size() * sizeof(float);
   for (const std::string& d : image_digests) n += d.size();
+  for (const auto& c : checkpoints) n += sizeof(*c) + c->data.size();
   return n;
 }
 
@@ -20,7 +21,7 @@ StateCache::StateCache(std::size_t budget_bytes) : budget_(budget_bytes) {
 
 CacheHit StateCache::find(std::span<const std::int32_t> ids, std::span<const int> boundaries,
                           std::span<const std::size_t> image_starts,
-                          std::span<const std::string> image_digests) {
+                          std::span<const std::string> image_digests, int fixed_prefix) {
   if (!enabled()) return {};
   auto is_boundary = [&](std::size_t at) {
     return std::binary_search(boundaries.begin(), boundaries.end(), static_cast<int>(at));
@@ -54,9 +55,9 @@ CacheHit StateCache::find(std::span<const std::int32_t> ids, std::span<const int
       candidate = {*it, static_cast<int>(common), nullptr};
     } else {
       for (auto c = e.checkpoints.rbegin(); c != e.checkpoints.rend(); ++c) {
-        const auto at = static_cast<std::size_t>(c->tokens);
+        const auto at = static_cast<std::size_t>((*c)->tokens);
         if (at <= common && is_boundary(at) && same_images(e, at)) {
-          candidate = {*it, c->tokens, &*c};
+          candidate = {*it, (*c)->tokens, c->get()};
           break;
         }
       }
@@ -72,6 +73,7 @@ CacheHit StateCache::find(std::span<const std::int32_t> ids, std::span<const int
   }
   lru_.splice(lru_.begin(), lru_, best_it);
   ++stats_.hits;
+  if (best.tokens <= fixed_prefix) ++stats_.prefix_hits;
   stats_.reused_tokens += static_cast<std::uint64_t>(best.tokens);
   return best;
 }

@@ -26,15 +26,18 @@ struct CachedPrefix {
   /// Recurrent-only checkpoints (backbone::MemorySnapshot::partial) at layout boundaries before
   /// ids.size(), ascending: a record that shares only the first c tokens resumes from `memory`
   /// cut back to checkpoint c (an edited or extended state).
-  std::vector<backbone::MemorySnapshot> checkpoints;
+  /// Shared: a record that resumed from one of them keeps the same ones, not copies.
+  std::vector<std::shared_ptr<const backbone::MemorySnapshot>> checkpoints;
   std::vector<float> rows;  ///< ids.size() x n_embd final-norm hidden rows
-  /// Bytes the entry holds (ids, digests, memory, rows).
+  /// Bytes the entry holds (ids, digests, memory, checkpoints, rows; a checkpoint shared with
+  /// another entry is counted in both, so the budget is never exceeded).
   std::size_t bytes() const noexcept;
 };
 
 /// Counters of a StateCache since it was made (the server's /metrics).
 struct StateCacheStats {
   std::uint64_t hits = 0;           ///< lookups that found a prefix
+  std::uint64_t prefix_hits = 0;    ///< of those, ones that found only the fixed system prefix
   std::uint64_t misses = 0;         ///< lookups that found none
   std::uint64_t reused_tokens = 0;  ///< tokens of the prefixes found
   std::uint64_t insertions = 0;
@@ -71,9 +74,11 @@ class StateCache {
   /// ascending, one per digest) must have the entry's digests. Marks the entry most recently used
   /// and counts a hit; a miss when none matches. The entry stays valid for the caller even if it
   /// is evicted.
+  /// `fixed_prefix`: the record's fixed-prefix tokens (every record of its kind shares them): a
+  /// hit no longer than it also counts as a prefix hit.
   CacheHit find(std::span<const std::int32_t> ids, std::span<const int> boundaries,
                 std::span<const std::size_t> image_starts,
-                std::span<const std::string> image_digests);
+                std::span<const std::string> image_digests, int fixed_prefix = 0);
 
   /// True when a prefix with these ids and digests is held (no counters change).
   bool contains(std::span<const std::int32_t> ids,

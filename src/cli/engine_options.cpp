@@ -12,8 +12,9 @@
 namespace clef::cli {
 namespace {
 
-int parse_int_setting(const std::string& name, const std::string& value) {
-  int out = 0;
+template <typename Int = int>
+Int parse_int_setting(const std::string& name, const std::string& value) {
+  Int out = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
   if (ec != std::errc() || end != value.data() + value.size()) {
     throw invalid_request("--set " + name + "=" + value + ": not an integer", name);
@@ -139,7 +140,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
     } else if (name == "weight_repacking") {
       p.weight_repacking = parse_int_setting(name, value) != 0;
     } else if (name == "state_cache_mb") {
-      config.state_cache_mb = parse_int_setting(name, value);
+      config.state_cache_mb = parse_int_setting<std::int64_t>(name, value);
       if (config.state_cache_mb < -1) {
         throw invalid_request("--set state_cache_mb=" + value + ": expected -1, 0 or MiB", name);
       }

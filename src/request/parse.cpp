@@ -15,9 +15,12 @@ namespace {
 constexpr std::string_view kNoulTrue = "The proposition is true or the answer is yes.";
 constexpr std::string_view kNoulFalse = "The proposition is false or the answer is no.";
 
+/// A request over one of this server's limits: 413 with a stable code a client can fail over on
+/// ("too_many_questions", "too_many_options", "too_many_images"; another server may take it).
 Error too_large(const std::string& what, std::size_t count, std::size_t limit,
                 const std::string& param) {
-  return Error(ErrorKind::payload_too_large, "payload_too_large",
+  const std::string code = what == "levels" ? "too_many_options" : "too_many_" + what;
+  return Error(ErrorKind::payload_too_large, code,
                param + " has " + std::to_string(count) + " " + what + "; the limit is " +
                    std::to_string(limit),
                param);

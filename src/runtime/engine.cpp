@@ -69,10 +69,11 @@ class Engine final : public Decider {
     // before any pixel is decoded.
     if (!out.request.images.empty()) {
       if (!tower_) {
-        throw invalid_request(
-            "this model has no mmproj (vision projector), so requests with images cannot be "
-            "decided; load one with --mmproj or put mmproj*.gguf in the model directory",
-            "images");
+        // 422 with a stable code: well formed, but this server has no vision tower (another may).
+        throw Error(ErrorKind::unprocessable, "images_not_supported",
+                    "this model has no mmproj (vision projector), so requests with images cannot "
+                    "be decided; load one with --mmproj or put mmproj*.gguf in the model directory",
+                    "images");
       }
       const auto tv = Clock::now();
       out.images = load_images(out.request.images, image_policy_, tower_->processor());
@@ -150,16 +151,36 @@ class Engine final : public Decider {
              static_cast<int>(rec.ids.size()), spans, backbone_.params().chunk_tokens, points)) {
       boundaries.push_back(b.start);
     }
-    const cache::CacheHit hit = cache_.find(rec.ids, boundaries, image_starts, digests);
+    const cache::CacheHit hit =
+        cache_.find(rec.ids, boundaries, image_starts, digests, cache::fixed_prefix_tokens(rec));
     const int resumed = hit.tokens;
+
+    // Time spent on others while paused is theirs, not this decision's. Others may run before
+    // each tower image and between prefill batches (nothing of this record is in the backbone's
+    // memory before the prefill; the prefill snapshots its own).
+    double paused_ms = 0;
+    backbone::Preemption timed;
+    if (preemption != nullptr) {
+      timed.wanted = preemption->wanted;
+      timed.run_others = [&] {
+        const auto tp = Clock::now();
+        preemption->run_others();
+        paused_ms += ms_since(tp);
+      };
+    }
+    auto pause_for_others = [&] {
+      if (preemption != nullptr && timed.wanted()) timed.run_others();
+    };
 
     // The vision tower's rows for every image block after the resumed prefix.
     std::vector<std::vector<float>> rows(prepared.images.size());
     if (!prepared.images.empty()) {
       if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
       const auto tv = Clock::now();
+      const double paused_before = paused_ms;
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
         if (spans[i].first < resumed) continue;
+        pause_for_others();
         // One encode cannot be interrupted (clip has no abort hook); before each image it can.
         if (cancelled()) {
           throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
@@ -169,7 +190,8 @@ class Engine final : public Decider {
         rows[i] = tower_->encode(prepared.images[i].image);
         spans[i].rows = rows[i];
       }
-      out.timings.vision_ms += ms_since(tv);
+      pause_for_others();  // the tower may have taken long: before the prefill too
+      out.timings.vision_ms += ms_since(tv) - (paused_ms - paused_before);
     }
 
     // Snapshots at the points after the resumed part that are worth keeping and not kept yet;
@@ -197,17 +219,6 @@ class Engine final : public Decider {
           }
         }
       }
-    }
-    // Time spent on others while paused is theirs, not this decision's.
-    double paused_ms = 0;
-    backbone::Preemption timed;
-    if (preemption != nullptr) {
-      timed.wanted = preemption->wanted;
-      timed.run_others = [&] {
-        const auto tp = Clock::now();
-        preemption->run_others();
-        paused_ms += ms_since(tp);
-      };
     }
     backbone::PrefillOptions reuse;
     reuse.preemption = preemption != nullptr ? &timed : nullptr;
@@ -252,14 +263,16 @@ class Engine final : public Decider {
       if (m.tokens == static_cast<int>(rec.state_span.end)) {
         // The resumed entry's checkpoints up to the resume point hold for this record too.
         if (hit) {
-          for (const backbone::MemorySnapshot& c : hit.entry->checkpoints) {
-            if (c.tokens <= resumed && c.tokens > static_cast<int>(rec.state_span.begin)) {
+          for (const auto& c : hit.entry->checkpoints) {
+            if (c->tokens <= resumed && c->tokens > static_cast<int>(rec.state_span.begin)) {
               entry.checkpoints.push_back(c);
             }
           }
         }
-        for (backbone::MemorySnapshot& c : hidden.checkpoints)
-          entry.checkpoints.push_back(std::move(c));
+        for (backbone::MemorySnapshot& c : hidden.checkpoints) {
+          entry.checkpoints.push_back(
+              std::make_shared<const backbone::MemorySnapshot>(std::move(c)));
+        }
       }
       entry.rows.assign(hidden.data.begin(),
                         hidden.data.begin() + static_cast<std::ptrdiff_t>(n * hidden.n_embd));

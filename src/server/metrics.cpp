@@ -140,14 +140,16 @@ std::string Metrics::render(const GaugeValues& gauges) const {
   const cache::StateCacheStats& c = gauges.state_cache;
   const std::pair<const char*, const char*> cache_help[] = {
       {"clef_state_cache_hits_total", "Decisions that resumed from a cached prefix."},
+      {"clef_state_cache_prefix_hits_total",
+       "Of those, decisions that resumed only the fixed system prefix (no state reused)."},
       {"clef_state_cache_misses_total", "Decisions that found no cached prefix."},
       {"clef_state_cache_reused_tokens_total", "Tokens resumed from the state cache."},
       {"clef_state_cache_evictions_total", "Cached prefixes dropped to stay within the budget."},
       {"clef_state_cache_entries", "Cached prefixes held now."},
       {"clef_state_cache_bytes", "Bytes the state cache holds now."},
       {"clef_state_cache_budget_bytes", "Bytes the state cache may hold (0: off)."}};
-  const std::uint64_t cache_values[] = {c.hits,    c.misses, c.reused_tokens, c.evictions,
-                                        c.entries, c.bytes,  c.budget};
+  const std::uint64_t cache_values[] = {c.hits,      c.prefix_hits, c.misses, c.reused_tokens,
+                                        c.evictions, c.entries,     c.bytes,  c.budget};
   for (std::size_t i = 0; i < std::size(cache_help); ++i) {
     const char* name = cache_help[i].first;
     header(out, name, std::string_view(name).ends_with("_total") ? "counter" : "gauge",

@@ -45,7 +45,7 @@ TEST(StateCache, FindsTheLongestPrefixAtARecordPoint) {
   EXPECT_EQ(hit.tokens, 120);
   // 120 is not a point of this record (its state ends elsewhere): the prefix at 36 is used.
   const std::vector<int> only_36 = {36, 150};
-  hit = cache.find(ids, only_36, {}, {});
+  hit = cache.find(ids, only_36, {}, {}, 36);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit.tokens, 36);
   // Another record that shares only the first 36 tokens.
@@ -62,6 +62,7 @@ TEST(StateCache, FindsTheLongestPrefixAtARecordPoint) {
   EXPECT_FALSE(cache.find(std::vector<std::int32_t>(ids.begin(), ids.begin() + 30), both, {}, {}));
   const StateCacheStats s = cache.stats();
   EXPECT_EQ(s.hits, 3u);
+  EXPECT_EQ(s.prefix_hits, 1u) << "only the lookup told its fixed prefix counts";
   EXPECT_EQ(s.misses, 3u);
   EXPECT_EQ(s.reused_tokens, 120u + 36u + 36u);
   EXPECT_EQ(s.entries, 2u);
@@ -72,7 +73,10 @@ TEST(StateCache, ARecordThatSharesPartOfAnEntryResumesFromItsCheckpoint) {
   StateCache cache(1 << 20);
   const auto a = iota_ids(200);
   CachedPrefix entry = prefix(a, 200);
-  for (int c : {64, 128}) entry.checkpoints.push_back({c, std::vector<std::uint8_t>(10, 1), true});
+  for (int c : {64, 128}) {
+    entry.checkpoints.push_back(std::make_shared<const backbone::MemorySnapshot>(
+        backbone::MemorySnapshot{c, std::vector<std::uint8_t>(10, 1), true}));
+  }
   cache.insert(std::move(entry));
   auto b = iota_ids(260);
   b[150] = -1;  // an edit after token 150
@@ -145,6 +149,19 @@ TEST(StateCache, EvictsTheLeastRecentlyUsedToStayWithinTheBudget) {
   s = cache.stats();
   EXPECT_EQ(s.entries, 2u);
   EXPECT_EQ(s.evictions, 1u);
+}
+
+TEST(StateCache, CheckpointsCountInTheBudget) {
+  // A break test found checkpoints held outside the budget (3x the bytes reported on shape-0.8b).
+  const auto a = iota_ids(100);
+  CachedPrefix plain = prefix(a, 100);
+  const std::size_t without = plain.bytes();
+  plain.checkpoints.push_back(std::make_shared<const backbone::MemorySnapshot>(
+      backbone::MemorySnapshot{64, std::vector<std::uint8_t>(50000, 1), true}));
+  EXPECT_GE(plain.bytes(), without + 50000);
+  StateCache cache(without + 1000);  // room for the entry without its checkpoint only
+  cache.insert(std::move(plain));
+  EXPECT_EQ(cache.stats().entries, 0u) << "over the budget with its checkpoint: not kept";
 }
 
 TEST(StateCache, AnEntryFoundStaysValidAfterItIsEvicted) {

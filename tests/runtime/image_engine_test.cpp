@@ -148,6 +148,28 @@ TEST_F(ImageEngineTest, OneAndTwoImagesAreDecidedAndCountedInInputTokens) {
   EXPECT_GT(two.timings.vision_ms, 0.0);
 }
 
+TEST(ImagePreemption, OthersRunBeforeEachTowerImageAndDuringThePrefillWithTheSameAnswers) {
+  // A break test: short requests waited for a whole tower encode of a long image request; now
+  // others may run before each image and before the prefill, and the answers do not change.
+  rt::EngineConfig config = tiny_config();
+  config.state_cache_mb = 0;  // the second decision encodes its images again
+  auto engine = rt::make_engine(config);
+  const Value two = with_images({uri(kArrows), uri(kGauge)});
+  const Value text = clef::json::parse(kCard);
+  const std::string alone = engine->decide(two).body;
+  const std::string text_alone = engine->decide(text).body;
+  int asked = 0;
+  std::vector<std::string> others;
+  clef::backbone::Preemption p;
+  p.wanted = [&] { return ++asked <= 3; };  // before image 0, image 1 and the prefill
+  p.run_others = [&] { others.push_back(engine->decide(text).body); };
+  const rt::Decision d = engine->decide(engine->prepare(two), p);
+  EXPECT_EQ(d.body, alone);
+  ASSERT_EQ(others.size(), 3u);
+  for (const std::string& o : others) EXPECT_EQ(o, text_alone);
+  EXPECT_GT(d.timings.paused_ms, 0.0);
+}
+
 TEST_F(ImageEngineTest, TheSameImageTwiceGivesIdenticalBytes) {
   const Value body = with_images({uri(kGauge)});
   const rt::Decision a = engine().decide(body);
@@ -329,7 +351,7 @@ TEST_F(ImageEngineTest, RefusalsAreClear4xxErrors) {
   expect_refused(engine(), with_images({"data:image/gif;base64,R0lGODlhAQABAAAAACw="}), 415,
                  "images.0", "image/gif");
   expect_refused(engine(), with_images({arrows, "/etc/passwd"}), 400, "images.1", "data URI");
-  expect_refused(engine(), with_images({"https://example.com/a.png"}), 400, "images.0",
+  expect_refused(engine(), with_images({"https://example.com/a.png"}), 422, "images.0",
                  "--allow-image-urls");
   // The engine keeps working after refusals.
   EXPECT_EQ(engine().decide(with_images({arrows})).input_tokens,
@@ -340,7 +362,7 @@ TEST(ImageEngineRefusals, NoMmprojContextTooSmallAndForbiddenUrls) {
   const std::string arrows = uri(kArrows);
   {
     auto engine = rt::make_engine(tiny_config(false));
-    expect_refused(*engine, with_images({arrows}), 400, "images", "no mmproj");
+    expect_refused(*engine, with_images({arrows}), 422, "images", "no mmproj");
     EXPECT_NO_THROW(engine->decide(clef::json::parse(kCard)));
   }
   {

@@ -46,6 +46,7 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
   g.model_loaded = true;
   g.model_load_seconds = 1.5;
   g.state_cache.hits = 4;
+  g.state_cache.prefix_hits = 3;
   g.state_cache.misses = 6;
   g.state_cache.reused_tokens = 1234;
   g.state_cache.evictions = 1;
@@ -75,6 +76,7 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
   EXPECT_TRUE(has_line(text, "clef_model_load_seconds 1.5"));
   EXPECT_TRUE(has_line(text, "# TYPE clef_state_cache_hits_total counter"));
   EXPECT_TRUE(has_line(text, "clef_state_cache_hits_total 4"));
+  EXPECT_TRUE(has_line(text, "clef_state_cache_prefix_hits_total 3"));
   EXPECT_TRUE(has_line(text, "clef_state_cache_misses_total 6"));
   EXPECT_TRUE(has_line(text, "clef_state_cache_reused_tokens_total 1234"));
   EXPECT_TRUE(has_line(text, "clef_state_cache_evictions_total 1"));
@@ -98,7 +100,7 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
       EXPECT_NE(line.rfind(' '), std::string::npos) << line;
     start = end + 1;
   }
-  EXPECT_EQ(types, 17u);
+  EXPECT_EQ(types, 18u);
   EXPECT_EQ(helps, types);
 }
 

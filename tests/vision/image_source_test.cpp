@@ -66,7 +66,9 @@ TEST(ImageSource, DataUrisDecodeAndOtherFormsAreRefused) {
     load_request_image("https://example.com/a.png", policy, "images.1");
     FAIL() << "URLs must be off by default";
   } catch (const Error& e) {
-    EXPECT_EQ(e.status(), 400);
+    // 422 image_urls_disabled: well formed; a server with URLs enabled could take it.
+    EXPECT_EQ(e.status(), 422);
+    EXPECT_EQ(e.code(), "image_urls_disabled");
     EXPECT_EQ(e.param(), "images.1");
     EXPECT_NE(std::string(e.what()).find("--allow-image-urls"), std::string::npos) << e.what();
   }
