@@ -135,6 +135,8 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s,
                   "seconds an idle keep-alive connection is kept")
       ->capture_default_str();
+  cmd->add_flag("--no-playground", [&s](std::int64_t) { s.playground = false; },
+                "do not serve the playground page at / (GET /openapi.json stays)");
   cmd->add_option("--busy-status", s.overload_status, "status when the queue is full")
       ->check(CLI::IsMember({429, 503}))
       ->capture_default_str();

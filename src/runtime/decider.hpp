@@ -46,6 +46,7 @@ struct ServedLimits {
   int max_image_tokens = 0;             ///< image tokens of one image (0: only the context)
   int max_request_image_tokens = 0;     ///< image tokens of all images together (0: the context)
   std::uint64_t max_vision_memory = 0;  ///< vision-tower compute bytes for one image (0: none)
+  bool image_urls = false;              ///< http(s) image URLs are fetched
 };
 
 /// How a decider builds its answers beyond the reference (opt-in; /v1/models says).

@@ -316,6 +316,7 @@ class Engine final : public Decider {
     l.max_image_tokens = config_.max_image_tokens;
     l.max_request_image_tokens = config_.max_request_image_tokens;
     l.max_vision_memory = tower_ ? vision_memory_ : 0;
+    l.image_urls = tower_ && config_.allow_image_urls;
     return l;
   }
   int context_size() const override { return backbone_.context_size(); }

@@ -2,6 +2,7 @@
 
 #include "json/render.hpp"
 #include "json/value.hpp"
+#include "server/web_files.hpp"
 
 namespace clef::server {
 
@@ -11,6 +12,7 @@ Endpoint find_endpoint(std::string_view path) noexcept {
   if (path == "/health") return Endpoint::health;
   if (path == "/v1/models") return Endpoint::models;
   if (path == "/metrics") return Endpoint::metrics;
+  if (find_web_file(path) != nullptr) return Endpoint::web;
   return Endpoint::unknown;
 }
 
@@ -35,6 +37,8 @@ const char* endpoint_label(Endpoint endpoint) noexcept {
       return "/v1/models";
     case Endpoint::metrics:
       return "/metrics";
+    case Endpoint::web:
+      return "web";
     case Endpoint::unknown:
       return "other";
   }
@@ -100,6 +104,11 @@ std::string models_body(const ModelInfo& model) {
             {"max_request_image_tokens", number(l.max_request_image_tokens)},
             {"max_vision_memory_bytes", number(static_cast<std::int64_t>(l.max_vision_memory))},
         }));
+    // What a client needs to plan where to send a request (issue 16).
+    entry.set("capabilities",
+              json::Value::object({{"images", json::Value::boolean(l.max_images > 0)},
+                                   {"image_urls", json::Value::boolean(l.image_urls)},
+                                   {"videos", json::Value::boolean(false)}}));
   }
   // Opt-in changes to the answers are said here; without them the answers are the reference's.
   entry.set("answers", json::Value::object(

@@ -8,9 +8,10 @@
 #include "server/decision_queue.hpp"
 
 namespace clef::server {
-enum class Endpoint { systemone, decisions, health, models, metrics, unknown };
+enum class Endpoint { systemone, decisions, health, models, metrics, web, unknown };
 
-/// The endpoint serving exactly `path` (no trailing-slash or case folding), or unknown.
+/// The endpoint serving exactly `path` (no trailing-slash or case folding), or unknown; `web` for
+/// the embedded files (web_files.hpp: /openapi.json, the playground).
 Endpoint find_endpoint(std::string_view path) noexcept;
 
 /// "POST" for the decision endpoints, "GET" for the others.
@@ -42,7 +43,8 @@ std::string health_body(Health health);
 /// OpenAI-style model list with one entry:
 /// {"object":"list","data":[{"id":name,"object":"model","owned_by":"clef","context_size":N,
 ///  "limits":{"max_questions","max_options","max_images","max_image_tokens",
-///  "max_request_image_tokens","max_vision_memory_bytes"}}]} ("limits" only when the decider
+///  "max_request_image_tokens","max_vision_memory_bytes"}, "capabilities":{"images","image_urls",
+///  "videos"}, "answers":{"calibration","confidence"}}]} ("limits", "capabilities" only when the decider
 /// states them; 0 means no limit beyond the context, max_images 0: no images without an mmproj).
 std::string models_body(const ModelInfo& model);
 

@@ -9,6 +9,7 @@
 #include "server/connection_loop.hpp"
 #include "server/http_exchange.hpp"
 #include "server/server_core.hpp"
+#include "server/web_files.hpp"
 
 namespace clef::server {
 
@@ -168,6 +169,12 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   get("/health", &ServerCore::handle_health);
   get("/v1/models", &ServerCore::handle_models);
   get("/metrics", &ServerCore::handle_metrics);
+  for (const WebFile& file : web_files()) {
+    const std::string path(file.path);
+    http.Get(path, [&core, path](const Request& req, Response& res) {
+      apply(core.handle_web(path), state_of(core, req, res), res);
+    });
+  }
 }
 
 }  // namespace

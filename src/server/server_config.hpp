@@ -33,6 +33,7 @@ struct ServerConfig {
   int keep_alive_timeout_s = 5;  ///< idle keep-alive connection is closed after this
   int retry_after_s = 1;         ///< Retry-After of 429/503 answers
   int overload_status = 429;     ///< status when the queue is full: 429 or 503
+  bool playground = true;        ///< serve the playground at GET / (the OpenAPI document always)
   LogFormat log_format = LogFormat::text;
 };
 

@@ -1,5 +1,7 @@
 #include "server/server_core.hpp"
 
+#include "server/web_files.hpp"
+
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -150,6 +152,25 @@ HttpResponse ServerCore::handle_metrics() const {
   HttpResponse res;
   res.body = metrics_.render(gauges);
   res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return res;
+}
+
+HttpResponse ServerCore::handle_web(std::string_view path) const {
+  const WebFile* file = find_web_file(path);
+  if (file == nullptr || (file->playground && !config_.playground)) {
+    return answer(ErrorReply::not_found("GET", std::string(path)));
+  }
+  HttpResponse res;
+  res.body = std::string(file->body);
+  res.content_type = std::string(file->content_type);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  if (file->playground) {
+    // The page talks only to this server; no inline script, no other origin.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                   "script-src 'self'; connect-src 'self'; frame-ancestors 'none'");
+  }
   return res;
 }
 

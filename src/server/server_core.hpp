@@ -40,6 +40,8 @@ class ServerCore {
   HttpResponse handle_health() const;
   HttpResponse handle_models() const;
   HttpResponse handle_metrics() const;
+  /// An embedded file (web_files.hpp); 404 for the playground's when it is off.
+  HttpResponse handle_web(std::string_view path) const;
   /// The JSON error answer for a status the HTTP library answered itself (unparsable request
   /// line or headers, 414 ...): `status` is kept, the connection closes.
   HttpResponse library_refusal(int status) const;

@@ -92,7 +92,8 @@ TEST(InfoBodies, ModelsList) {
             R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
             R"("owned_by":"clef","context_size":16384,"limits":{"max_questions":64,)"
             R"("max_options":255,"max_images":4,"max_image_tokens":4096,)"
-            R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944},)" +
+            R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944},)"
+            R"("capabilities":{"images":true,"image_urls":false,"videos":false},)" +
                 reference_answers + "}]}");
   // Issue 14: an active calibration and another confidence are said.
   model.limits = {};
