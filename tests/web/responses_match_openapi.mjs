@@ -149,6 +149,27 @@ try {
   server.child.kill("SIGTERM");
   rmSync(server.cache, { recursive: true, force: true });
 }
+// A full queue (429) and a slow client (408): one decision runs, one waits, the third is refused.
+const busy = startServer(["--queue-size", "1", "--context-size", "8192", "--header-timeout", "1"]);
+try {
+  const port = await busy.port;
+  for (let i = 0; i < 600 && (await fetch(`http://127.0.0.1:${port}/health`)).status !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const long = JSON.stringify({ state: "w ".repeat(7000), questions: { q: { type: "noul" } } });
+  const running = fetch(`http://127.0.0.1:${port}/v1/decisions`, json(long));
+  await new Promise((r) => setTimeout(r, 150));
+  const waiting = fetch(`http://127.0.0.1:${port}/v1/decisions`, json(long));
+  await new Promise((r) => setTimeout(r, 150));
+  const full = await http(port, "queue full", "/v1/decisions", json(card));
+  if (full.status !== 429) console.error(`note: the queue was not full (status ${full.status})`);
+  await Promise.all([running, waiting]);
+  const r408 = await raw(port, "POST /v1/decisions HTTP/1.1\r\nHost: x\r\n");  // never finishes
+  check("slow headers", "/v1/decisions", "post", r408.status, r408.type, r408.body);
+} finally {
+  busy.child.kill("SIGTERM");
+  rmSync(busy.cache, { recursive: true, force: true });
+}
 // --no-playground: / is a documented 404.
 const bare = startServer(["--no-playground"]);
 try {
