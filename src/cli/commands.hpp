@@ -18,6 +18,7 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code);
 void add_pull_command(CLI::App& app, ExitCode& exit_code);       ///< `clef pull`
 void add_verify_command(CLI::App& app, ExitCode& exit_code);     ///< `clef verify`
 void add_calibrate_command(CLI::App& app, ExitCode& exit_code);  ///< `clef calibrate`
+void add_batch_command(CLI::App& app, ExitCode& exit_code);      ///< `clef batch`
 
 /// The version `clef --version` and reports name.
 inline constexpr const char* kClefVersion = "0.1.0";

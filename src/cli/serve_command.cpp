@@ -135,8 +135,14 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s,
                   "seconds an idle keep-alive connection is kept")
       ->capture_default_str();
-  cmd->add_flag("--no-playground", [&s](std::int64_t) { s.playground = false; },
-                "do not serve the playground page at / (GET /openapi.json stays)");
+  cmd->add_option("--agent-port", s.agent_port,
+                  "answer HAProxy's agent-check on this TCP port (up N% by free capacity, maint "
+                  "while loading, drain while draining; 0: any free port; -1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
+  cmd->add_flag(
+      "--no-playground", [&s](std::int64_t) { s.playground = false; },
+      "do not serve the playground page at / (GET /openapi.json stays)");
   cmd->add_option("--busy-status", s.overload_status, "status when the queue is full")
       ->check(CLI::IsMember({429, 503}))
       ->capture_default_str();

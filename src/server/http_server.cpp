@@ -44,6 +44,7 @@ struct HttpServer::Listener {
     return limits;
   }
   ConnectionServer http;
+  std::unique_ptr<AgentCheck> agent;  ///< --agent-port, from bind() to the end of shutdown()
   std::mutex mutex;
   std::condition_variable done_cv;
   bool bound = false;
@@ -190,6 +191,10 @@ HttpServer::~HttpServer() {
   shutdown();
 }
 
+int HttpServer::agent_port() const {
+  return listener_->agent ? listener_->agent->port() : -1;
+}
+
 int HttpServer::bind() {
   const ServerConfig& config = core_->config();
   int port = config.port;
@@ -204,6 +209,11 @@ int HttpServer::bind() {
     throw Error(ErrorKind::internal, "bind_failed",
                 "cannot listen on " + config.host + ":" + std::to_string(config.port) +
                     " (address in use or not local?)");
+  }
+  if (config.agent_port >= 0) {
+    ServerCore& core = *core_;
+    listener_->agent = std::make_unique<AgentCheck>(config.host, config.agent_port,
+                                                    [&core] { return core.agent_status(); });
   }
   {
     std::lock_guard lock(listener_->mutex);
@@ -251,6 +261,7 @@ void HttpServer::shutdown() {
     }
     listener_->done_cv.wait(lock, [this] { return listener_->serve_done; });
   }
+  listener_->agent.reset();  // said "drain" until the last answer was written
   core_->log().event("info", "stopped");
 }
 

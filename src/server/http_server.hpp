@@ -40,6 +40,9 @@ class HttpServer {
   /// cannot be bound; nothing is loaded then.
   int bind();
 
+  /// The HAProxy agent-check port once bound (ServerConfig::agent_port), -1 when off.
+  int agent_port() const;
+
   /// Accepts and answers connections until shutdown() has finished. Call after bind(), once.
   /// Returns at once if shutdown() already ran.
   void serve();

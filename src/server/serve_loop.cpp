@@ -47,6 +47,11 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
     return e.kind() == ErrorKind::internal ? 1 : 2;
   }
   out << "clef serve: listening on http://" << config.host << ":" << port << std::endl;
+  if (server->agent_port() >= 0) {
+    out << "clef serve: agent check on " << config.host << ":" << server->agent_port() << std::endl;
+    events.event("info", "HAProxy agent check on " + config.host + ":" +
+                             std::to_string(server->agent_port()));
+  }
   events.event("info", "listening on http://" + config.host + ":" + std::to_string(port) +
                            "; loading the model");
 

@@ -34,6 +34,7 @@ struct ServerConfig {
   int retry_after_s = 1;         ///< Retry-After of 429/503 answers
   int overload_status = 429;     ///< status when the queue is full: 429 or 503
   bool playground = true;        ///< serve the playground at GET / (the OpenAPI document always)
+  int agent_port = -1;           ///< HAProxy agent-check port (agent_check.hpp); -1 off, 0 any
   LogFormat log_format = LogFormat::text;
 };
 

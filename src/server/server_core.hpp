@@ -17,6 +17,7 @@
 #include <ostream>
 #include <string>
 
+#include "server/agent_check.hpp"
 #include "server/decision_queue.hpp"
 #include "server/endpoints.hpp"
 #include "server/error_reply.hpp"
@@ -59,6 +60,10 @@ class ServerCore {
   void begin_draining() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
   Health health() const { return health_of(queue_.state(), draining()); }
+  /// What the HAProxy agent check answers now (agent_reply).
+  std::string agent_status() const {
+    return agent_reply(health(), queue_.depth(), queue_.in_flight(), queue_.capacity());
+  }
 
   const ServerConfig& config() const { return config_; }
   DecisionQueue& queue() { return queue_; }

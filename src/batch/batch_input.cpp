@@ -1,0 +1,47 @@
+#include "batch/batch_input.hpp"
+
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "util/error.hpp"
+
+namespace clef::batch {
+
+std::vector<BatchItem> parse_batch_input(std::string_view text) {
+  std::vector<BatchItem> out;
+  int line_no = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    BatchItem item;
+    item.line = line_no;
+    item.id = json::Value::integer(std::int64_t{line_no});
+    try {
+      json::Value v = json::parse(line);
+      if (!v.is_object()) {
+        item.error = "the line is not a JSON object";
+      } else if (const json::Value* request = v.find("request"); request != nullptr) {
+        if (const json::Value* id = v.find("id"); id != nullptr) item.id = *id;
+        if (!request->is_object()) {
+          item.error = "\"request\" is not a JSON object";
+        } else {
+          item.request = *request;
+          item.body = json::dumps_unsorted(*request);
+        }
+      } else {
+        item.request = std::move(v);
+        item.body = std::string(line);  // the client's own bytes
+      }
+    } catch (const Error& e) {
+      item.error = std::string("invalid JSON: ") + e.what();
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace clef::batch

@@ -1,0 +1,63 @@
+#include "batch/batch_output.hpp"
+
+#include <fstream>
+#include <iterator>
+
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "util/error.hpp"
+
+namespace clef::batch {
+
+std::string answer_record(const json::Value& id, int line, int status, std::string_view response) {
+  std::string out = "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
+                    ",\"status\":" + std::to_string(status) + ",\"response\":";
+  out.append(response);
+  return out.append("}\n");
+}
+
+std::string error_record(const json::Value& id, int line, int status, const std::string& code,
+                         const std::string& message) {
+  const json::Value error = json::Value::object(
+      {{"code", json::Value::string(code)}, {"message", json::Value::string(message)}});
+  return "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
+         ",\"status\":" + std::to_string(status) + ",\"error\":" + json::dumps_unsorted(error) +
+         "}\n";
+}
+
+std::set<int> answered_lines(const std::filesystem::path& out) {
+  std::set<int> lines;
+  std::ifstream in(out, std::ios::binary);
+  if (!in) return lines;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) break;  // torn: not a record
+    try {
+      const json::Value v = json::parse(std::string_view(text).substr(at, end - at));
+      if (const json::Value* n = v.find("line"); n != nullptr && n->is_integer()) {
+        lines.insert(std::stoi(n->integer_digits()));
+      }
+    } catch (const Error&) {
+      // Not a record of ours: ignored.
+    }
+    at = end + 1;
+  }
+  return lines;
+}
+
+std::size_t cut_torn_line(const std::filesystem::path& out) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(out, ec);
+  if (ec || size == 0) return 0;
+  std::ifstream in(out, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::size_t last = text.rfind('\n');
+  const std::size_t keep = last == std::string::npos ? 0 : last + 1;
+  if (keep == text.size()) return 0;
+  std::filesystem::resize_file(out, keep, ec);
+  return text.size() - keep;
+}
+
+}  // namespace clef::batch

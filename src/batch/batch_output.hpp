@@ -1,0 +1,31 @@
+#pragma once
+// The output of `clef batch`: JSON Lines, one record per input line,
+//   {"id": ..., "line": N, "status": 200, "response": {...}}                 answered
+//   {"id": ..., "line": N, "status": 4xx|5xx|0, "error": {"code", "message"}} refused or failed
+// (status 0: never reached a server), and what --resume reads back.
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "json/value.hpp"
+
+namespace clef::batch {
+
+/// One answered line.
+std::string answer_record(const json::Value& id, int line, int status, std::string_view response);
+
+/// One line that got no answer: its status (0 when no server answered), a stable code and why.
+std::string error_record(const json::Value& id, int line, int status, const std::string& code,
+                         const std::string& message);
+
+/// The input lines an output file already has a record for (every complete line whose "line" is
+/// a number; a torn last line from a killed run is ignored and rewritten by the caller).
+/// A missing file: none.
+std::set<int> answered_lines(const std::filesystem::path& out);
+
+/// Cuts a torn last line (no newline) from `out`, so appended records start on a line of their
+/// own. Returns the bytes cut.
+std::size_t cut_torn_line(const std::filesystem::path& out);
+
+}  // namespace clef::batch

@@ -1,0 +1,235 @@
+#include "batch/batch_runner.hpp"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "batch/batch_output.hpp"
+#include "batch/state_key.hpp"
+#include "json/parse.hpp"
+#include "util/error.hpp"
+
+namespace clef::batch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// code and message of an error body {"error": {...}}, or the status as the code.
+void read_error(Answer& a) {
+  a.code = "http_" + std::to_string(a.status);
+  a.message = a.body.substr(0, 500);
+  try {
+    const json::Value v = json::parse(a.body);
+    if (const json::Value* e = v.find("error"); e != nullptr && e->is_object()) {
+      if (const json::Value* c = e->find("code"); c != nullptr && c->is_string()) {
+        a.code = c->as_string();
+      }
+      if (const json::Value* m = e->find("message"); m != nullptr && m->is_string()) {
+        a.message = m->as_string();
+      }
+    }
+  } catch (const Error&) {
+  }
+}
+
+int input_tokens_of(const std::string& body) {
+  try {
+    const json::Value v = json::parse(body);
+    if (const json::Value* u = v.find("usage"); u != nullptr) {
+      if (const json::Value* t = u->find("input_tokens"); t != nullptr && t->is_integer()) {
+        return std::stoi(t->integer_digits());
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+}  // namespace
+
+HttpSender::HttpSender(std::vector<std::string> endpoints, int retries,
+                       std::chrono::seconds timeout)
+    : retries_(retries), timeout_(timeout) {
+  for (const std::string& url : endpoints) {
+    const std::size_t scheme = url.find("://");
+    const std::size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    Endpoint e;
+    e.base = slash == std::string::npos ? url : url.substr(0, slash);
+    e.path =
+        slash == std::string::npos || slash + 1 == url.size() ? "/v1/decisions" : url.substr(slash);
+    endpoints_.push_back(std::move(e));
+  }
+  if (endpoints_.empty()) throw invalid_request("clef batch: no endpoint", "endpoint");
+}
+
+Answer HttpSender::send(const BatchItem& item, int worker) {
+  Answer a;
+  const std::string key = item.request ? state_key(*item.request) : "";
+  httplib::Headers headers;
+  if (!key.empty()) headers.emplace("X-Clef-State-Key", key);
+  for (int attempt = 0;; ++attempt) {
+    const Endpoint& e = endpoints_[static_cast<std::size_t>(worker + attempt) % endpoints_.size()];
+    httplib::Client client(e.base);
+    client.set_connection_timeout(std::chrono::seconds(5));
+    client.set_read_timeout(timeout_);
+    client.set_write_timeout(std::chrono::seconds(60));
+    auto res = client.Post(e.path, headers, item.body, "application/json");
+    a.attempts = attempt + 1;
+    std::chrono::milliseconds wait(std::min(100 << std::min(attempt, 6), 5000));
+    if (res) {
+      a.status = res->status;
+      a.body = res->body;
+      if (a.status != 429 && a.status != 503) break;
+      if (const std::string after = res->get_header_value("Retry-After"); !after.empty()) {
+        try {
+          wait = std::chrono::milliseconds(std::min(std::stoi(after), 30) * 1000);
+        } catch (const std::exception&) {
+        }
+      }
+    } else {
+      a.status = 0;
+      a.body.clear();
+      a.code = "connection_failed";
+      a.message = e.base + ": " + httplib::to_string(res.error());
+    }
+    if (attempt >= retries_) break;
+    std::this_thread::sleep_for(wait);
+  }
+  if (a.status == 200) {
+    a.input_tokens = input_tokens_of(a.body);
+  } else if (a.status != 0) {
+    read_error(a);
+  }
+  return a;
+}
+
+Answer LocalSender::send(const BatchItem& item, int) {
+  Answer a;
+  std::lock_guard lock(mutex_);
+  try {
+    const runtime::Decision d = decider_.decide(*item.request);
+    a.status = 200;
+    a.body = d.body;
+    a.input_tokens = d.input_tokens;
+  } catch (const Error& e) {
+    a.status = e.status();
+    a.code = e.code();
+    a.message = e.what();
+  } catch (const std::exception& e) {
+    a.status = 500;
+    a.code = "internal_error";
+    a.message = e.what();
+  }
+  return a;
+}
+
+BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>& done,
+                       Sender& sender, const std::filesystem::path& out,
+                       const BatchOptions& options) {
+  BatchSummary summary;
+  summary.total = items.size();
+  cut_torn_line(out);
+  std::FILE* file = std::fopen(out.c_str(), "ab");
+  if (file == nullptr) throw invalid_request("cannot write " + out.string(), "out");
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
+
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (done.count(items[i].line) != 0) {
+      ++summary.skipped;
+    } else {
+      todo.push_back(i);
+    }
+  }
+  std::mutex mutex;                            // guards the file, the summary, the ordered buffer
+  std::map<std::size_t, std::string> pending;  // ordered: records waiting for earlier ones
+  std::size_t next_to_write = 0;
+  std::vector<double> latencies;
+  std::size_t finished = 0;
+  std::size_t errors = 0;
+  std::atomic<std::size_t> next{0};
+  const auto start = Clock::now();
+
+  auto write = [&](const std::string& record) {
+    std::fwrite(record.data(), 1, record.size(), file);
+    std::fflush(file);
+  };
+  auto worker = [&](int w) {
+    while (true) {
+      const std::size_t k = next.fetch_add(1);
+      if (k >= todo.size()) return;
+      const BatchItem& item = items[todo[k]];
+      const auto t0 = Clock::now();
+      Answer a;
+      if (!item.request) {
+        a.status = 400;
+        a.code = "invalid_line";
+        a.message = item.error;
+        a.attempts = 0;
+      } else {
+        a = sender.send(item, w);
+      }
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      const std::string record =
+          a.status == 200 ? answer_record(item.id, item.line, 200, a.body)
+                          : error_record(item.id, item.line, a.status, a.code, a.message);
+      std::lock_guard lock(mutex);
+      if (options.ordered) {
+        pending.emplace(k, record);
+        while (!pending.empty() && pending.begin()->first == next_to_write) {
+          write(pending.begin()->second);
+          pending.erase(pending.begin());
+          ++next_to_write;
+        }
+      } else {
+        write(record);
+      }
+      ++summary.by_status[a.status];
+      summary.retries += static_cast<std::size_t>(std::max(a.attempts - 1, 0));
+      summary.input_tokens += static_cast<std::uint64_t>(a.input_tokens);
+      latencies.push_back(ms);
+      ++finished;
+      if (a.status != 200) ++errors;
+      if (options.on_progress) options.on_progress(finished, todo.size(), errors);
+    }
+  };
+  std::vector<std::thread> threads;
+  const int n = std::max(1, options.concurrency);
+  for (int w = 0; w < n; ++w) threads.emplace_back(worker, w);
+  for (std::thread& t : threads) t.join();
+
+  summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  std::sort(latencies.begin(), latencies.end());
+  auto quantile = [&](double q) {
+    if (latencies.empty()) return 0.0;
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(latencies.size() - 1) + 0.5);
+    return latencies[std::min(i, latencies.size() - 1)];
+  };
+  summary.p50_ms = quantile(0.5);
+  summary.p99_ms = quantile(0.99);
+  return summary;
+}
+
+std::string format_summary(const BatchSummary& s) {
+  std::size_t written = 0;
+  for (const auto& [status, n] : s.by_status) written += n;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "clef batch: %zu lines, %zu decided now, %zu already answered; %.1f s, %.1f "
+                "lines/s, latency p50 %.0f ms, p99 %.0f ms; %zu retries; %llu input tokens\n",
+                s.total, written, s.skipped, s.wall_s,
+                s.wall_s > 0 ? static_cast<double>(written) / s.wall_s : 0.0, s.p50_ms, s.p99_ms,
+                s.retries, static_cast<unsigned long long>(s.input_tokens));
+  std::string out = line;
+  for (const auto& [status, n] : s.by_status) {
+    out += "  status " +
+           (status == 0 ? std::string("none (no server answered)") : std::to_string(status)) +
+           ": " + std::to_string(n) + "\n";
+  }
+  return out;
+}
+
+}  // namespace clef::batch

@@ -1,0 +1,106 @@
+// `clef batch IN.jsonl OUT.jsonl`: many requests, against a local model or HTTP endpoints (e.g.
+// the HAProxy front end of replicas, deploy/haproxy), resumable, with a per-line record.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include "batch/batch_input.hpp"
+#include "batch/batch_output.hpp"
+#include "batch/batch_runner.hpp"
+#include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
+#include "runtime/engine.hpp"
+#include "util/error.hpp"
+
+namespace clef::cli {
+namespace {
+
+struct BatchCommandOptions {
+  EngineOptions engine;
+  std::string in;
+  std::string out;
+  std::vector<std::string> endpoints;
+  int retries = 8;
+  bool resume = false;
+  batch::BatchOptions run;
+};
+
+int run_batch_command(BatchCommandOptions options) {
+  std::ifstream in(options.in, std::ios::binary);
+  if (!in) throw invalid_request("cannot read " + options.in, "in");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::vector<batch::BatchItem> items = batch::parse_batch_input(text);
+
+  std::error_code ec;
+  const bool out_has_records = std::filesystem::file_size(options.out, ec) > 0 && !ec;
+  if (out_has_records && !options.resume) {
+    throw invalid_request(options.out +
+                              " already has records: --resume to go on where it stopped "
+                              "(nothing is decided twice), or remove it",
+                          "out");
+  }
+  const std::set<int> done = options.resume ? batch::answered_lines(options.out) : std::set<int>{};
+
+  std::unique_ptr<runtime::Decider> engine;
+  std::unique_ptr<batch::Sender> sender;
+  if (!options.endpoints.empty()) {
+    sender = std::make_unique<batch::HttpSender>(options.endpoints, options.retries);
+  } else {
+    runtime::EngineConfig config = options.engine.to_config();
+    config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
+    engine = runtime::make_engine(config);
+    sender = std::make_unique<batch::LocalSender>(*engine);
+  }
+  if (::isatty(STDERR_FILENO) != 0) {
+    const auto start = std::chrono::steady_clock::now();
+    options.run.on_progress = [start](std::size_t done_now, std::size_t total, std::size_t errors) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double rate = s > 0 ? static_cast<double>(done_now) / s : 0;
+      const double eta = rate > 0 ? static_cast<double>(total - done_now) / rate : 0;
+      std::fprintf(stderr, "\r%zu/%zu  %.1f/s  eta %.0f s  errors %zu   ", done_now, total, rate,
+                   eta, errors);
+      if (done_now == total) std::fprintf(stderr, "\n");
+    };
+  }
+  const batch::BatchSummary summary =
+      batch::run_batch(items, done, *sender, options.out, options.run);
+  std::cout << batch::format_summary(summary);
+  return 0;
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app, ExitCode& exit_code) {
+  auto options = std::make_shared<BatchCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "batch",
+      "decide every request of a JSONL file (a request, or {\"id\", \"request\"} per line) with a "
+      "local model or HTTP endpoints; one JSONL record per line; resumable");
+  cmd->add_option("in", options->in, "input JSONL")->required()->check(CLI::ExistingFile);
+  cmd->add_option("out", options->out, "output JSONL (appended with --resume)")->required();
+  cmd->add_option("--endpoint", options->endpoints,
+                  "a clef server or balancer, e.g. http://127.0.0.1:8080 (repeatable; without it "
+                  "the local model of --model-dir/--model decides)");
+  options->engine.add_to(*cmd);
+  cmd->add_option("--concurrency", options->run.concurrency, "requests in flight at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--ordered", options->run.ordered, "write records in input order");
+  cmd->add_flag("--resume", options->resume,
+                "skip the lines OUT already has a record for and append the rest");
+  cmd->add_option("--retries", options->retries,
+                  "retries of a line after a connection failure, 429 or 503 (with backoff, on "
+                  "the next endpoint)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  cmd->callback([options, &exit_code] { exit_code.value = run_batch_command(*options); });
+}
+
+}  // namespace clef::cli

@@ -1,0 +1,72 @@
+// clef batch's pieces: input lines (bare requests keep their bytes, named ones their id, bad
+// lines become errors), the state key (same state and images, same key, whatever the questions),
+// records, and what --resume reads back from a killed run's output.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "batch/batch_input.hpp"
+#include "batch/batch_output.hpp"
+#include "batch/state_key.hpp"
+#include "json/parse.hpp"
+#include "support/tiny_model.hpp"
+
+namespace clef::batch {
+namespace {
+
+TEST(BatchInput, BareAndNamedRequestsAndBadLines) {
+  const auto items = parse_batch_input(
+      "{\"state\": 1.50, \"questions\": {\"q\": {\"type\": \"noul\"}}}\n"
+      "\n"
+      "{\"id\": \"t-7\", \"request\": {\"state\": \"x\", \"questions\": {}}}\r\n"
+      "{oops\n"
+      "[1, 2]\n"
+      "{\"id\": 3, \"request\": 5}");
+  ASSERT_EQ(items.size(), 5u);
+  EXPECT_EQ(items[0].line, 1);
+  EXPECT_EQ(items[0].id, json::Value::integer(std::int64_t{1}));
+  EXPECT_EQ(items[0].body, "{\"state\": 1.50, \"questions\": {\"q\": {\"type\": \"noul\"}}}")
+      << "a bare request is sent as the client wrote it";
+  EXPECT_EQ(items[1].line, 3);
+  EXPECT_EQ(items[1].id, json::Value::string("t-7"));
+  EXPECT_EQ(items[1].body, "{\"state\":\"x\",\"questions\":{}}");
+  EXPECT_FALSE(items[2].request.has_value());
+  EXPECT_NE(items[2].error.find("invalid JSON"), std::string::npos);
+  EXPECT_NE(items[3].error.find("not a JSON object"), std::string::npos);
+  EXPECT_NE(items[4].error.find("\"request\" is not"), std::string::npos);
+  EXPECT_EQ(items[4].line, 6);
+}
+
+TEST(StateKey, SameStateAndImagesSameKeyWhateverTheQuestions) {
+  const auto key = [](const char* text) { return state_key(json::parse(text)); };
+  const std::string a = key(R"({"state": {"b": 1, "a": 2}, "questions": {"x": {"type": "noul"}}})");
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a, key(R"({"state": {"a": 2, "b": 1}, "questions": {"y": {"type": "noul"}}})"))
+      << "rendered as the contract renders (sorted keys)";
+  EXPECT_NE(a, key(R"({"state": {"a": 2, "b": 3}, "questions": {}})"));
+  EXPECT_NE(a, key(R"({"state": {"a": 2, "b": 1}, "images": ["data:x"], "questions": {}})"));
+  EXPECT_EQ(key(R"({"questions": {}})"), "");
+}
+
+TEST(BatchOutput, ResumeReadsCompleteRecordsAndCutsATornOne) {
+  test::TempDir dir("clef-batch");
+  const auto out = dir.path() / "out.jsonl";
+  {
+    std::ofstream f(out);
+    f << answer_record(json::Value::string("a"), 1, 200, R"({"answers":{}})");
+    f << error_record(json::Value::integer(std::int64_t{2}), 2, 400, "invalid_request", "bad");
+    f << R"({"id":"c","line":3,"sta)";  // killed mid-write
+  }
+  EXPECT_EQ(answered_lines(out), (std::set<int>{1, 2}));
+  EXPECT_GT(cut_torn_line(out), 0u);
+  EXPECT_EQ(cut_torn_line(out), 0u);
+  EXPECT_EQ(answered_lines(out), (std::set<int>{1, 2}));
+  const json::Value r = json::parse(
+      error_record(json::Value::string("x"), 9, 0, "connection_failed", "refused \"quoted\""));
+  EXPECT_EQ(r.find("status")->integer_digits(), "0");
+  EXPECT_EQ(r.find("error")->find("message")->as_string(), "refused \"quoted\"");
+  EXPECT_TRUE(answered_lines(dir.path() / "missing.jsonl").empty());
+}
+
+}  // namespace
+}  // namespace clef::batch
