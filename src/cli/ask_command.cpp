@@ -85,6 +85,7 @@ void add_ask_command(CLI::App& app, ExitCode& exit_code) {
   auto options = std::make_shared<AskOptions>();
   CLI::App* cmd = app.add_subcommand("ask", "decide one SystemOne request and print the response");
   options->engine.add_to(*cmd);
+  options->engine.add_model_positional(*cmd);
   cmd->add_option("-r,--request", options->request_path, "request JSON file ('-' = stdin)")
       ->required();
   cmd->add_option("--image", options->image_paths,

@@ -19,6 +19,7 @@ void add_pull_command(CLI::App& app, ExitCode& exit_code);       ///< `clef pull
 void add_verify_command(CLI::App& app, ExitCode& exit_code);     ///< `clef verify`
 void add_calibrate_command(CLI::App& app, ExitCode& exit_code);  ///< `clef calibrate`
 void add_batch_command(CLI::App& app, ExitCode& exit_code);      ///< `clef batch`
+void add_models_command(CLI::App& app, ExitCode& exit_code);     ///< `clef models`
 
 /// The version `clef --version` and reports name.
 inline constexpr const char* kClefVersion = "0.1.0";

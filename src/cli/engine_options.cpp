@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
+#include "registry/model_store.hpp"
+#include "registry/registry.hpp"
 #include "util/error.hpp"
 
 namespace clef::cli {
@@ -28,7 +31,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--model-dir", model_dir,
                  "directory with backbone.gguf, mmproj*.gguf, joint_head.safetensors, "
                  "joint_head_config.json");
-  cmd.add_option("-m,--model", model, "backbone GGUF (qwen35, any quantization)");
+  cmd.add_option("-m,--model", model,
+                 "backbone GGUF (qwen35, any quantization), or a registry name NAME:TAG such as "
+                 "clef-flash:9b (fetched into the model store when missing)");
   cmd.add_option("--head", head, "joint_head.safetensors");
   cmd.add_option("--head-config", head_config, "joint_head_config.json (default: beside --head)");
   cmd.add_option("--mmproj", mmproj, "qwen3vl mmproj GGUF");
@@ -36,11 +41,13 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--truncation", truncation,
                  "a record over the context: truncate the state (reference) or refuse (413)")
       ->check(CLI::IsMember({"truncate", "refuse"}));
-  cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
-      ->capture_default_str();
+  context_size_option =
+      cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
+          ->capture_default_str();
   cmd.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
-  cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
-      ->capture_default_str();
+  gpu_layers_option =
+      cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
+          ->capture_default_str();
   cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
       ->capture_default_str();
   cmd.add_option("--set", settings,
@@ -81,16 +88,49 @@ void EngineOptions::add_to(CLI::App& cmd) {
                "fetch http(s) image URLs of requests (never loopback, private, link-local or "
                "metadata addresses; 20 MiB and 10 s per image)");
   cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
+  cmd.add_option("--registry", registry,
+                 "a registry file whose entries add to or replace the shipped ones by name")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--models-dir", models_dir,
+                 "the model store (default ${XDG_CACHE_HOME:-~/.cache}/clef/models)");
+  cmd.add_option("--hub-endpoint", hub_endpoint, "hub URL for registry downloads (mirrors)")
+      ->capture_default_str();
+  cmd.add_flag("--offline", offline, "never download: a registry model must be in the store");
+}
+
+void EngineOptions::add_model_positional(CLI::App& cmd) {
+  cmd.add_option("MODEL", model, "a registry name NAME:TAG (e.g. clef-flash:9b), or a GGUF path");
 }
 
 runtime::EngineConfig EngineOptions::to_config() const {
   runtime::EngineConfig config;
   if (!model_dir.empty()) config = runtime::EngineConfig::from_model_dir(model_dir);
-  if (!model.empty()) config.backbone_path = model;
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--model", model},
-                                   {"--head", head},
-                                   {"--head-config", head_config},
-                                   {"--mmproj", mmproj}}) {
+  std::string model_file = model;
+  std::optional<int> registry_context;  // the variant's engine defaults, unless a flag says
+  std::optional<int> registry_gpu_layers;
+  if (!model.empty() && registry::Registry::looks_like_reference(model)) {
+    // A registry name: its files from the store, fetched and verified first when missing.
+    const registry::Registry reg = registry::load_registry(registry);
+    const registry::Resolved resolved = reg.resolve(model);
+    registry::StoreOptions store;
+    store.models_dir = models_dir;
+    store.endpoint = hub_endpoint;
+    store.offline = offline;
+    const registry::StoredModel stored = registry::ensure_model(resolved, store, std::cerr);
+    model_file = stored.model.string();
+    if (!stored.mmproj.empty()) config.mmproj_path = stored.mmproj.string();
+    if (!stored.head.empty()) config.head_path = stored.head.string();
+    if (!stored.head_config.empty()) config.head_config_path = stored.head_config.string();
+    if (alias.empty()) config.model_name = resolved.model->name;
+    registry_context = resolved.variant->context_size;
+    registry_gpu_layers = resolved.variant->gpu_layers;
+  }
+  if (!model_file.empty()) config.backbone_path = model_file;
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"--model", model_file},
+        {"--head", head},
+        {"--head-config", head_config},
+        {"--mmproj", mmproj}}) {
     std::error_code ec;
     if (!path.empty() && !std::filesystem::is_regular_file(path, ec)) {
       throw model_error(std::string(flag) + " " + path + ": no such file");
@@ -122,6 +162,12 @@ runtime::EngineConfig EngineOptions::to_config() const {
   p.threads = threads;
   p.gpu_layers = gpu_layers;
   p.chunk_tokens = chunk_tokens;
+  if (registry_context && (context_size_option == nullptr || context_size_option->count() == 0)) {
+    p.context_size = *registry_context;
+  }
+  if (registry_gpu_layers && (gpu_layers_option == nullptr || gpu_layers_option->count() == 0)) {
+    p.gpu_layers = *registry_gpu_layers;
+  }
   for (const std::string& s : settings) {
     const auto eq = s.find('=');
     if (eq == std::string::npos) throw invalid_request("--set expects name=value, got " + s, "set");

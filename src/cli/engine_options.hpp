@@ -15,7 +15,7 @@ namespace clef::cli {
 /// Model-file and engine-parameter options of one subcommand.
 struct EngineOptions {
   std::string model_dir;    ///< --model-dir
-  std::string model;        ///< --model: backbone GGUF
+  std::string model;        ///< --model: backbone GGUF, or a registry name NAME:TAG
   std::string head;         ///< --head: joint_head.safetensors
   std::string head_config;  ///< --head-config (default: joint_head_config.json beside --head)
   std::string mmproj;       ///< --mmproj
@@ -34,9 +34,17 @@ struct EngineOptions {
   std::vector<std::string> settings;        ///< --set name=value
   bool verbose = false;
   bool allow_image_urls = false;  ///< --allow-image-urls
+  std::string registry;           ///< --registry: a user registry file (overrides by name)
+  std::string models_dir;         ///< --models-dir: the model store (default under the cache)
+  std::string hub_endpoint = "https://huggingface.co";  ///< --hub-endpoint
+  bool offline = false;                                 ///< --offline
+  CLI::Option* context_size_option = nullptr;           ///< set by add_to
+  CLI::Option* gpu_layers_option = nullptr;
 
   /// Registers the options on `cmd`.
   void add_to(CLI::App& cmd);
+  /// Registers a positional registry name (`clef serve clef-flash:9b`), stored in `model`.
+  void add_model_positional(CLI::App& cmd);
   /// The engine configuration the options describe. Throws clef::Error: invalid_request for a bad
   /// --set / --truncation / missing model files; model_error for an unusable --model-dir.
   runtime::EngineConfig to_config() const;

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   clef::cli::add_verify_command(app, exit_code);
   clef::cli::add_calibrate_command(app, exit_code);
   clef::cli::add_batch_command(app, exit_code);
+  clef::cli::add_models_command(app, exit_code);
   clef::cli::add_serve_command(app, exit_code);
   clef::cli::add_pull_command(app, exit_code);
   try {

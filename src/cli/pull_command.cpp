@@ -8,6 +8,8 @@
 #include "artifact/layout.hpp"
 #include "cli/commands.hpp"
 #include "pull/pull.hpp"
+#include "registry/model_store.hpp"
+#include "registry/registry.hpp"
 
 namespace clef::cli {
 
@@ -31,13 +33,35 @@ void add_pull_command(CLI::App& app, ExitCode& exit_code) {
       "pull",
       "download a clef-flash model (GGUF in any published layout, mmproj, and the HF head when "
       "the GGUF has none) from a Hugging Face-style hub, resumable and sha256-verified");
-  cmd->add_option("REPO", options->reference, "OWNER/NAME or OWNER/NAME:QUANT (e.g. Q4_K_M)")
+  cmd->add_option("REPO", options->reference,
+                  "OWNER/NAME or OWNER/NAME:QUANT (e.g. Q4_K_M), or a registry name NAME:TAG "
+                  "(e.g. clef-flash:9b) into the model store")
       ->required();
   cmd->add_option("--dir", *dir, "download directory (default: ./NAME[-QUANT])");
   cmd->add_option("--endpoint", options->endpoint, "hub URL (mirrors, tests)")
       ->capture_default_str();
   cmd->add_option("--revision", options->revision, "branch, tag or commit")->capture_default_str();
-  cmd->callback([options, dir, &exit_code] {
+  cmd->add_option("--head-from", options->head_from,
+                  "OWNER/NAME: the repository of joint_head.safetensors + joint_head_config.json "
+                  "when the model repository has no head");
+  auto registry_file = std::make_shared<std::string>();
+  auto models_dir = std::make_shared<std::string>();
+  cmd->add_option("--registry", *registry_file, "a registry file that adds to the shipped one");
+  cmd->add_option("--models-dir", *models_dir, "the model store, for NAME:TAG");
+  cmd->callback([options, dir, registry_file, models_dir, &exit_code] {
+    if (registry::Registry::looks_like_reference(options->reference)) {
+      // A registry name: every file of the variant into the model store, verified.
+      const registry::Registry reg = registry::load_registry(*registry_file);
+      const registry::Resolved resolved = reg.resolve(options->reference);
+      registry::StoreOptions store;
+      store.models_dir = *models_dir;
+      store.endpoint = options->endpoint;
+      const registry::StoredModel m = registry::ensure_model(resolved, store, std::cerr);
+      std::cout << "pulled " << resolved.reference << " into " << m.dir.string()
+                << "; serve it with: clef serve " << options->reference << "\n";
+      exit_code.value = 0;
+      return;
+    }
     options->dir = dir->empty() ? default_dir(options->reference) : *dir;
     const pull::PullResult r = pull::pull_model(*options, std::cerr);
     std::cout << "pulled " << options->reference << " (layout "

@@ -107,6 +107,7 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
       "serve SystemOne decisions over HTTP: POST /v1/systemone and /v1/decisions, GET /health, "
       "/v1/models, /metrics; SIGTERM/SIGINT drain and exit 0");
   options->engine.add_to(*cmd);
+  options->engine.add_model_positional(*cmd);
   server::ServerConfig& s = options->server;
   cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")

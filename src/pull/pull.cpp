@@ -1,5 +1,7 @@
 #include "pull/pull.hpp"
 
+#include <algorithm>
+
 #include <fstream>
 
 #include "artifact/layout.hpp"
@@ -72,7 +74,26 @@ PullResult pull_model(const PullOptions& o, std::ostream& progress) {
   result.layout = probe_layout(hub, ref.repo, sel.model, o.dir);
   std::vector<HubFile> fetch = {sel.model};
   if (sel.mmproj) fetch.push_back(*sel.mmproj);
-  if (result.layout == artifact::Layout::hf_head) {
+  std::vector<HubFile> head_files;  // from o.head_from
+  if (result.layout == artifact::Layout::hf_head && (!sel.head || !sel.head_config) &&
+      !o.head_from.empty()) {
+    const ModelReference head_ref = parse_model_reference(o.head_from);
+    const std::vector<HubFile> listing = hub.list_files(head_ref.repo);
+    for (const char* wanted : {"joint_head.safetensors", "joint_head_config.json"}) {
+      const HubFile* best = nullptr;
+      for (const HubFile& f : listing) {
+        const bool shallower =
+            best == nullptr || std::count(f.path.begin(), f.path.end(), '/') <
+                                   std::count(best->path.begin(), best->path.end(), '/');
+        if (f.name() == wanted && shallower) best = &f;
+      }
+      if (best == nullptr) {
+        throw model_error("--head-from " + head_ref.repo + " has no " + wanted);
+      }
+      head_files.push_back(*best);
+    }
+  }
+  if (result.layout == artifact::Layout::hf_head && head_files.empty()) {
     if (!sel.head || !sel.head_config) {
       throw model_error("repository " + ref.repo + " holds no usable head: " + sel.model.path +
                         " is a qwen35 GGUF without the joint schema head, and the repository "
@@ -88,11 +109,20 @@ PullResult pull_model(const PullOptions& o, std::ostream& progress) {
     hub.download(ref.repo, f, o.dir / f.name(), progress);
     result.files.push_back(f.path);
   }
+  if (!head_files.empty()) {
+    const std::string head_repo = parse_model_reference(o.head_from).repo;
+    for (const HubFile& f : head_files) {
+      hub.download(head_repo, f, o.dir / f.name(), progress);
+      result.files.push_back(head_repo + "/" + f.path);
+    }
+  }
   result.paths.gguf = o.dir / sel.model.name();
   if (sel.mmproj) result.paths.mmproj = o.dir / sel.mmproj->name();
   if (result.layout == artifact::Layout::hf_head) {
-    result.paths.head_weights = o.dir / sel.head->name();
-    result.paths.head_config = o.dir / sel.head_config->name();
+    result.paths.head_weights =
+        o.dir / (head_files.empty() ? sel.head->name() : head_files[0].name());
+    result.paths.head_config =
+        o.dir / (head_files.empty() ? sel.head_config->name() : head_files[1].name());
   }
   // Loads and checks the head (and the LM head) now, so a bad repository fails here.
   const artifact::OpenedModel opened = artifact::open_model(result.paths);

@@ -3,7 +3,8 @@
 // Face-style hub into a directory that artifact::open_model_dir reads:
 //  1. list the repository (hub_client.hpp) and choose the model GGUF, the mmproj and, if present,
 //     the HF head pair (hub_files.hpp select_files);
-//  2. read the model GGUF's header with ranged requests (gguf/header_scan.hpp) and detect its layout
+//  2. read the model GGUF's header with ranged requests (gguf/header_scan.hpp) and detect its
+//  layout
 //     (artifact/layout.hpp) before downloading it: a qwen35 GGUF without the head is usable only
 //     with joint_head.safetensors + joint_head_config.json from the same repository;
 //  3. download each file resumably and verify it (HubClient::download);
@@ -23,6 +24,10 @@ struct PullOptions {
   std::filesystem::path dir;  ///< created if missing
   std::string endpoint = "https://huggingface.co";
   std::string revision = "main";
+  /// "owner/name": where the joint schema head comes from when the model repository has none
+  /// (the published files: the GGUFs in one repository, the head in the authors'). Empty: the
+  /// model repository only.
+  std::string head_from;
 };
 
 struct PullResult {

@@ -1,0 +1,263 @@
+#include "registry/model_store.hpp"
+
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "json/parse.hpp"
+#include "json/render.hpp"
+#include "pull/hub_client.hpp"
+#include "pull/hub_files.hpp"
+#include "util/digest.hpp"
+#include "util/error.hpp"
+
+namespace clef::registry {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// What .verified.json says of one file.
+struct Record {
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::string sha256;
+};
+
+std::map<std::string, Record> read_records(const fs::path& dir) {
+  std::map<std::string, Record> out;
+  std::ifstream in(dir / ".verified.json", std::ios::binary);
+  if (!in) return out;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  try {
+    const json::Value v = json::parse(text);
+    for (const auto& [name, r] : v.members()) {
+      Record rec;
+      rec.size = std::stoull(r.find("size")->integer_digits());
+      rec.mtime_ns = std::stoll(r.find("mtime_ns")->integer_digits());
+      rec.sha256 = r.find("sha256")->as_string();
+      out[name] = rec;
+    }
+  } catch (const std::exception&) {
+    out.clear();  // a damaged record only costs a re-hash
+  }
+  return out;
+}
+
+void write_records(const fs::path& dir, const std::map<std::string, Record>& records) {
+  std::vector<json::Value::Member> members;
+  for (const auto& [name, r] : records) {
+    members.emplace_back(
+        name, json::Value::object({{"size", json::Value::integer(std::to_string(r.size))},
+                                   {"mtime_ns", json::Value::integer(std::to_string(r.mtime_ns))},
+                                   {"sha256", json::Value::string(r.sha256)}}));
+  }
+  const fs::path tmp = dir / ".verified.json.tmp";
+  std::ofstream(tmp, std::ios::binary)
+      << json::dumps_unsorted(json::Value::object(members)) << "\n";
+  fs::rename(tmp, dir / ".verified.json");
+}
+
+std::int64_t mtime_ns(const fs::path& p) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             fs::last_write_time(p).time_since_epoch())
+      .count();
+}
+
+std::string sha256_of(const fs::path& p) {
+  util::Digest d(util::Digest::Kind::sha256);
+  util::digest_file(d, p, fs::file_size(p));
+  return d.hex();
+}
+
+std::string file_name(const RegistryFile& f) {
+  const std::size_t slash = f.path.rfind('/');
+  return slash == std::string::npos ? f.path : f.path.substr(slash + 1);
+}
+
+std::uint64_t free_space(const fs::path& dir, const StoreOptions& o) {
+  if (o.free_bytes) return *o.free_bytes;
+  struct statvfs s {};
+  if (::statvfs(dir.c_str(), &s) != 0) return UINT64_MAX;
+  return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
+}
+
+}  // namespace
+
+std::string human_bytes(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char b[32];
+  std::snprintf(b, sizeof b, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return b;
+}
+
+fs::path store_dir(const Resolved& resolved, const StoreOptions& options) {
+  fs::path root = options.models_dir;
+  if (root.empty()) {
+    const char* cache = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (cache != nullptr && *cache != '\0') {
+      root = fs::path(cache) / "clef" / "models";
+    } else if (home != nullptr && *home != '\0') {
+      root = fs::path(home) / ".cache" / "clef" / "models";
+    } else {
+      throw invalid_request("no model store: set --models-dir, XDG_CACHE_HOME or HOME",
+                            "models-dir");
+    }
+  }
+  return root / resolved.model->name / resolved.variant->name;
+}
+
+StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
+                         std::ostream& progress) {
+  StoredModel out;
+  out.dir = store_dir(resolved, options);
+  fs::create_directories(out.dir);
+  std::map<std::string, Record> records = read_records(out.dir);
+
+  // Which files are there and verified (by their record, or by hashing once).
+  std::vector<const RegistryFile*> missing;
+  for (const RegistryFile& f : resolved.variant->files) {
+    const std::string name = file_name(f);
+    const fs::path p = out.dir / name;
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      missing.push_back(&f);
+      continue;
+    }
+    const auto size = fs::file_size(p);
+    const auto r = records.find(name);
+    const bool recorded = r != records.end() && r->second.size == size &&
+                          r->second.mtime_ns == mtime_ns(p) &&
+                          (!f.sha256 || r->second.sha256 == *f.sha256);
+    if (recorded) continue;
+    if (f.size && *f.size != size) {
+      missing.push_back(&f);  // a partial or other file: fetched again (resumed from .part)
+      continue;
+    }
+    const std::string digest = sha256_of(p);
+    ++out.hashed;
+    if (f.sha256 && digest != *f.sha256) {
+      progress << "stored " << name << " changed after it was verified (sha256 " << digest
+               << ", pinned " << *f.sha256 << "): fetching it again\n";
+      fs::remove(p);
+      missing.push_back(&f);
+      continue;
+    }
+    if (!f.sha256 && !options.offline && r != records.end() && r->second.sha256 != digest) {
+      fs::remove(p);
+      missing.push_back(&f);
+      continue;
+    }
+    records[name] = {size, mtime_ns(p), digest};
+  }
+  write_records(out.dir, records);
+
+  if (!missing.empty()) {
+    if (options.offline) {
+      std::string names;
+      for (const RegistryFile* f : missing) names += (names.empty() ? "" : ", ") + file_name(*f);
+      throw invalid_request(resolved.reference + " is not complete in " + out.dir.string() +
+                                " (missing: " + names + ") and --offline forbids downloading",
+                            "offline");
+    }
+    pull::HubClient hub(options.endpoint);
+    // Sizes and hashes of unpinned files come from the hub's listing.
+    std::map<std::string, std::vector<pull::HubFile>> listings;
+    std::vector<pull::HubFile> plan;
+    std::uint64_t total = 0;
+    for (const RegistryFile* f : missing) {
+      pull::HubFile h;
+      h.path = f->path;
+      if (f->sha256 && f->size) {
+        h.size = *f->size;
+        h.sha256 = f->sha256;
+      } else {
+        auto& listing = listings[f->repository];
+        if (listing.empty()) listing = hub.list_files(f->repository);
+        const auto it = std::find_if(listing.begin(), listing.end(),
+                                     [&](const pull::HubFile& x) { return x.path == f->path; });
+        if (it == listing.end()) {
+          throw model_error("repository " + f->repository + " has no file " + f->path +
+                            " (registry entry " + resolved.reference + ")");
+        }
+        h = *it;
+        if (f->sha256) h.sha256 = f->sha256;  // the pin wins over the hub
+      }
+      total += h.size;
+      plan.push_back(h);
+    }
+    const std::uint64_t free = free_space(out.dir, options);
+    progress << resolved.reference << ": " << missing.size() << " file(s) to download, "
+             << human_bytes(total) << " (free in " << out.dir.string() << ": " << human_bytes(free)
+             << ")\n";
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      progress << "  " << missing[i]->repository << "/" << missing[i]->path << "  "
+               << human_bytes(plan[i].size)
+               << (missing[i]->sha256 ? "  sha256 pinned" : "  unpinned (the hub's hash)") << "\n";
+    }
+    if (free < total + (std::uint64_t{64} << 20)) {
+      throw Error(ErrorKind::model_error, "disk_full",
+                  "not enough free space in " + out.dir.string() + ": " + human_bytes(total) +
+                      " to download, " + human_bytes(free) + " free");
+    }
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      const std::string name = file_name(*missing[i]);
+      const fs::path dest = out.dir / name;
+      hub.download(missing[i]->repository, plan[i], dest, progress);
+      ++out.downloaded;
+      const std::string digest = plan[i].sha256 ? *plan[i].sha256 : sha256_of(dest);
+      records[name] = {fs::file_size(dest), mtime_ns(dest), digest};
+      write_records(out.dir, records);
+    }
+  }
+  for (const RegistryFile& f : resolved.variant->files) {
+    const fs::path p = out.dir / file_name(f);
+    if (f.role == "model") out.model = p;
+    if (f.role == "mmproj") out.mmproj = p;
+    if (f.role == "head") out.head = p;
+    if (f.role == "head_config") out.head_config = p;
+  }
+  return out;
+}
+
+std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOptions& options) {
+  const fs::path dir = store_dir(resolved, options);
+  std::map<std::string, Record> records = read_records(dir);
+  std::vector<std::string> out;
+  for (const RegistryFile& f : resolved.variant->files) {
+    const std::string name = file_name(f);
+    const fs::path p = dir / name;
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      out.push_back(name + ": missing");
+      continue;
+    }
+    const std::string digest = sha256_of(p);
+    const auto r = records.find(name);
+    const std::string& expected = f.sha256             ? *f.sha256
+                                  : r != records.end() ? r->second.sha256
+                                                       : digest;
+    if (digest == expected) {
+      out.push_back(name + ": ok (sha256 " + digest + ")");
+      records[name] = {fs::file_size(p), mtime_ns(p), digest};
+    } else {
+      out.push_back(name + ": CHANGED (sha256 " + digest + ", expected " + expected + ")");
+    }
+  }
+  write_records(dir, records);
+  return out;
+}
+
+}  // namespace clef::registry

@@ -1,0 +1,227 @@
+#include "registry/registry.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "json/parse.hpp"
+#include "util/error.hpp"
+
+namespace clef::registry {
+namespace {
+
+[[noreturn]] void bad(const std::string& source, const std::string& field,
+                      const std::string& what) {
+  throw invalid_request("registry " + source + ": " + field + " " + what, field);
+}
+
+std::string text_of(const json::Value& v, std::string_view key, const std::string& source,
+                    const std::string& field, bool required = true) {
+  const json::Value* m = v.find(key);
+  if (m == nullptr) {
+    if (required) bad(source, field + "." + std::string(key), "is missing");
+    return "";
+  }
+  if (!m->is_string()) bad(source, field + "." + std::string(key), "is not a string");
+  return m->as_string();
+}
+
+std::optional<std::int64_t> integer_of(const json::Value& v, std::string_view key,
+                                       const std::string& source, const std::string& field) {
+  const json::Value* m = v.find(key);
+  if (m == nullptr) return std::nullopt;
+  if (!m->is_integer()) bad(source, field + "." + std::string(key), "is not an integer");
+  return std::stoll(m->integer_digits());
+}
+
+/// Levenshtein distance, for "did you mean".
+std::size_t distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string suggestions(const std::string& wanted, const std::vector<std::string>& known) {
+  std::vector<std::string> close;
+  for (const std::string& k : known) {
+    if (distance(wanted, k) <= std::max<std::size_t>(2, wanted.size() / 3)) close.push_back(k);
+  }
+  const std::vector<std::string>& list = close.empty() ? known : close;
+  std::string out = close.empty() ? " (known: " : " (did you mean ";
+  for (std::size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + list[i];
+  return out + ")";
+}
+
+}  // namespace
+
+void Registry::add(const json::Value& doc, const std::string& source) {
+  if (!doc.is_object()) bad(source, "the document", "is not a JSON object");
+  if (text_of(doc, "format", source, "") != "clef-registry/1") {
+    bad(source, "format", "must be \"clef-registry/1\"");
+  }
+  const json::Value* models = doc.find("models");
+  if (models == nullptr || !models->is_object()) bad(source, "models", "is not an object");
+  for (const auto& [name, m] : models->members()) {
+    const std::string field = "models." + name;
+    if (!m.is_object()) bad(source, field, "is not an object");
+    if (name.empty() || name.find_first_of(":/ ") != std::string::npos) {
+      bad(source, field, "is not a usable name (no ':', '/' or spaces)");
+    }
+    ModelEntry entry;
+    entry.name = name;
+    entry.description = text_of(m, "description", source, field, false);
+    if (const json::Value* tags = m.find("tags"); tags != nullptr) {
+      if (!tags->is_object()) bad(source, field + ".tags", "is not an object");
+      for (const auto& [tag, variant] : tags->members()) {
+        if (!variant.is_string()) bad(source, field + ".tags." + tag, "is not a string");
+        entry.tags[tag] = variant.as_string();
+      }
+    }
+    const json::Value* variants = m.find("variants");
+    if (variants == nullptr || !variants->is_object() || variants->members().empty()) {
+      bad(source, field + ".variants", "is not a non-empty object");
+    }
+    for (const auto& [vname, v] : variants->members()) {
+      const std::string vfield = field + ".variants." + vname;
+      if (!v.is_object()) bad(source, vfield, "is not an object");
+      Variant variant;
+      variant.name = vname;
+      variant.notes = text_of(v, "notes", source, vfield, false);
+      const json::Value* files = v.find("files");
+      if (files == nullptr || !files->is_array() || files->items().empty()) {
+        bad(source, vfield + ".files", "is not a non-empty array");
+      }
+      for (std::size_t i = 0; i < files->items().size(); ++i) {
+        const json::Value& f = files->items()[i];
+        const std::string ffield = vfield + ".files." + std::to_string(i);
+        if (!f.is_object()) bad(source, ffield, "is not an object");
+        RegistryFile rf;
+        rf.role = text_of(f, "role", source, ffield);
+        if (rf.role != "model" && rf.role != "mmproj" && rf.role != "head" &&
+            rf.role != "head_config") {
+          bad(source, ffield + ".role", "must be model, mmproj, head or head_config");
+        }
+        rf.repository = text_of(f, "repository", source, ffield);
+        rf.path = text_of(f, "path", source, ffield);
+        if (rf.path.find("..") != std::string::npos || rf.path.empty() || rf.path[0] == '/') {
+          bad(source, ffield + ".path", "must be a relative path inside the repository");
+        }
+        if (auto size = integer_of(f, "size", source, ffield)) {
+          rf.size = static_cast<std::uint64_t>(*size);
+        }
+        if (const json::Value* h = f.find("sha256"); h != nullptr) {
+          if (!h->is_string() || h->as_string().size() != 64 ||
+              h->as_string().find_first_not_of("0123456789abcdef") != std::string::npos) {
+            bad(source, ffield + ".sha256", "is not 64 lower-case hex digits");
+          }
+          rf.sha256 = h->as_string();
+        }
+        variant.files.push_back(std::move(rf));
+      }
+      if (std::none_of(variant.files.begin(), variant.files.end(),
+                       [](const RegistryFile& f) { return f.role == "model"; })) {
+        bad(source, vfield + ".files", "has no file with role \"model\"");
+      }
+      if (const json::Value* e = v.find("engine"); e != nullptr) {
+        if (auto c = integer_of(*e, "context_size", source, vfield + ".engine")) {
+          variant.context_size = static_cast<int>(*c);
+        }
+        if (auto g = integer_of(*e, "gpu_layers", source, vfield + ".engine")) {
+          variant.gpu_layers = static_cast<int>(*g);
+        }
+      }
+      entry.variants[vname] = std::move(variant);
+    }
+    for (const auto& [tag, variant] : entry.tags) {
+      if (entry.variants.count(variant) == 0) {
+        bad(source, field + ".tags." + tag, "names no variant of " + name);
+      }
+    }
+    models_[name] = std::move(entry);
+  }
+}
+
+void Registry::add_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw invalid_request("cannot read the registry " + file.string(), "registry");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  json::Value doc;
+  try {
+    doc = json::parse(text);
+  } catch (const Error& e) {
+    throw invalid_request("registry " + file.string() + ": " + e.what(), "registry");
+  }
+  add(doc, file.string());
+}
+
+Resolved Registry::resolve(const std::string& reference) const {
+  const std::size_t colon = reference.find(':');
+  const std::string name = reference.substr(0, colon);
+  const std::string tag = colon == std::string::npos ? "latest" : reference.substr(colon + 1);
+  const auto m = models_.find(name);
+  if (m == models_.end()) {
+    std::vector<std::string> known;
+    for (const auto& [n, e] : models_) known.push_back(n);
+    throw invalid_request("no model \"" + name + "\" in the registry" + suggestions(name, known),
+                          "model");
+  }
+  const ModelEntry& entry = m->second;
+  std::string variant = tag;
+  if (const auto t = entry.tags.find(tag); t != entry.tags.end()) variant = t->second;
+  const auto v = entry.variants.find(variant);
+  if (v == entry.variants.end()) {
+    std::vector<std::string> known;
+    for (const auto& [t, target] : entry.tags) known.push_back(name + ":" + t);
+    for (const auto& [n, x] : entry.variants) known.push_back(name + ":" + n);
+    throw invalid_request("model " + name + " has no tag or variant \"" + tag + "\"" +
+                              suggestions(name + ":" + tag, known),
+                          "model");
+  }
+  return {&entry, &v->second, name + ":" + variant};
+}
+
+bool Registry::looks_like_reference(const std::string& text) {
+  if (text.empty() || text.find('/') != std::string::npos) return false;
+  std::error_code ec;
+  if (std::filesystem::exists(text, ec)) return false;
+  return text.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:") ==
+         std::string::npos;
+}
+
+Registry load_registry(const std::filesystem::path& extra) {
+  Registry r;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path beside = exe.parent_path() / "clef-registry.json";
+  if (!ec && std::filesystem::exists(beside, ec)) {
+    r.add_file(beside);
+  } else {
+    r.add_file(CLEF_SOURCE_REGISTRY);
+  }
+  const char* config = std::getenv("XDG_CONFIG_HOME");
+  const char* home = std::getenv("HOME");
+  std::filesystem::path user;
+  if (config != nullptr && *config != '\0') {
+    user = std::filesystem::path(config) / "clef" / "registry.json";
+  } else if (home != nullptr && *home != '\0') {
+    user = std::filesystem::path(home) / ".config" / "clef" / "registry.json";
+  }
+  if (!user.empty() && std::filesystem::exists(user, ec)) r.add_file(user);
+  if (!extra.empty()) r.add_file(extra);
+  return r;
+}
+
+}  // namespace clef::registry
