@@ -18,7 +18,7 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
-#include "support/tiny_model.hpp"
+#include "support/tiny_engine_config.hpp"
 
 namespace {
 
@@ -28,14 +28,7 @@ namespace rt = clef::runtime;
 const std::string kAuthorsFixture = std::string(CLEF_TEST_DATA) + "/oracle/coreai/fixture.json";
 
 rt::EngineConfig tiny_config() {
-  const auto& m = clef::test::tiny_model();
-  rt::EngineConfig c;
-  c.backbone_path = m.backbone.string();
-  c.head_path = m.head.string();
-  c.head_config_path = m.head_config.string();
-  c.mmproj_path = m.mmproj.string();
-  c.backbone.context_size = 4096;
-  c.backbone.threads = 1;
+  rt::EngineConfig c = clef::test::tiny_engine_config();
   c.state_cache_mb = 0;
   return c;
 }

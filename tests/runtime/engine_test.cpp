@@ -15,7 +15,7 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
-#include "support/tiny_model.hpp"
+#include "support/tiny_engine_config.hpp"
 #include "testmodel/make_test_model.hpp"
 #include "util/error.hpp"
 
@@ -29,14 +29,7 @@ std::string read_file(const std::string& path) {
 }
 
 clef::runtime::EngineConfig tiny_config() {
-  const auto& m = clef::test::tiny_model();
-  clef::runtime::EngineConfig c;
-  c.backbone_path = m.backbone.string();
-  c.head_path = m.head.string();
-  c.head_config_path = m.head_config.string();
-  c.backbone.context_size = 4096;
-  c.backbone.threads = 1;  // ctest runs two tests at once on two cores
-  return c;
+  return clef::test::tiny_engine_config(/*with_mmproj=*/false);
 }
 
 /// One engine for the whole suite (loading is the slow part).

@@ -19,7 +19,7 @@
 #include "request/parse.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/image_inputs.hpp"
-#include "support/tiny_model.hpp"
+#include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 #include "vision/base64.hpp"
 #include "vision/decode.hpp"
@@ -43,15 +43,7 @@ std::string uri(const std::string& path) {
 }
 
 rt::EngineConfig tiny_config(bool with_mmproj = true) {
-  const auto& m = clef::test::tiny_model();
-  rt::EngineConfig c;
-  c.backbone_path = m.backbone.string();
-  c.head_path = m.head.string();
-  c.head_config_path = m.head_config.string();
-  if (with_mmproj) c.mmproj_path = m.mmproj.string();
-  c.backbone.context_size = 4096;
-  c.backbone.threads = 1;
-  return c;
+  return clef::test::tiny_engine_config(with_mmproj);
 }
 
 const char* kCard = R"({"state": "Production database is down, customers cannot log in",

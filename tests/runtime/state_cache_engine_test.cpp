@@ -13,7 +13,7 @@
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
 #include "support/grey_png.hpp"
-#include "support/tiny_model.hpp"
+#include "support/tiny_engine_config.hpp"
 #include "vision/base64.hpp"
 #include "vision/decode.hpp"
 #include "vision/image_source.hpp"
@@ -26,15 +26,9 @@ namespace rt = clef::runtime;
 constexpr int kChunk = 64;
 
 rt::EngineConfig config(std::int64_t cache_mb, int context = 4096) {
-  const auto& m = clef::test::tiny_model();
-  rt::EngineConfig c;
-  c.backbone_path = m.backbone.string();
-  c.head_path = m.head.string();
-  c.head_config_path = m.head_config.string();
-  c.mmproj_path = m.mmproj.string();
+  rt::EngineConfig c = clef::test::tiny_engine_config();
   c.backbone.context_size = context;
   c.backbone.chunk_tokens = kChunk;
-  c.backbone.threads = 1;  // ctest runs two tests at once on two cores
   c.state_cache_mb = cache_mb;
   return c;
 }

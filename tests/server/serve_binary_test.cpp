@@ -371,6 +371,17 @@ int decisions_in_flight(int port) {
 
 /// Requests are prepared (parsed, validated, tokenized) on the HTTP threads, so a malformed one
 /// is refused at once while a long prefill holds the runtime thread, instead of waiting behind it.
+/// A request of about 4,000 tokens on the test vocabulary: a long prefill to overlap with.
+std::string long_noul_request() {
+  std::string long_state;
+  for (int i = 0; long_state.size() < 5800; ++i) {
+    long_state += 'w';
+    long_state += static_cast<char>('0' + i % 10);
+    long_state += ' ';
+  }
+  return R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
+}
+
 TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
   if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
   TempDir tmp;
@@ -381,14 +392,7 @@ TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
   DemoServer server(tmp, {"--model-dir", model_dir, "--context-size", "8192"}, false);
   ASSERT_TRUE(server.ready()) << server.log();
 
-  std::string long_state;
-  for (int i = 0; long_state.size() < 5800; ++i) {
-    long_state += 'w';
-    long_state += static_cast<char>('0' + i % 10);
-    long_state += ' ';
-  }
-  const std::string long_request =
-      R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
+  const std::string long_request = long_noul_request();
   auto long_answer =
       std::async(std::launch::async, [&] { return post(server.port(), long_request); });
   auto until = std::chrono::steady_clock::now() + 30s;
@@ -431,14 +435,7 @@ TEST(ServeBinary, AShortRequestIsDecidedWhileALongOneIsPausedAndBothKeepTheirByt
       tmp, {"--model-dir", model_dir, "--context-size", "8192", "--state-cache-mb", "0"}, false);
   ASSERT_TRUE(server.ready()) << server.log();
 
-  std::string long_state;
-  for (int i = 0; long_state.size() < 5800; ++i) {
-    long_state += 'w';
-    long_state += static_cast<char>('0' + i % 10);
-    long_state += ' ';
-  }
-  const std::string long_request =
-      R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
+  const std::string long_request = long_noul_request();
   const std::string short_request = kCard;
   auto long_answer = std::async(std::launch::async, [&] {
     auto r = post(server.port(), long_request);

@@ -4,10 +4,9 @@
 // answer to the same request; an error is shown with its field. Screenshots at desktop and phone
 // widths are written to ARTIFACTS.
 // usage: node playground.mjs CLEF_BINARY ARTIFACTS_DIR   (77: no puppeteer-core or no Chromium)
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
+import { startDemoServer } from "./clef_server.mjs";
 
 let puppeteer;
 try {
@@ -25,26 +24,12 @@ if (!browserPath) {
 const [clef, artifacts] = process.argv.slice(2);
 mkdirSync(artifacts, { recursive: true });
 
-const cache = mkdtempSync(path.join(tmpdir(), "clef-playground-"));
-const server = spawn(clef, ["serve", "--demo", "--host", "127.0.0.1", "--port", "0", "--threads", "1"],
-                     { env: { ...process.env, XDG_CACHE_HOME: cache }, stdio: ["ignore", "pipe", "inherit"] });
+const server = startDemoServer(clef, [], "inherit");
 let browser;
 let failures = 0;
 const fail = (m) => { failures++; console.error("FAIL: " + m); };
 try {
-  const port = await new Promise((resolve, reject) => {
-    let out = "";
-    server.stdout.on("data", (d) => {
-      out += d;
-      const m = /127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    server.on("exit", (code) => reject(new Error("clef serve exited with " + code)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600 && (await fetch(base + "/health")).status !== 200; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const base = await server.ready();
   try {
     browser = await puppeteer.launch({ executablePath: browserPath, headless: true,
       args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
@@ -120,7 +105,6 @@ try {
   console.log(`playground: ${rendered.length} questions rendered equal to the API; screenshots in ${artifacts}; ${failures} failures`);
 } finally {
   if (browser) await browser.close();
-  server.kill("SIGTERM");
-  rmSync(cache, { recursive: true, force: true });
+  server.stop();
 }
 process.exit(failures === 0 ? 0 : 1);

@@ -3,11 +3,9 @@
 // method and status (ajv, JSON Schema 2020-12, pinned in package.json); an undocumented status
 // fails. The served /openapi.json is the file's bytes.
 // usage: node responses_match_openapi.mjs CLEF_BINARY OPENAPI_FILE   (77: packages missing)
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { startDemoServer } from "./clef_server.mjs";
 
 let Ajv2020;
 try {
@@ -80,19 +78,7 @@ function raw(port, bytes) {
 }
 
 function startServer(args) {
-  const cache = mkdtempSync(path.join(tmpdir(), "clef-openapi-"));
-  const child = spawn(clef, ["serve", "--demo", "--host", "127.0.0.1", "--port", "0", "--threads", "1", ...args],
-                      { env: { ...process.env, XDG_CACHE_HOME: cache }, stdio: ["ignore", "pipe", "pipe"] });
-  const port = new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (d) => {
-      out += d;
-      const m = /127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.on("exit", (code) => reject(new Error("clef serve exited with " + code)));
-  });
-  return { child, port, cache };
+  return startDemoServer(clef, args);
 }
 
 const card = JSON.stringify({
@@ -146,8 +132,7 @@ try {
   const r404 = await raw(port, "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   check("unknown path", "/", "get", r404.status, r404.type, r404.body);
 } finally {
-  server.child.kill("SIGTERM");
-  rmSync(server.cache, { recursive: true, force: true });
+  server.stop();
 }
 // A full queue (429) and a slow client (408): one decision runs, one waits, the third is refused.
 const busy = startServer(["--queue-size", "1", "--context-size", "8192", "--header-timeout", "1"]);
@@ -167,8 +152,7 @@ try {
   const r408 = await raw(port, "POST /v1/decisions HTTP/1.1\r\nHost: x\r\n");  // never finishes
   check("slow headers", "/v1/decisions", "post", r408.status, r408.type, r408.body);
 } finally {
-  busy.child.kill("SIGTERM");
-  rmSync(busy.cache, { recursive: true, force: true });
+  busy.stop();
 }
 // --no-playground: / is a documented 404.
 const bare = startServer(["--no-playground"]);
@@ -176,8 +160,7 @@ try {
   const port = await bare.port;
   await http(port, "no playground", "/");
 } finally {
-  bare.child.kill("SIGTERM");
-  rmSync(bare.cache, { recursive: true, force: true });
+  bare.stop();
 }
 console.log(`${checked} answers checked against web/openapi.json, ${failures} failures`);
 process.exit(failures === 0 ? 0 : 1);
