@@ -14,6 +14,7 @@
 #include "pull/fake_hub.hpp"
 #include "registry/model_store.hpp"
 #include "registry/registry.hpp"
+#include "server/child_process.hpp"
 #include "support/tiny_model.hpp"
 #include "util/error.hpp"
 
@@ -190,6 +191,53 @@ TEST_F(StoreTest, TooLittleDiskOrOfflineWithMissingFilesIsRefusedBeforeDownloadi
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.param(), "offline") << e.what();
+  }
+}
+
+TEST_F(StoreTest, ClefServeARegistryNameDownloadsOnceThenServesOffline) {
+  using namespace std::chrono_literals;
+  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
+  const std::string request = read(std::string(CLEF_SOURCE_DIR) + "/examples/card.json");
+  std::string first_body;
+  for (const bool offline : {false, true}) {
+    std::vector<std::string> argv = {clef,
+                                     "serve",
+                                     "tiny:latest",
+                                     "--registry",
+                                     registry_file_.string(),
+                                     "--models-dir",
+                                     store_.models_dir.string(),
+                                     "--hub-endpoint",
+                                     hub_.endpoint(),
+                                     "--port",
+                                     "0",
+                                     "--threads",
+                                     "1"};
+    if (offline) argv.push_back("--offline");
+    server::testing::ChildProcess serve(argv, {}, (dir_.path() / "serve.log").string());
+    const int port = server::testing::port_from_banner(serve.read_line(120s));
+    ASSERT_GT(port, 0);
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(60, 0);
+    httplib::Result res;
+    for (int i = 0; i < 600; ++i) {
+      res = client.Get("/health");
+      if (res && res->status == 200) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    res = client.Post("/v1/decisions", request, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    auto models = client.Get("/v1/models");
+    ASSERT_TRUE(models);
+    EXPECT_NE(models->body.find(R"("id":"tiny")"), std::string::npos) << models->body;
+    if (offline) {
+      EXPECT_EQ(res->body, first_body) << "the same answer from the store, offline";
+    } else {
+      first_body = res->body;
+    }
+    serve.send_signal(SIGTERM);
+    EXPECT_EQ(serve.wait_exit(30s).value_or(-1), 0);
   }
 }
 
