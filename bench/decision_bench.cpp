@@ -95,6 +95,10 @@ struct Fixture {
   std::unique_ptr<clef::runtime::Decider> cached_engine;
   std::unique_ptr<clef::backbone::Backbone> backbone;
   clef::backbone::LlamaContextPtr raw_ctx;
+  /// The same file as a plain llama.cpp user loads it: llama_model_default_params() (repacked
+  /// CPU buffer types on) and llama_context_default_params() (its default threads).
+  clef::backbone::LlamaModelPtr default_model;
+  clef::backbone::LlamaContextPtr default_ctx;
 
   Fixture() {
     config = clef::runtime::EngineConfig::from_model_dir(model_dir().string());
@@ -114,6 +118,12 @@ struct Fixture {
     cp.n_threads = cp.n_threads_batch = threads;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     raw_ctx.reset(llama_init_from_model(backbone->model(), cp));
+    default_model.reset(
+        llama_model_load_from_file(config.backbone_path.c_str(), llama_model_default_params()));
+    llama_context_params dp = llama_context_default_params();
+    dp.n_ctx = cp.n_ctx;
+    dp.n_batch = dp.n_ubatch = cp.n_batch;  // the same chunk layout
+    default_ctx.reset(llama_init_from_model(default_model.get(), dp));
   }
 
   std::vector<std::int32_t> ids_of(const clef::json::Value& body) {
@@ -121,9 +131,11 @@ struct Fixture {
     return {ids.begin(), ids.end()};
   }
 
-  /// Plain prefill: same chunk layout, logits for the last token only.
-  void raw_prefill(const std::vector<std::int32_t>& ids) {
-    llama_memory_clear(llama_get_memory(raw_ctx.get()), true);
+  /// Plain prefill: same chunk layout, logits for the last token only (on `ctx`: raw_ctx, or
+  /// default_ctx for llama.cpp's defaults).
+  void raw_prefill(const std::vector<std::int32_t>& ids, llama_context* ctx = nullptr) {
+    if (ctx == nullptr) ctx = raw_ctx.get();
+    llama_memory_clear(llama_get_memory(ctx), true);
     const int total = static_cast<int>(ids.size());
     const int chunk = config.backbone.chunk_tokens;
     llama_batch b = llama_batch_init(chunk, 0, 1);
@@ -137,11 +149,11 @@ struct Fixture {
         b.seq_id[i][0] = 0;
         b.logits[i] = (start + i == total - 1) ? 1 : 0;
       }
-      if (llama_decode(raw_ctx.get(), b) != 0) std::abort();
+      if (llama_decode(ctx, b) != 0) std::abort();
       start += n;
     }
     llama_batch_free(b);
-    benchmark::DoNotOptimize(llama_get_logits_ith(raw_ctx.get(), -1));
+    benchmark::DoNotOptimize(llama_get_logits_ith(ctx, -1));
   }
 };
 
@@ -160,6 +172,14 @@ void BM_raw_prefill(benchmark::State& state) {
   auto& f = fixture();
   const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
   for (auto _ : state) f.raw_prefill(ids);
+  set_counters(state, ids.size());
+}
+
+/// Issue 19: the raw prefill as a llama.cpp user gets it by default (repacking on, its threads).
+void BM_raw_prefill_llama_defaults(benchmark::State& state) {
+  auto& f = fixture();
+  const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
+  for (auto _ : state) f.raw_prefill(ids, f.default_ctx.get());
   set_counters(state, ids.size());
 }
 
@@ -340,6 +360,10 @@ BENCHMARK(BM_fairness)
 constexpr int kStates[] = {60, 1800};
 BENCHMARK(BM_release_compute_memory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_raw_prefill)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_raw_prefill_llama_defaults)
+    ->Arg(kStates[0])
+    ->Arg(kStates[1])
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_hidden_states)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 
@@ -353,12 +377,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     ConsoleReporter::Finalize();
     std::printf("\nratios (same record, same run):\n");
-    std::printf("%-8s %22s %22s\n", "state", "hidden_states/raw", "decision/raw");
+    std::printf("%-8s %22s %22s %26s\n", "state", "hidden_states/raw", "decision/raw",
+                "decision/llama-defaults");
     for (int s : kStates) {
       const double raw = time_of("BM_raw_prefill", s);
+      const double defaults = time_of("BM_raw_prefill_llama_defaults", s);
       if (raw <= 0) continue;
-      std::printf("%-8d %22.3f %22.3f\n", s, time_of("BM_hidden_states", s) / raw,
-                  time_of("BM_decision", s) / raw);
+      std::printf("%-8d %22.3f %22.3f %26.3f\n", s, time_of("BM_hidden_states", s) / raw,
+                  time_of("BM_decision", s) / raw,
+                  defaults > 0 ? time_of("BM_decision", s) / defaults : 0.0);
     }
     const double cold = times_.count("BM_new_questions_cold") ? times_["BM_new_questions_cold"] : 0;
     const double warm = times_.count("BM_new_questions_warm") ? times_["BM_new_questions_warm"] : 0;

@@ -22,6 +22,7 @@ struct MakeTestModelArgs {
   std::string vocab = testmodel::default_vocab_gguf().string();
   std::string layout = "A";
   std::string head_type = "BF16";
+  std::string quant;
 };
 
 }  // namespace
@@ -46,6 +47,10 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
                   "qwen35 GGUF with the head inside (B and C write model.gguf)")
       ->check(CLI::IsMember({"A", "B", "C"}))
       ->capture_default_str();
+  cmd->add_option("--quant", args->quant,
+                  "quantize the backbone with llama.cpp (as published files are): F16, Q8_0, "
+                  "Q4_K_M")
+      ->check(CLI::IsMember({"F16", "Q8_0", "Q4_K_M"}));
   cmd->add_option("--head-type", args->head_type, "layout B: type of the head's matrices")
       ->check(CLI::IsMember({"BF16", "Q8_0"}))
       ->capture_default_str();
@@ -68,6 +73,7 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
                      : args->layout == "C" ? artifact::Layout::ollama
                                            : artifact::Layout::hf_head;
     options.head_matrix_type = args->head_type == "Q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_BF16;
+    options.quant = args->quant;
     options.dir = args->dir;
     options.seed = seed;
     options.preset = args->preset;

@@ -6,6 +6,7 @@
 #include "testmodel/backbone_writer.hpp"
 #include "testmodel/head_writer.hpp"
 #include "testmodel/mmproj_writer.hpp"
+#include "testmodel/quantize.hpp"
 
 namespace clef::testmodel {
 
@@ -37,6 +38,7 @@ MadeModel make_test_model(const MakeOptions& o) {
   made.head_config = o.dir / "joint_head_config.json";
   made.n_vocab =
       write_backbone(made.backbone, made.preset.backbone, description, o.seed, o.vocab_gguf);
+  if (!o.quant.empty()) quantize_backbone(made.backbone, o.quant);
   write_mmproj(made.mmproj, made.preset.vision, made.preset.backbone.n_embd, description, o.seed);
   write_head(o.dir, made.preset.head, o.seed);
   if (o.layout != artifact::Layout::hf_head) {

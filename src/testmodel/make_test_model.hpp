@@ -32,6 +32,9 @@ struct MakeOptions {
   artifact::Layout layout = artifact::Layout::hf_head;
   /// Layout B only: the type of the head's 2-D matrices (BF16, Q8_0, ...).
   ggml_type head_matrix_type = GGML_TYPE_BF16;
+  /// The backbone quantized by llama.cpp to "F16", "Q8_0" or "Q4_K_M" (quantize.hpp); empty: as
+  /// written (mostly F32 for tiny, F16 for the larger presets).
+  std::string quant;
 };
 
 struct MadeModel {
