@@ -212,11 +212,19 @@ class Engine final : public Decider {
       }
       const int state_end = static_cast<int>(rec.state_span.end);
       if (!snapshot_at.empty() && snapshot_at.back() == state_end) {
+        std::vector<int> candidates;
         for (int b : boundaries) {
           if (b > resumed && b > static_cast<int>(rec.state_span.begin) && b < state_end &&
               b >= kMinCachedTokens) {
-            checkpoint_at.push_back(b);
+            candidates.push_back(b);
           }
+        }
+        // At most kMaxCheckpoints (each holds every Gated DeltaNet state: ~53 MB on the 9B),
+        // evenly spaced and always the last one (an appended state resumes from it). Any subset
+        // of the layout's boundaries is safe: a resume point only has to be one of them.
+        const std::size_t stride = (candidates.size() + kMaxCheckpoints - 1) / kMaxCheckpoints;
+        for (std::size_t i = candidates.size(); i > 0 && stride > 0; i -= std::min(i, stride)) {
+          checkpoint_at.insert(checkpoint_at.begin(), candidates[i - 1]);
         }
       }
     }
@@ -444,6 +452,8 @@ class Engine final : public Decider {
   /// Prefixes shorter than this are prefilled again rather than cached (cheaper to recompute than
   /// to keep; the 36-token system prefix is just over it).
   static constexpr int kMinCachedTokens = 32;
+  /// Recurrent-only checkpoints kept with one cached state (see decide()).
+  static constexpr std::size_t kMaxCheckpoints = 8;
   /// Records up to this many tokens keep the backbone's context as it is when the server goes
   /// idle; a longer one has it made anew (docs/performance.md: what that costs and gives back).
   static constexpr int kBackboneKeepTokens = 2048;

@@ -149,6 +149,28 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
             static_cast<int>(cached_->prepare(extended).record.state_span.end));
 }
 
+TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLast) {
+  // About 15 chunk boundaries inside the state: 8 are kept, evenly spaced, the last among them.
+  const std::string base = state_of(1000);
+  const Value first = request(base, kQuestionsA);
+  const clef::record::Record rec = cached_->prepare(first).record;
+  const auto prefix = static_cast<int>(rec.prefix_tokens);
+  ASSERT_GT(static_cast<int>(rec.state_span.size()), 12 * kChunk);
+  const auto before = cached_->state_cache_stats().bytes;
+  expect_cold_bytes(first);
+  const auto grown_by = cached_->state_cache_stats().bytes - before;
+  const rt::Decision extended = expect_cold_bytes(request(base + " and then some", kQuestionsB));
+  const int last_boundary =
+      prefix + (static_cast<int>(rec.state_span.end) - prefix - 2) / kChunk * kChunk;
+  EXPECT_EQ(extended.cached_tokens, last_boundary);
+  // An edit near the start resumes from an earlier kept checkpoint, not from every boundary.
+  std::string edited = base;
+  edited.replace(edited.find(' ', edited.size() / 3), 1, " urgent ");
+  const rt::Decision changed = expect_cold_bytes(request(edited, kQuestionsB));
+  EXPECT_GT(changed.cached_tokens, prefix);
+  EXPECT_GT(grown_by, 0u);
+}
+
 TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   auto small_cached = rt::make_engine(config(64, 512));
   auto small_cold = rt::make_engine(config(0, 512));
