@@ -9,7 +9,7 @@ namespace clef::batch {
 std::vector<BatchItem> parse_batch_input(std::string_view text) {
   std::vector<BatchItem> out;
   int line_no = 0;
-  std::size_t at = 0;
+  std::size_t at = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
   while (at < text.size()) {
     const std::size_t end = std::min(text.find('\n', at), text.size());
     std::string_view line = text.substr(at, end - at);

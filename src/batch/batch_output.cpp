@@ -36,7 +36,14 @@ std::set<int> answered_lines(const std::filesystem::path& out) {
     if (end == std::string::npos) break;  // torn: not a record
     try {
       const json::Value v = json::parse(std::string_view(text).substr(at, end - at));
-      if (const json::Value* n = v.find("line"); n != nullptr && n->is_integer()) {
+      const json::Value* n = v.find("line");
+      const json::Value* status = v.find("status");
+      const bool retryable =
+          status != nullptr && status->is_integer() &&
+          (status->integer_digits() == "0" || status->integer_digits() == "429" ||
+           status->integer_digits() == "503");
+      if (n != nullptr && n->is_integer() && n->integer_digits().size() <= 9 &&
+          n->integer_digits()[0] != '-' && !retryable) {
         lines.insert(std::stoi(n->integer_digits()));
       }
     } catch (const Error&) {
@@ -45,6 +52,43 @@ std::set<int> answered_lines(const std::filesystem::path& out) {
     at = end + 1;
   }
   return lines;
+}
+
+std::size_t drop_retryable_records(const std::filesystem::path& out) {
+  std::ifstream in(out, std::ios::binary);
+  if (!in) return 0;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  in.close();
+  std::string kept;
+  std::size_t dropped = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = std::string_view(text).substr(at, end - at);
+    bool retry = false;
+    try {
+      const json::Value v = json::parse(line);
+      if (const json::Value* s = v.find("status"); s != nullptr && s->is_integer()) {
+        const std::string& d = s->integer_digits();
+        retry = d == "0" || d == "429" || d == "503";
+      }
+    } catch (const Error&) {
+    }
+    if (retry) {
+      ++dropped;
+    } else if (end < text.size()) {
+      kept.append(line).append("\n");
+    } else {
+      kept.append(line);  // a torn last line stays for cut_torn_line
+    }
+    at = end + 1;
+  }
+  if (dropped > 0) {
+    const std::filesystem::path tmp = out.string() + ".tmp";
+    std::ofstream(tmp, std::ios::binary) << kept;
+    std::filesystem::rename(tmp, out);
+  }
+  return dropped;
 }
 
 std::size_t cut_torn_line(const std::filesystem::path& out) {

@@ -20,9 +20,14 @@ std::string error_record(const json::Value& id, int line, int status, const std:
                          const std::string& message);
 
 /// The input lines an output file already has a record for (every complete line whose "line" is
-/// a number; a torn last line from a killed run is ignored and rewritten by the caller).
+/// a number; a torn last line from a killed run is ignored and rewritten by the caller). Records
+/// of lines no server decided (status 0, 429, 503) do not count: --resume tries them again.
 /// A missing file: none.
 std::set<int> answered_lines(const std::filesystem::path& out);
+
+/// Removes the records of lines no server decided (status 0, 429, 503) from `out`, so --resume
+/// writes one record per line when it decides them again. Returns how many were removed.
+std::size_t drop_retryable_records(const std::filesystem::path& out);
 
 /// Cuts a torn last line (no newline) from `out`, so appended records start on a line of their
 /// own. Returns the bytes cut.

@@ -10,7 +10,9 @@
 #include "batch/batch_output.hpp"
 #include "batch/state_key.hpp"
 #include "json/parse.hpp"
+#include "json/render.hpp"
 #include "util/error.hpp"
+#include "util/http_url.hpp"
 
 namespace clef::batch {
 namespace {
@@ -54,12 +56,13 @@ HttpSender::HttpSender(std::vector<std::string> endpoints, int retries,
                        std::chrono::seconds timeout)
     : retries_(retries), timeout_(timeout) {
   for (const std::string& url : endpoints) {
-    const std::size_t scheme = url.find("://");
-    const std::size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    const util::HttpUrl parsed = util::parse_http_url(url, "endpoint");
     Endpoint e;
-    e.base = slash == std::string::npos ? url : url.substr(0, slash);
-    e.path =
-        slash == std::string::npos || slash + 1 == url.size() ? "/v1/decisions" : url.substr(slash);
+    e.base = parsed.origin();
+    e.path = parsed.path.empty() || parsed.path == "/" ? "/v1/decisions" : parsed.path;
+    if (!httplib::Client(e.base).is_valid()) {
+      throw invalid_request("cannot make an HTTP client for " + url, "endpoint");
+    }
     endpoints_.push_back(std::move(e));
   }
   if (endpoints_.empty()) throw invalid_request("clef batch: no endpoint", "endpoint");
@@ -99,7 +102,20 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
     std::this_thread::sleep_for(wait);
   }
   if (a.status == 200) {
-    a.input_tokens = input_tokens_of(a.body);
+    // A 200 body goes into the output as one JSON value on one line, re-rendered: a broken or
+    // hostile endpoint cannot split a record or forge others (a break test did).
+    try {
+      const json::Value v = json::parse(a.body);
+      if (!v.is_object()) throw invalid_request("not a JSON object");
+      a.body = json::dumps_unsorted(v);
+      a.input_tokens = input_tokens_of(a.body);
+    } catch (const Error& e) {
+      a.status = 0;
+      a.code = "invalid_response";
+      a.message = "the endpoint answered 200 with a body that is not a JSON object: " +
+                  std::string(e.what());
+      a.body.clear();
+    }
   } else if (a.status != 0) {
     read_error(a);
   }
@@ -153,9 +169,12 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
   std::atomic<std::size_t> next{0};
   const auto start = Clock::now();
 
+  bool write_failed = false;
   auto write = [&](const std::string& record) {
-    std::fwrite(record.data(), 1, record.size(), file);
-    std::fflush(file);
+    if (std::fwrite(record.data(), 1, record.size(), file) != record.size() ||
+        std::fflush(file) != 0) {
+      write_failed = true;
+    }
   };
   auto worker = [&](int w) {
     while (true) {
@@ -201,6 +220,10 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
   for (int w = 0; w < n; ++w) threads.emplace_back(worker, w);
   for (std::thread& t : threads) t.join();
 
+  if (write_failed) {
+    throw Error(ErrorKind::internal, "write_failed",
+                "records could not be written to " + out.string() + " (disk full?)");
+  }
   summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(latencies.begin(), latencies.end());
   auto quantile = [&](double q) {

@@ -27,6 +27,7 @@ struct BatchCommandOptions {
   std::string out;
   std::vector<std::string> endpoints;
   int retries = 8;
+  int timeout_s = 600;
   bool resume = false;
   batch::BatchOptions run;
 };
@@ -38,6 +39,9 @@ int run_batch_command(BatchCommandOptions options) {
   const std::vector<batch::BatchItem> items = batch::parse_batch_input(text);
 
   std::error_code ec;
+  if (std::filesystem::equivalent(options.in, options.out, ec)) {
+    throw invalid_request("the output must not be the input (" + options.out + ")", "out");
+  }
   const bool out_has_records = std::filesystem::file_size(options.out, ec) > 0 && !ec;
   if (out_has_records && !options.resume) {
     throw invalid_request(options.out +
@@ -45,12 +49,14 @@ int run_batch_command(BatchCommandOptions options) {
                               "(nothing is decided twice), or remove it",
                           "out");
   }
+  if (options.resume) batch::drop_retryable_records(options.out);
   const std::set<int> done = options.resume ? batch::answered_lines(options.out) : std::set<int>{};
 
   std::unique_ptr<runtime::Decider> engine;
   std::unique_ptr<batch::Sender> sender;
   if (!options.endpoints.empty()) {
-    sender = std::make_unique<batch::HttpSender>(options.endpoints, options.retries);
+    sender = std::make_unique<batch::HttpSender>(options.endpoints, options.retries,
+                                                 std::chrono::seconds(options.timeout_s));
   } else {
     runtime::EngineConfig config = options.engine.to_config();
     config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
@@ -72,6 +78,12 @@ int run_batch_command(BatchCommandOptions options) {
   const batch::BatchSummary summary =
       batch::run_batch(items, done, *sender, options.out, options.run);
   std::cout << batch::format_summary(summary);
+  // Every line has its record; lines no server decided make the run unfinished (--resume).
+  const auto undecided = summary.by_status.count(0) ? summary.by_status.at(0) : 0;
+  if (undecided > 0) {
+    std::cerr << undecided << " line(s) got no answer from any server; --resume tries them again\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -100,6 +112,10 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
                   "the next endpoint)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
+  cmd->add_option("--timeout", options->timeout_s,
+                  "seconds to wait for one answer before the attempt counts as failed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   cmd->callback([options, &exit_code] { exit_code.value = run_batch_command(*options); });
 }
 

@@ -31,7 +31,8 @@ struct CalibrateCommandOptions {
 void write_file(const std::string& path, const std::string& text, const char* field) {
   std::ofstream out(path, std::ios::binary);
   out << text;
-  if (!out) throw invalid_request("cannot write " + path, field);
+  out.flush();
+  if (!out) throw invalid_request("cannot write " + path + " (disk full?)", field);
 }
 
 int run_calibrate(CalibrateCommandOptions options) {

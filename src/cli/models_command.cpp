@@ -54,8 +54,12 @@ int list_models(const ModelsOptions& o) {
       std::error_code ec;
       const bool stored = std::filesystem::exists(dir, ec);
       std::cout << "  " << name << ":" << vname << (tags.empty() ? "" : "  (also" + tags + ")")
-                << "  " << registry::human_bytes(size) << " in " << pinned << " of "
-                << v.files.size() << " files pinned"
+                << "  "
+                << (pinned == v.files.size()
+                        ? registry::human_bytes(size) + ", every file pinned"
+                        : registry::human_bytes(size) + " in the " + std::to_string(pinned) +
+                              " pinned files, plus " + std::to_string(v.files.size() - pinned) +
+                              " unpinned (sized by the hub at download time)")
                 << "  "
                 << (stored ? "stored: " + registry::human_bytes(stored_bytes(dir)) + " in " +
                                  dir.string()

@@ -35,14 +35,23 @@ double number(const json::Value* v, const std::string& field) {
 Scaling scaling_from(const json::Value& v, const std::string& field) {
   if (!v.is_object()) throw invalid_request("calibration: " + field + " is not an object", field);
   Scaling s;
+  // Bounded so that scaled logits stay finite and the softmax well defined (a break test got NaN
+  // answers from a temperature of 1e-300); clef calibrate fits within [0.05, 20].
   s.temperature = number(v.find("temperature"), field + ".temperature");
-  if (s.temperature <= 0) {
-    throw invalid_request("calibration: " + field + ".temperature must be positive",
+  if (!(s.temperature >= 0.01 && s.temperature <= 100)) {
+    throw invalid_request("calibration: " + field + ".temperature must be in [0.01, 100]",
                           field + ".temperature");
   }
-  if (const json::Value* b = v.find("bias"); b != nullptr) s.bias = number(b, field + ".bias");
+  if (const json::Value* b = v.find("bias"); b != nullptr) {
+    s.bias = number(b, field + ".bias");
+    if (!(s.bias >= -100 && s.bias <= 100)) {
+      throw invalid_request("calibration: " + field + ".bias must be in [-100, 100]",
+                            field + ".bias");
+    }
+  }
   if (const json::Value* n = v.find("examples"); n != nullptr && n->is_integer()) {
-    s.examples = static_cast<int>(std::stol(n->integer_digits()));
+    const std::string& digits = n->integer_digits();
+    s.examples = digits.size() <= 9 && digits[0] != '-' ? std::stoi(digits) : 0;
   }
   return s;
 }

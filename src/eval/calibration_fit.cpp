@@ -125,8 +125,12 @@ decision::Scaling fit_platt(const std::vector<const LabeledQuestion*>& samples) 
   }
   const double clamped = std::clamp(a, 1.0 / 20, 1.0 / 0.05);  // the temperatures' range
   if (clamped != a) {
-    // The bias that is best for the clamped slope (Newton on b alone).
+    // The bias that is best for the clamped slope: Newton on b alone, from the base rate's
+    // log-odds, with the step halved until the likelihood does not fall (a saturated sigmoid
+    // once gave a step of 3e7: every answer 0).
     a = clamped;
+    b = std::log((static_cast<double>(positives) + 0.5) /
+                 (static_cast<double>(samples.size() - positives) + 0.5));
     for (int it = 0; it < 100; ++it) {
       double g = -ridge * b;
       double h = ridge;
@@ -135,10 +139,17 @@ decision::Scaling fit_platt(const std::vector<const LabeledQuestion*>& samples) 
         g += (q->gold == 0 ? 1.0 : 0.0) - p;
         h += p * (1 - p);
       }
-      b += g / h;
-      if (std::fabs(g / h) < 1e-12) break;
+      double step = g / h;
+      const double before = platt_log_likelihood(samples, a, b, ridge);
+      while (platt_log_likelihood(samples, a, b + step, ridge) < before &&
+             std::fabs(step) > 1e-14) {
+        step /= 2;
+      }
+      b += step;
+      if (std::fabs(step) < 1e-12) break;
     }
   }
+  b = std::clamp(b, -100.0, 100.0);  // what a calibration file may hold
   out.temperature = 1 / a;
   out.bias = b;
   return out;

@@ -27,12 +27,13 @@ std::string text(const json::Value& v, std::string_view key, const std::string& 
 
 double number(const json::Value& v, const std::string& where) {
   if (v.is_float()) return v.as_double();
-  if (v.is_integer()) return std::stod(v.integer_digits());
+  if (v.is_integer() && v.integer_digits().size() <= 300) return std::stod(v.integer_digits());
   bad(where + " is not a number");
 }
 
 std::int64_t integer(const json::Value& v, const std::string& where) {
-  if (!v.is_integer()) bad(where + " is not an integer");
+  if (!v.is_integer() || v.integer_digits().size() > 12)
+    bad(where + " is not an integer of at most 12 digits");
   return std::stoll(v.integer_digits());
 }
 
@@ -46,6 +47,25 @@ std::vector<double> numbers(const json::Value& v, const std::string& where) {
   if (!v.is_array()) bad(where + " is not an array");
   std::vector<double> out;
   for (const json::Value& x : v.items()) out.push_back(number(x, where));
+  return out;
+}
+
+/// An image file name of the fixture: a plain name inside its images folder (a break test read
+/// /dev/zero and wrote outside the output folder through "../" names).
+std::string image_name(const json::Value& v, const std::string& where) {
+  if (!v.is_string()) bad(where + " holds a non-string");
+  const std::string& name = v.as_string();
+  bool plain = !name.empty() && name.front() != '.' && name.size() <= 255;
+  for (unsigned char c : name) plain = plain && c >= 0x20 && c != 0x7f && c != '/' && c != '\\';
+  if (!plain) bad(where + " names \"" + name + "\": image files are plain names in images/");
+  return name;
+}
+
+std::vector<std::string> image_names(const json::Value* v, const std::string& where) {
+  std::vector<std::string> out;
+  if (v == nullptr || v->is_null()) return out;
+  if (!v->is_array()) bad(where + " is not an array");
+  for (const json::Value& x : v->items()) out.push_back(image_name(x, where));
   return out;
 }
 
@@ -127,7 +147,7 @@ Fixture parse_fixture(std::string_view text_of_file, const std::filesystem::path
     const json::Value& request = member(r, "request", where);
     // A withheld request is {"withheld": ..., "sha256": ...}: no questions to decide.
     if (request.is_object() && request.find("questions") != nullptr) rec.request = request;
-    rec.image_files = strings(r.find("image_files"), where + ".image_files");
+    rec.image_files = image_names(r.find("image_files"), where + ".image_files");
     out.records.push_back(std::move(rec));
   }
   const json::Value& runs = member(root, "runs", "the file");
@@ -147,7 +167,7 @@ Fixture parse_fixture(std::string_view text_of_file, const std::filesystem::path
     if (const json::Value* t = r.find("tokens"); t != nullptr && t->is_integer()) {
       run.tokens = static_cast<int>(integer(*t, where + ".tokens"));
     }
-    run.image_files = strings(r.find("image_files"), where + ".image_files");
+    run.image_files = image_names(r.find("image_files"), where + ".image_files");
     const json::Value& qs = member(r, "questions", where);
     if (!qs.is_array()) bad(where + ".questions is not an array");
     for (std::size_t k = 0; k < qs.items().size(); ++k) {

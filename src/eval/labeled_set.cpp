@@ -27,7 +27,7 @@ std::string gold_id(const json::Value& v, int line, const std::string& question)
 std::vector<LabeledRequest> parse_labeled_set(std::string_view text) {
   std::vector<LabeledRequest> out;
   int line_no = 0;
-  std::size_t at = 0;
+  std::size_t at = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
   while (at <= text.size()) {
     const std::size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line = text.substr(at, end - at);

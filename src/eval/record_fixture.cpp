@@ -107,6 +107,8 @@ std::size_t record_fixture(runtime::Decider& decider, const Fixture& fixture,
   if (!images.empty()) {
     std::filesystem::create_directories(dir / "images", ec);
     for (const std::string& f : images) {
+      if (std::filesystem::equivalent(fixture.images_dir / f, dir / "images" / f, ec)) continue;
+      ec.clear();
       std::filesystem::copy_file(fixture.images_dir / f, dir / "images" / f,
                                  std::filesystem::copy_options::overwrite_existing, ec);
       if (ec) throw invalid_request("cannot copy image " + f + " to " + dir.string(), "fixture");

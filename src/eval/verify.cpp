@@ -15,13 +15,23 @@
 namespace clef::eval {
 namespace {
 
+/// An image of the fixture: a regular file of at most the request limit (20 MiB). Missing: the
+/// run is skipped (param "fixture.images"); anything else is the run's failure.
 std::vector<std::uint8_t> read_image_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
     throw invalid_request(
         "image " + path.filename().string() + " is not in " + path.parent_path().string(),
-        "images");
+        "fixture.images");
   }
+  const vision::DecodeLimits limits;
+  if (!std::filesystem::is_regular_file(path, ec) ||
+      std::filesystem::file_size(path, ec) > limits.max_encoded_bytes) {
+    throw invalid_request("image " + path.string() + " is not a regular file of at most " +
+                              std::to_string(limits.max_encoded_bytes) + " bytes",
+                          "images");
+  }
+  std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
@@ -131,7 +141,9 @@ VerifyResult verify(runtime::Decider& decider, const Fixture& fixture,
       const runtime::Decision d = decider.decide(prepared);
       parity = compare_run(run, observe(prepared, d), out.same_vocabulary);
     } catch (const Error& e) {
-      const bool missing = e.param() == "images" || e.param() == "fixture";
+      // Skipped: what this copy of the fixture does not have (a withheld request, an image not
+      // shipped). A bad image or a refusal is the run's failure.
+      const bool missing = e.param() == "fixture.images" || e.param() == "fixture";
       parity.status = missing ? RunParity::Status::skipped : RunParity::Status::failed;
       parity.note = e.what();
     } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "pull/progress.hpp"
 #include "util/digest.hpp"
 #include "util/error.hpp"
+#include "util/http_url.hpp"
 
 namespace clef::pull {
 
@@ -86,20 +87,18 @@ struct HubClient::Impl {
 
 HubClient::HubClient(const std::string& endpoint, std::string revision)
     : impl_(std::make_unique<Impl>()) {
-  static const std::regex re(R"((https?://[^/?#]+)(/[^?#]*)?)");
-  std::smatch m;
-  if (!std::regex_match(endpoint, m, re)) {
-    throw invalid_request("\"" + endpoint + "\" is not an http(s)://host[:port][/path] URL",
-                          "endpoint");
-  }
-  impl_->origin = m[1].str();
-  impl_->base = m[2].str();
+  const util::HttpUrl url = util::parse_http_url(endpoint, "endpoint");
+  impl_->origin = url.origin();
+  impl_->base = url.path;
   while (!impl_->base.empty() && impl_->base.back() == '/') impl_->base.pop_back();
   impl_->revision = std::move(revision);
   if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && *token != '\0') {
     impl_->auth.emplace("Authorization", std::string("Bearer ") + token);
   }
   impl_->client = std::make_unique<httplib::Client>(impl_->origin);
+  if (!impl_->client->is_valid()) {
+    throw invalid_request("cannot make an HTTP client for " + endpoint, "endpoint");
+  }
   impl_->client->set_follow_location(true);
   impl_->client->set_connection_timeout(30, 0);
   impl_->client->set_read_timeout(60, 0);

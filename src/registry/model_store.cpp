@@ -58,8 +58,11 @@ void write_records(const fs::path& dir, const std::map<std::string, Record>& rec
                                    {"sha256", json::Value::string(r.sha256)}}));
   }
   const fs::path tmp = dir / ".verified.json.tmp";
-  std::ofstream(tmp, std::ios::binary)
-      << json::dumps_unsorted(json::Value::object(members)) << "\n";
+  std::ofstream out(tmp, std::ios::binary);
+  out << json::dumps_unsorted(json::Value::object(members)) << "\n";
+  out.flush();
+  if (!out) throw model_error("cannot write " + tmp.string() + " (disk full?)");
+  out.close();
   fs::rename(tmp, dir / ".verified.json");
 }
 
@@ -123,7 +126,15 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
                          std::ostream& progress) {
   StoredModel out;
   out.dir = store_dir(resolved, options);
-  fs::create_directories(out.dir);
+  std::error_code exists_ec;
+  if (!fs::exists(out.dir, exists_ec)) {
+    if (options.offline) {
+      throw invalid_request(resolved.reference + " is not in the model store (" + out.dir.string() +
+                                ") and --offline forbids downloading",
+                            "offline");
+    }
+    fs::create_directories(out.dir);  // only when something will be stored there
+  }
   std::map<std::string, Record> records = read_records(out.dir);
 
   // Which files are there and verified (by their record, or by hashing once).

@@ -29,12 +29,49 @@ std::string text_of(const json::Value& v, std::string_view key, const std::strin
   return m->as_string();
 }
 
+/// A model, tag or variant name: it becomes a directory of the store, so only [A-Za-z0-9._-],
+/// starting with a letter or digit (no "", ".", ".." or "/": a break test deleted a directory
+/// outside the store through a variant named "../../x").
+bool usable_name(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  const char first = name.front();
+  if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') ||
+        (first >= '0' && first <= '9'))) {
+    return false;
+  }
+  return name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+         std::string::npos;
+}
+
+/// A repository path whose last component is a plain file name (it is stored under that name).
+bool usable_path(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.back() == '/' || path.size() > 1024) return false;
+  std::size_t at = 0;
+  while (at <= path.size()) {
+    const std::size_t end = std::min(path.find('/', at), path.size());
+    const std::string part = path.substr(at, end - at);
+    if (part.empty() || part == "." || part == ".." || part.front() == '.') return false;
+    for (unsigned char c : part) {
+      if (c < 0x20 || c == 0x7f || c == '\\') return false;
+    }
+    at = end + 1;
+  }
+  return true;
+}
+
+/// An integer member of at most 15 digits (negative only with `signed_ok`: gpu_layers -1).
 std::optional<std::int64_t> integer_of(const json::Value& v, std::string_view key,
-                                       const std::string& source, const std::string& field) {
+                                       const std::string& source, const std::string& field,
+                                       bool signed_ok = false) {
   const json::Value* m = v.find(key);
   if (m == nullptr) return std::nullopt;
-  if (!m->is_integer()) bad(source, field + "." + std::string(key), "is not an integer");
-  return std::stoll(m->integer_digits());
+  const std::string& digits = m->is_integer() ? m->integer_digits() : std::string();
+  if (!m->is_integer() || digits.size() > 15 || (digits[0] == '-' && !signed_ok)) {
+    bad(source, field + "." + std::string(key),
+        signed_ok ? "is not an integer of at most 15 digits" : "is not an integer in 0..10^15");
+  }
+  return std::stoll(digits);
 }
 
 /// Levenshtein distance, for "did you mean".
@@ -76,8 +113,8 @@ void Registry::add(const json::Value& doc, const std::string& source) {
   for (const auto& [name, m] : models->members()) {
     const std::string field = "models." + name;
     if (!m.is_object()) bad(source, field, "is not an object");
-    if (name.empty() || name.find_first_of(":/ ") != std::string::npos) {
-      bad(source, field, "is not a usable name (no ':', '/' or spaces)");
+    if (!usable_name(name)) {
+      bad(source, field, "is not a usable name ([A-Za-z0-9._-], starting with a letter or digit)");
     }
     ModelEntry entry;
     entry.name = name;
@@ -85,6 +122,7 @@ void Registry::add(const json::Value& doc, const std::string& source) {
     if (const json::Value* tags = m.find("tags"); tags != nullptr) {
       if (!tags->is_object()) bad(source, field + ".tags", "is not an object");
       for (const auto& [tag, variant] : tags->members()) {
+        if (!usable_name(tag)) bad(source, field + ".tags." + tag, "is not a usable tag name");
         if (!variant.is_string()) bad(source, field + ".tags." + tag, "is not a string");
         entry.tags[tag] = variant.as_string();
       }
@@ -95,6 +133,10 @@ void Registry::add(const json::Value& doc, const std::string& source) {
     }
     for (const auto& [vname, v] : variants->members()) {
       const std::string vfield = field + ".variants." + vname;
+      if (!usable_name(vname)) {
+        bad(source, vfield,
+            "is not a usable variant name ([A-Za-z0-9._-], starting with a letter or digit)");
+      }
       if (!v.is_object()) bad(source, vfield, "is not an object");
       Variant variant;
       variant.name = vname;
@@ -115,8 +157,16 @@ void Registry::add(const json::Value& doc, const std::string& source) {
         }
         rf.repository = text_of(f, "repository", source, ffield);
         rf.path = text_of(f, "path", source, ffield);
-        if (rf.path.find("..") != std::string::npos || rf.path.empty() || rf.path[0] == '/') {
-          bad(source, ffield + ".path", "must be a relative path inside the repository");
+        if (!usable_path(rf.path)) {
+          bad(source, ffield + ".path",
+              "must be a relative path of plain names inside the repository (no '.', '..', "
+              "hidden or empty parts)");
+        }
+        const std::string stored_name = rf.path.substr(rf.path.rfind('/') + 1);
+        for (const RegistryFile& other : variant.files) {
+          if (other.path.substr(other.path.rfind('/') + 1) == stored_name) {
+            bad(source, ffield + ".path", "has the file name of another file of the variant");
+          }
         }
         if (auto size = integer_of(f, "size", source, ffield)) {
           rf.size = static_cast<std::uint64_t>(*size);
@@ -138,7 +188,7 @@ void Registry::add(const json::Value& doc, const std::string& source) {
         if (auto c = integer_of(*e, "context_size", source, vfield + ".engine")) {
           variant.context_size = static_cast<int>(*c);
         }
-        if (auto g = integer_of(*e, "gpu_layers", source, vfield + ".engine")) {
+        if (auto g = integer_of(*e, "gpu_layers", source, vfield + ".engine", true)) {
           variant.gpu_layers = static_cast<int>(*g);
         }
       }

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "util/error.hpp"
 
@@ -42,22 +44,29 @@ AgentCheck::AgentCheck(const std::string& host, int port, std::function<std::str
         ErrorKind::internal, "bind_failed",
         "agent check: cannot " + what + " " + host + ":" + std::to_string(port) + " (" + why + ")");
   };
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // IPv4 or IPv6, as the HTTP port is bound (a break test: --host ::1 failed here).
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0 || found == nullptr) {
+    errno = EINVAL;
+    fail("resolve");
+  }
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
+  fd_ = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) fail("open a socket for");
   const int one = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &addr.sin_addr) != 1) {
-    errno = EINVAL;
-    fail("parse the address");
-  }
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fail("bind");
+  if (::bind(fd_, found->ai_addr, found->ai_addrlen) != 0) fail("bind");
   if (::listen(fd_, 64) != 0) fail("listen on");
-  socklen_t len = sizeof addr;
-  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len);
+  port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   if (::pipe2(wake_, O_CLOEXEC) != 0) fail("make a pipe for");
   thread_ = std::thread([this] { run(); });
 }

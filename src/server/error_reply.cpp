@@ -55,7 +55,7 @@ ErrorReply ErrorReply::not_found(const std::string& method, const std::string& p
   return {404, "not_found_error", "not_found",
           "no endpoint serves " + printable(method) + " " + printable(path) +
               " (endpoints: POST /v1/systemone, POST /v1/decisions, GET /v1/models, GET /health, "
-              "GET /metrics)",
+              "GET /metrics, GET /openapi.json, GET / (the playground unless --no-playground))",
           ""};
 }
 

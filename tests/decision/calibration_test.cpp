@@ -55,6 +55,11 @@ TEST(Calibration, BadFilesAreRefusedNamingTheField) {
        "types.noul.temperature"},
       {R"({"format": "clef-calibration/1", "types": {"noul": {"temperature": -2}}})",
        "types.noul.temperature"},
+      // A break test: NaN answers from extreme values.
+      {R"({"format": "clef-calibration/1", "types": {"noul": {"temperature": 1e-300}}})",
+       "types.noul.temperature"},
+      {R"({"format": "clef-calibration/1", "types": {"noul": {"temperature": 1, "bias": 1e300}}})",
+       "types.noul.bias"},
       {R"({"format": "clef-calibration/1", "types": {"noul": {"bias": 1}}})",
        "types.noul.temperature"},
       {R"({"format": "clef-calibration/1", "questions": {"q": {"temperature": "2"}}})",

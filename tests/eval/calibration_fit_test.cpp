@@ -91,6 +91,36 @@ TEST(CalibrationFit, PlattScalingRecoversSlopeAndBias) {
   EXPECT_EQ(none.bias, 0.0);
 }
 
+TEST(CalibrationFit, LabelsUnrelatedToTheLogitsGiveTheBaseRateNotARunawayBias) {
+  // A break test: 60 random labels on random logits clamped the slope and the bias-only Newton
+  // step ran to -3.2e7, so every calibrated noul answer was 0.
+  Rng rng{11};
+  std::vector<LabeledQuestion> samples;
+  int positives = 0;
+  for (int i = 0; i < 60; ++i) {
+    LabeledQuestion q;
+    q.type = request::QuestionType::noul;
+    q.question_id = "n";
+    const double d = 30 * rng.normal();  // large, meaningless logits
+    q.logits = {d / 2, -d / 2};
+    q.gold = i % 60 < 28 ? 0 : 1;  // 28 of 60 true, whatever the logits say
+    positives += q.gold == 0 ? 1 : 0;
+    samples.push_back(q);
+  }
+  std::vector<const LabeledQuestion*> ptrs;
+  for (const auto& q : samples) ptrs.push_back(&q);
+  const decision::Scaling s = fit_platt(ptrs);
+  EXPECT_LE(std::fabs(s.bias), 5.0) << "bias " << s.bias;
+  EXPECT_GE(s.temperature, 19.9) << "the slope is clamped: the logits say nothing";
+  // The calibrated probabilities stay near the base rate, not at 0 or 1.
+  decision::Calibration c;
+  c.by_type[0] = s;
+  double mean = 0;
+  for (const auto& q : samples) mean += probabilities(q, &c)[0];
+  mean /= static_cast<double>(samples.size());
+  EXPECT_NEAR(mean, positives / 60.0, 0.2);
+}
+
 TEST(CalibrationMetrics, EqualAHandComputedCase) {
   const std::vector<ScoredQuestion> qs = {{{0.8, 0.2}, 0}, {{0.6, 0.4}, 1}};
   const CalibrationMetrics m = measure(qs);

@@ -19,6 +19,7 @@
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
 #include "support/tiny_engine_config.hpp"
+#include "util/error.hpp"
 
 namespace {
 
@@ -139,6 +140,26 @@ TEST_F(VerifyTest, AMissingImageOrAWithheldRequestIsSkippedAndSaidSo) {
   EXPECT_EQ(authors.runs[1].id, "own_t02");
   EXPECT_EQ(authors.runs[1].status, eval::RunParity::Status::skipped);
   EXPECT_NE(authors.runs[1].note.find("withheld"), std::string::npos);
+}
+
+TEST_F(VerifyTest, FixtureImagesArePlainNamesAndABadImageFailsItsRun) {
+  // A break test read /dev/zero and overwrote a file outside the output through image names.
+  const std::string text = read(dir_->path() / "image.json");
+  for (const char* name : {"../../victim.png", "/dev/zero", ".hidden.png", "a/b.png"}) {
+    std::string bad = text;
+    const std::string from = "\"shapes_224.png\"";
+    bad.replace(bad.find(from), from.size(), std::string("\"") + name + "\"");
+    EXPECT_THROW(eval::parse_fixture(bad, dir_->path() / "images"), clef::Error) << name;
+  }
+  // A corrupt image is the run's failure, not a skip.
+  const auto images = dir_->path() / "images";
+  const std::string good = read(images / "shapes_224.png");
+  std::ofstream(images / "shapes_224.png", std::ios::binary) << "\x89PNG not really";
+  const eval::VerifyResult r =
+      eval::verify(*engine_, eval::load_fixture(dir_->path() / "image.json"), {});
+  std::ofstream(images / "shapes_224.png", std::ios::binary) << good;
+  EXPECT_EQ(r.runs.at(0).status, eval::RunParity::Status::failed) << r.runs.at(0).note;
+  EXPECT_FALSE(eval::summarize(r.runs, eval::ParityBar{}).pass);
 }
 
 TEST_F(VerifyTest, TheAuthorsFixtureIsAnotherVocabularyAndItsAnswersFollowFromItsLogits) {

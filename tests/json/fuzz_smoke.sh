@@ -46,8 +46,10 @@ request_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/record
 image_sources=("$src"/src/vision/{decode,decode_png,decode_jpeg,decode_webp,exif,probe,data_uri,base64}.cpp)
 processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patches}.cpp)
 # The server over the vendored cpp-httplib (compiled without OpenSSL: the server needs none).
+# The server embeds web/ (cmake/embed_web.cmake writes the source the build generates).
+cmake -DWEB_DIR="$src/web" -DOUT="$work/web_files.cpp" -P "$src/cmake/embed_web.cmake"
 server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp
-                "$src"/src/runtime/{cancellation,prepared_request}.cpp
+                "$src"/src/runtime/{cancellation,prepared_request}.cpp "$work/web_files.cpp"
                 "$src/third_party/llama.cpp/vendor/cpp-httplib/httplib.cpp")
 # Targets whose code instantiates Debian's RapidJSON 1.1.0 skip UBSan's pointer-overflow check:
 # its internal::Stack adds to a null pointer on the first push of every parse (stack.h:117,

@@ -74,7 +74,25 @@ TEST(Registry, AUserEntryReplacesTheShippedOneByName) {
         R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
             [{"role": "model", "repository": "r/x", "path": "x", "sha256": "XYZ"}]}}}}})",
         R"({"format": "clef-registry/1", "models": {"a": {"tags": {"t": "nope"}, "variants": {"v":
-            {"files": [{"role": "model", "repository": "r/x", "path": "x"}]}}}}})"}) {
+            {"files": [{"role": "model", "repository": "r/x", "path": "x"}]}}}}})",
+        // A break test deleted a directory outside the store through these names.
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"../../victim": {"files":
+            [{"role": "model", "repository": "r/x", "path": "x"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"/tmp/victim": {"files":
+            [{"role": "model", "repository": "r/x", "path": "x"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"..": {"variants": {"v": {"files":
+            [{"role": "model", "repository": "r/x", "path": "x"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"": {"files":
+            [{"role": "model", "repository": "r/x", "path": "x"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "repository": "r/x", "path": "."}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "repository": "r/x", "path": ".verified.json"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "repository": "r/x", "path": "d/x"},
+             {"role": "mmproj", "repository": "r/y", "path": "x"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "repository": "r/x", "path": "x", "size": -1}]}}}}})"}) {
     EXPECT_THROW(r.add(json::parse(bad), "bad"), Error) << bad;
   }
 }

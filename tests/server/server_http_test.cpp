@@ -78,6 +78,20 @@ bool wait_metric(ServerFixture& f, const std::string& name, double value) {
   return false;
 }
 
+TEST(ServerHttp, ARangeHeaderIsIgnoredOnADecisionAndWhenItDoesNotParse) {
+  // A break test: a POST with "Range: bytes=999999-" was decided, then answered 416
+  // (cmake/patches/cpp-httplib-range-only-on-get.diff).
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  auto decided =
+      f.client()->Post("/v1/decisions", {{"Range", "bytes=999999-"}}, kCard, "application/json");
+  ASSERT_TRUE(decided);
+  EXPECT_EQ(decided->status, 200) << decided->body;
+  auto health = f.client()->Get("/health", httplib::Headers{{"Range", "garbage"}});
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
 TEST(ServerHttp, HealthModelsAndMetrics) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());
