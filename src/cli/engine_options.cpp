@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "decision/calibration.hpp"
 #include "registry/model_store.hpp"
 #include "registry/registry.hpp"
 #include "util/error.hpp"
@@ -156,6 +157,8 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.max_vision_memory = max_vision_memory_mib << 20;
   config.state_cache_mb = state_cache_mb;
   config.calibration_path = calibration;
+  // Read now, so a bad file is refused before a server binds its port or loads a model.
+  if (!calibration.empty()) decision::load_calibration(calibration);
   config.confidence = confidence;
   auto& p = config.backbone;
   p.context_size = context_size;
