@@ -3,13 +3,19 @@
 // records, and what --resume reads back from a killed run's output.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "batch/batch_input.hpp"
 #include "batch/batch_output.hpp"
+#include "batch/batch_runner.hpp"
 #include "batch/state_key.hpp"
 #include "json/parse.hpp"
 #include "support/tiny_model.hpp"
+#include "util/error.hpp"
 
 namespace clef::batch {
 namespace {
@@ -66,6 +72,51 @@ TEST(BatchOutput, ResumeReadsCompleteRecordsAndCutsATornOne) {
   EXPECT_EQ(r.find("status")->integer_digits(), "0");
   EXPECT_EQ(r.find("error")->find("message")->as_string(), "refused \"quoted\"");
   EXPECT_TRUE(answered_lines(dir.path() / "missing.jsonl").empty());
+}
+
+TEST(BatchOutput, ResumeRetriesLinesNoServerDecidedAndKeepsOneRecordPerLine) {
+  // A break test: after an outage, --resume never retried lines recorded with status 0 or 503.
+  test::TempDir dir("clef-batch-resume");
+  const auto out = dir.path() / "out.jsonl";
+  {
+    std::ofstream f(out);
+    f << answer_record(json::Value::integer(std::int64_t{1}), 1, 200, R"({"answers":{}})");
+    f << error_record(json::Value::integer(std::int64_t{2}), 2, 0, "connection_failed", "x");
+    f << error_record(json::Value::integer(std::int64_t{3}), 3, 503, "queue_full", "x");
+    f << error_record(json::Value::integer(std::int64_t{4}), 4, 400, "invalid_request", "x");
+    f << R"({"line": 99999999999999, "status": 200})"
+      << "\n";  // not a line of ours
+  }
+  EXPECT_EQ(answered_lines(out), (std::set<int>{1, 4}));
+  EXPECT_EQ(drop_retryable_records(out), 2u);
+  EXPECT_EQ(answered_lines(out), (std::set<int>{1, 4}));
+  std::ifstream in(out);
+  std::string line;
+  int records = 0;
+  while (std::getline(in, line)) ++records;
+  EXPECT_EQ(records, 3) << "the two undecided lines' records are gone, the others stay";
+}
+
+TEST(HttpSender, ABrokenEndpointGivesErrorRecordsNotForgedOnes) {
+  // A break test: a 200 body that was not one JSON object went into OUT as is (split records,
+  // forged lines). It is an error record now; a bad endpoint URL is refused up front.
+  httplib::Server server;
+  server.Post("/v1/decisions", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{\"id\":99,\"line\":5}\n{\"status\":200}", "application/json");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  HttpSender sender({"http://127.0.0.1:" + std::to_string(port)}, 0, std::chrono::seconds(5));
+  const auto items =
+      parse_batch_input("{\"state\": 1, \"questions\": {\"q\": {\"type\": \"noul\"}}}\n");
+  const Answer a = sender.send(items.at(0), 0);
+  server.stop();
+  t.join();
+  EXPECT_EQ(a.status, 0);
+  EXPECT_EQ(a.code, "invalid_response");
+  EXPECT_THROW(HttpSender({"http://127.0.0.1:99999"}, 0), Error);
+  EXPECT_THROW(HttpSender({"ftp://x"}, 0), Error);
 }
 
 }  // namespace
