@@ -1,6 +1,10 @@
 #include "backbone/backbone_params.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -15,8 +19,9 @@ void validate(const BackboneParams& p) {
         "context_size");
   }
   if (p.threads < 0) {
-    throw invalid_request("threads must be >= 0 (0 = all cores), got " + std::to_string(p.threads),
-                          "threads");
+    throw invalid_request(
+        "threads must be >= 0 (0 = the physical cores), got " + std::to_string(p.threads),
+        "threads");
   }
   if (p.gpu_layers < -1) {
     throw invalid_request("gpu_layers must be -1 (all), 0 (CPU) or a layer count, got " +
@@ -29,9 +34,31 @@ void validate(const BackboneParams& p) {
   }
 }
 
+int physical_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  std::set<std::pair<std::string, std::string>> cores;  // (package, core) of each allowed CPU
+  int allowed_cpus = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    ++allowed_cpus;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream package(dir + "physical_package_id");
+    std::ifstream core(dir + "core_id");
+    std::string p;
+    std::string c;
+    if (!(package >> p) || !(core >> c)) return std::max(1, allowed_cpus);  // no topology: all
+    cores.emplace(p, c);
+  }
+  return std::max<int>(1, static_cast<int>(cores.size()));
+}
+
 int resolved_threads(const BackboneParams& params) {
   if (params.threads > 0) return params.threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return physical_cores();
 }
 
 }  // namespace clef::backbone

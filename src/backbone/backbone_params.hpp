@@ -11,7 +11,8 @@ struct BackboneParams {
   /// Context size in tokens: the longest record (prefix + images + state + schema + suffix).
   /// Valid range 512..262144. Also the record encoder's max_length.
   int context_size = 16384;
-  /// CPU threads for the prefill; 0 = std::thread::hardware_concurrency().
+  /// CPU threads for the prefill; 0 = the physical cores this process may run on
+  /// (physical_cores()).
   int threads = 0;
   /// Layers offloaded to a GPU backend: -1 all, 0 none (CPU only).
   int gpu_layers = -1;
@@ -33,8 +34,14 @@ struct BackboneParams {
 /// Throws clef::Error (invalid_request) naming the parameter when a value is out of range.
 void validate(const BackboneParams& params);
 
-/// The thread count `params.threads` means: itself when > 0, else the hardware concurrency
-/// (at least 1). Used by the backbone, the joint schema head and the vision tower alike.
+/// The physical cores among the CPUs this process may run on (sched_getaffinity, then each CPU's
+/// package and core id from /sys/devices/system/cpu): SMT siblings count once, because the
+/// prefill's matrix kernels gain nothing from a second thread on one core (llama.cpp's own tools
+/// default to physical cores too). Without topology files: the allowed CPUs. At least 1.
+int physical_cores();
+
+/// The thread count `params.threads` means: itself when > 0, else physical_cores(). Used by the
+/// backbone, the joint schema head and the vision tower alike.
 int resolved_threads(const BackboneParams& params);
 
 }  // namespace clef::backbone

@@ -45,7 +45,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
   context_size_option =
       cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
           ->capture_default_str();
-  cmd.add_option("-t,--threads", threads, "CPU threads (0 = all cores)")->capture_default_str();
+  cmd.add_option("-t,--threads", threads,
+                 "CPU threads (0 = the physical cores this process may use)")
+      ->capture_default_str();
   gpu_layers_option =
       cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
           ->capture_default_str();

@@ -3,6 +3,8 @@
 // segment with a 1-token chunk; positions are laid out as libllama reads them.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <vector>
 
 #include "backbone/backbone.hpp"
@@ -111,6 +113,20 @@ TEST(PrefillPlan, PositionsAreOnePerTextTokenAndSectionMajorForEmbeddings) {
   // A text token must have one position on every section (libllama broadcasts it).
   EXPECT_THROW(batch_positions({2, 1, false}, pos), Error);
   EXPECT_THROW(batch_positions({7, 2, false}, pos), Error);  // past the end
+}
+
+TEST(Threads, TheDefaultIsThePhysicalCoresThisProcessMayUse) {
+  // Issue 19: SMT siblings count once; an explicit count wins.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const int cores = physical_cores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, CPU_COUNT(&allowed));
+  BackboneParams p;
+  EXPECT_EQ(resolved_threads(p), cores);
+  p.threads = 3;
+  EXPECT_EQ(resolved_threads(p), 3);
 }
 
 }  // namespace
