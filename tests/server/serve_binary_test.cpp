@@ -371,6 +371,14 @@ int decisions_in_flight(int port) {
 
 /// Requests are prepared (parsed, validated, tokenized) on the HTTP threads, so a malformed one
 /// is refused at once while a long prefill holds the runtime thread, instead of waiting behind it.
+/// `clef make-test-model TMP/small --preset small`: the directory, or "" when it failed.
+std::string make_small_model(const TempDir& tmp) {
+  const std::string dir = (tmp.path() / "small").string();
+  ChildProcess make({kClef, "make-test-model", dir, "--preset", "small"}, {},
+                    (tmp.path() / "make.log").string());
+  return make.wait_exit(300s).value_or(-1) == 0 ? dir : "";
+}
+
 /// A request of about 4,000 tokens on the test vocabulary: a long prefill to overlap with.
 std::string long_noul_request() {
   std::string long_state;
@@ -385,10 +393,8 @@ std::string long_noul_request() {
 TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
   if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
   TempDir tmp;
-  const std::string model_dir = (tmp.path() / "small").string();
-  ChildProcess make({kClef, "make-test-model", model_dir, "--preset", "small"}, {},
-                    (tmp.path() / "make.log").string());
-  ASSERT_EQ(make.wait_exit(300s).value_or(-1), 0);
+  const std::string model_dir = make_small_model(tmp);
+  ASSERT_FALSE(model_dir.empty()) << "clef make-test-model --preset small failed";
   DemoServer server(tmp, {"--model-dir", model_dir, "--context-size", "8192"}, false);
   ASSERT_TRUE(server.ready()) << server.log();
 
@@ -427,10 +433,8 @@ TEST(ServeBinary, MalformedRequestIsRefusedWhileALongPrefillRuns) {
 TEST(ServeBinary, AShortRequestIsDecidedWhileALongOneIsPausedAndBothKeepTheirBytes) {
   if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
   TempDir tmp;
-  const std::string model_dir = (tmp.path() / "small").string();
-  ChildProcess make({kClef, "make-test-model", model_dir, "--preset", "small"}, {},
-                    (tmp.path() / "make.log").string());
-  ASSERT_EQ(make.wait_exit(300s).value_or(-1), 0);
+  const std::string model_dir = make_small_model(tmp);
+  ASSERT_FALSE(model_dir.empty()) << "clef make-test-model --preset small failed";
   DemoServer server(
       tmp, {"--model-dir", model_dir, "--context-size", "8192", "--state-cache-mb", "0"}, false);
   ASSERT_TRUE(server.ready()) << server.log();
