@@ -191,6 +191,10 @@ HttpServer::~HttpServer() {
   shutdown();
 }
 
+std::uint64_t HttpServer::state_cache_budget() const {
+  return core_->queue().state_cache_stats().budget;
+}
+
 int HttpServer::agent_port() const {
   return listener_->agent ? listener_->agent->port() : -1;
 }

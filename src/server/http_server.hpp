@@ -12,6 +12,7 @@
 //   t.join();
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 
@@ -39,6 +40,9 @@ class HttpServer {
   /// picked one for port 0). Throws clef::Error (internal, code "bind_failed") when the address
   /// cannot be bound; nothing is loaded then.
   int bind();
+
+  /// The state cache's byte budget of the served model (0: off or not loaded).
+  std::uint64_t state_cache_budget() const;
 
   /// The HAProxy agent-check port once bound (ServerConfig::agent_port), -1 when off.
   int agent_port() const;

@@ -78,6 +78,10 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                ", context " + std::to_string(model ? model->context_size : 0) +
                                " tokens, loaded in " +
                                std::to_string(model ? model->load_seconds : 0.0) + " s");
+      const std::uint64_t cache = server->state_cache_budget();
+      events.event("info", cache == 0 ? std::string("state cache off")
+                                      : "state cache up to " + std::to_string(cache >> 20) +
+                                            " MiB (--state-cache-mb)");
       if (model && !model->answers.calibration.empty()) {
         events.event("info", "calibration active: " + model->answers.calibration +
                                  " (answers differ from the reference's by design)");
