@@ -3,20 +3,13 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "util/error.hpp"
+#include "util/text_lines.hpp"
 
 namespace clef::batch {
 
 std::vector<BatchItem> parse_batch_input(std::string_view text) {
   std::vector<BatchItem> out;
-  int line_no = 0;
-  std::size_t at = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
-  while (at < text.size()) {
-    const std::size_t end = std::min(text.find('\n', at), text.size());
-    std::string_view line = text.substr(at, end - at);
-    at = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+  for (const auto& [line_no, line] : util::nonblank_lines(text)) {
     BatchItem item;
     item.line = line_no;
     item.id = json::Value::integer(std::int64_t{line_no});

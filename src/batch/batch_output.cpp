@@ -25,6 +25,18 @@ std::string error_record(const json::Value& id, int line, int status, const std:
          "}\n";
 }
 
+namespace {
+
+/// A record of a line no server decided (status 0, 429 or 503): --resume tries it again.
+bool undecided(const json::Value& record) {
+  const json::Value* s = record.find("status");
+  if (s == nullptr || !s->is_integer()) return false;
+  const std::string& d = s->integer_digits();
+  return d == "0" || d == "429" || d == "503";
+}
+
+}  // namespace
+
 std::set<int> answered_lines(const std::filesystem::path& out) {
   std::set<int> lines;
   std::ifstream in(out, std::ios::binary);
@@ -37,13 +49,8 @@ std::set<int> answered_lines(const std::filesystem::path& out) {
     try {
       const json::Value v = json::parse(std::string_view(text).substr(at, end - at));
       const json::Value* n = v.find("line");
-      const json::Value* status = v.find("status");
-      const bool retryable =
-          status != nullptr && status->is_integer() &&
-          (status->integer_digits() == "0" || status->integer_digits() == "429" ||
-           status->integer_digits() == "503");
       if (n != nullptr && n->is_integer() && n->integer_digits().size() <= 9 &&
-          n->integer_digits()[0] != '-' && !retryable) {
+          n->integer_digits()[0] != '-' && !undecided(v)) {
         lines.insert(std::stoi(n->integer_digits()));
       }
     } catch (const Error&) {
@@ -67,11 +74,7 @@ std::size_t drop_retryable_records(const std::filesystem::path& out) {
     const std::string_view line = std::string_view(text).substr(at, end - at);
     bool retry = false;
     try {
-      const json::Value v = json::parse(line);
-      if (const json::Value* s = v.find("status"); s != nullptr && s->is_integer()) {
-        const std::string& d = s->integer_digits();
-        retry = d == "0" || d == "429" || d == "503";
-      }
+      retry = undecided(json::parse(line));
     } catch (const Error&) {
     }
     if (retry) {

@@ -4,12 +4,12 @@
 // `clef serve --calibration FILE` applies.
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/text_file.hpp"
 #include "eval/calibrate.hpp"
 #include "eval/labeled_set.hpp"
 #include "json/render.hpp"
@@ -27,13 +27,6 @@ struct CalibrateCommandOptions {
   std::string json_path;
   eval::CalibrateOptions fit;
 };
-
-void write_file(const std::string& path, const std::string& text, const char* field) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.flush();
-  if (!out) throw invalid_request("cannot write " + path + " (disk full?)", field);
-}
 
 int run_calibrate(CalibrateCommandOptions options) {
   const std::vector<eval::LabeledRequest> data = eval::load_labeled_set(options.data);
@@ -53,7 +46,7 @@ int run_calibrate(CalibrateCommandOptions options) {
     std::cerr << "no labeled question could be used; nothing written\n";
     return 2;
   }
-  write_file(options.out, json::dumps_unsorted(result.calibration.to_json()) + "\n", "out");
+  write_text_file(options.out, json::dumps_unsorted(result.calibration.to_json()) + "\n", "out");
   std::cout << "\ncalibration written to " << options.out
             << " (apply it with: clef serve --calibration " << options.out << ")\n";
   if (!options.plot.empty()) {
@@ -61,12 +54,13 @@ int run_calibrate(CalibrateCommandOptions options) {
     const eval::CalibrationComparison& all = result.comparisons.front();
     series.emplace_back("before", all.before);
     series.emplace_back(result.folds >= 2 ? "after (held out)" : "after (in sample)", all.after);
-    write_file(options.plot, eval::reliability_svg("reliability, all questions", series), "plot");
+    write_text_file(options.plot, eval::reliability_svg("reliability, all questions", series),
+                    "plot");
     std::cout << "reliability diagram written to " << options.plot << "\n";
   }
   if (!options.json_path.empty()) {
-    write_file(options.json_path,
-               json::dumps_unsorted(eval::calibration_report_json(result)) + "\n", "json");
+    write_text_file(options.json_path,
+                    json::dumps_unsorted(eval::calibration_report_json(result)) + "\n", "json");
   }
   return 0;
 }

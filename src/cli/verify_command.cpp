@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/text_file.hpp"
 #include "eval/fixture.hpp"
 #include "eval/parity.hpp"
 #include "eval/record_fixture.hpp"
@@ -44,9 +44,7 @@ std::string file_line(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return path + " (unreadable)";
-  util::Digest d(util::Digest::Kind::sha256);
-  util::digest_file(d, path, size);
-  return path + " sha256:" + d.hex() + " " + std::to_string(size) + " bytes";
+  return path + " sha256:" + util::sha256_file(path) + " " + std::to_string(size) + " bytes";
 }
 
 std::string tensor_types(const std::string& backbone) {
@@ -118,9 +116,10 @@ int run_verify(const VerifyCommandOptions& options) {
   const eval::ParitySummary summary = eval::summarize(result.runs, options.bar);
   std::cout << eval::format_report(setup, result, summary, options.bar);
   if (!options.json_path.empty()) {
-    std::ofstream out(options.json_path, std::ios::binary);
-    out << json::dumps_unsorted(eval::report_json(setup, result, summary, options.bar)) << "\n";
-    if (!out) throw invalid_request("cannot write " + options.json_path, "json");
+    write_text_file(
+        options.json_path,
+        json::dumps_unsorted(eval::report_json(setup, result, summary, options.bar)) + "\n",
+        "json");
   }
   return summary.pass ? 0 : 1;
 }

@@ -52,21 +52,10 @@ std::vector<double> numbers(const json::Value& v, const std::string& where) {
 
 /// An image file name of the fixture: a plain name inside its images folder (a break test read
 /// /dev/zero and wrote outside the output folder through "../" names).
-std::string image_name(const json::Value& v, const std::string& where) {
-  if (!v.is_string()) bad(where + " holds a non-string");
-  const std::string& name = v.as_string();
+void check_image_name(const std::string& name, const std::string& where) {
   bool plain = !name.empty() && name.front() != '.' && name.size() <= 255;
   for (unsigned char c : name) plain = plain && c >= 0x20 && c != 0x7f && c != '/' && c != '\\';
   if (!plain) bad(where + " names \"" + name + "\": image files are plain names in images/");
-  return name;
-}
-
-std::vector<std::string> image_names(const json::Value* v, const std::string& where) {
-  std::vector<std::string> out;
-  if (v == nullptr || v->is_null()) return out;
-  if (!v->is_array()) bad(where + " is not an array");
-  for (const json::Value& x : v->items()) out.push_back(image_name(x, where));
-  return out;
 }
 
 std::vector<std::string> strings(const json::Value* v, const std::string& where) {
@@ -78,6 +67,12 @@ std::vector<std::string> strings(const json::Value* v, const std::string& where)
     out.push_back(x.as_string());
   }
   return out;
+}
+
+std::vector<std::string> image_names(const json::Value* v, const std::string& where) {
+  std::vector<std::string> names = strings(v, where);
+  for (const std::string& name : names) check_image_name(name, where);
+  return names;
 }
 
 std::vector<std::int32_t> id_list(const json::Value& v, const std::string& where) {

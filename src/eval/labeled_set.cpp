@@ -5,6 +5,7 @@
 
 #include "json/parse.hpp"
 #include "util/error.hpp"
+#include "util/text_lines.hpp"
 
 namespace clef::eval {
 namespace {
@@ -26,17 +27,7 @@ std::string gold_id(const json::Value& v, int line, const std::string& question)
 
 std::vector<LabeledRequest> parse_labeled_set(std::string_view text) {
   std::vector<LabeledRequest> out;
-  int line_no = 0;
-  std::size_t at = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a UTF-8 byte order mark
-  while (at <= text.size()) {
-    const std::size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view line = text.substr(at, end - at);
-    at = end + 1;
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
-      if (end == text.size()) break;
-      continue;
-    }
+  for (const auto& [line_no, line] : util::nonblank_lines(text)) {
     json::Value v;
     try {
       v = json::parse(line);
@@ -62,7 +53,6 @@ std::vector<LabeledRequest> parse_labeled_set(std::string_view text) {
     }
     r.request = json::Value::object(std::move(members));
     out.push_back(std::move(r));
-    if (end == text.size()) break;
   }
   return out;
 }

@@ -72,12 +72,6 @@ std::int64_t mtime_ns(const fs::path& p) {
       .count();
 }
 
-std::string sha256_of(const fs::path& p) {
-  util::Digest d(util::Digest::Kind::sha256);
-  util::digest_file(d, p, fs::file_size(p));
-  return d.hex();
-}
-
 std::string file_name(const RegistryFile& f) {
   const std::size_t slash = f.path.rfind('/');
   return slash == std::string::npos ? f.path : f.path.substr(slash + 1);
@@ -157,7 +151,7 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
       missing.push_back(&f);  // a partial or other file: fetched again (resumed from .part)
       continue;
     }
-    const std::string digest = sha256_of(p);
+    const std::string digest = util::sha256_file(p);
     ++out.hashed;
     if (f.sha256 && digest != *f.sha256) {
       progress << "stored " << name << " changed after it was verified (sha256 " << digest
@@ -228,7 +222,7 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
       const fs::path dest = out.dir / name;
       hub.download(missing[i]->repository, plan[i], dest, progress);
       ++out.downloaded;
-      const std::string digest = plan[i].sha256 ? *plan[i].sha256 : sha256_of(dest);
+      const std::string digest = plan[i].sha256 ? *plan[i].sha256 : util::sha256_file(dest);
       records[name] = {fs::file_size(dest), mtime_ns(dest), digest};
       write_records(out.dir, records);
     }
@@ -255,7 +249,7 @@ std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOpti
       out.push_back(name + ": missing");
       continue;
     }
-    const std::string digest = sha256_of(p);
+    const std::string digest = util::sha256_file(p);
     const auto r = records.find(name);
     const std::string& expected = f.sha256             ? *f.sha256
                                   : r != records.end() ? r->second.sha256

@@ -198,15 +198,17 @@ class Engine final : public Decider {
     // with the last one, recurrent-only checkpoints at the layout boundaries inside the state.
     std::vector<int> snapshot_at;
     std::vector<int> checkpoint_at;
+    // The digests of the images whose blocks start among the first `n` tokens (a prefix's key).
+    auto digests_before = [&](std::size_t n) {
+      const auto inside =
+          std::lower_bound(image_starts.begin(), image_starts.end(), n) - image_starts.begin();
+      return std::span<const std::string>(digests).first(static_cast<std::size_t>(inside));
+    };
     if (cache_.enabled()) {
       for (int p : points) {
         if (p <= resumed || p < kMinCachedTokens) continue;
-        const auto inside =
-            static_cast<std::size_t>(std::lower_bound(image_starts.begin(), image_starts.end(),
-                                                      static_cast<std::size_t>(p)) -
-                                     image_starts.begin());
         const auto ids = std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(p));
-        if (!cache_.contains(ids, std::span<const std::string>(digests).first(inside))) {
+        if (!cache_.contains(ids, digests_before(static_cast<std::size_t>(p)))) {
           snapshot_at.push_back(p);
         }
       }
@@ -265,9 +267,8 @@ class Engine final : public Decider {
       cache::CachedPrefix entry;
       const auto n = static_cast<std::size_t>(m.tokens);
       entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
-      for (std::size_t i = 0; i < image_starts.size() && image_starts[i] < n; ++i) {
-        entry.image_digests.push_back(digests[i]);
-      }
+      const auto before = digests_before(n);
+      entry.image_digests.assign(before.begin(), before.end());
       if (m.tokens == static_cast<int>(rec.state_span.end)) {
         // The resumed entry's checkpoints up to the resume point hold for this record too.
         if (hit) {

@@ -60,4 +60,10 @@ void digest_file(Digest& digest, const std::filesystem::path& path, std::uint64_
   }
 }
 
+std::string sha256_file(const std::filesystem::path& path) {
+  Digest d(Digest::Kind::sha256);
+  digest_file(d, path, std::filesystem::file_size(path));
+  return d.hex();
+}
+
 }  // namespace clef::util

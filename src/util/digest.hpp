@@ -34,4 +34,7 @@ class Digest {
 /// file is shorter or unreadable.
 void digest_file(Digest& digest, const std::filesystem::path& path, std::uint64_t bytes);
 
+/// Lower-case hex SHA-256 of the whole file at `path`. Throws like digest_file.
+std::string sha256_file(const std::filesystem::path& path);
+
 }  // namespace clef::util
