@@ -2,10 +2,13 @@
 //
 //   raw_prefill     llama_decode over the record's ids as a plain llama.cpp user would (LM-head
 //                   logits for the last token only), same chunk layout and flash-attention setting
+//   raw_prefill_llama_defaults / _llama_tools  the same with llama_model_default_params() and
+//                   llama_context_default_params() (4 threads) / the physical cores as threads
 //   hidden_states   clef's backbone: final-norm rows of every token through the nextn path
 //   decision        the whole decision: parse + record + backbone + lexical rows + head + answers
 //   new_questions_cold/warm  the same ~2,000-token state asked a new 3-question schema without
 //                   and with the state cached (issue 11's reuse ratio, warm/cold)
+//   json_parse      a 16 MiB body, and 16 MiB of zeros, parsed (no model)
 //   release_compute_memory  the backbone's context made anew (what an idle server pays after a
 //                   long record to give its compute-buffer pages back)
 //
@@ -99,6 +102,9 @@ struct Fixture {
   /// CPU buffer types on) and llama_context_default_params() (its default threads).
   clef::backbone::LlamaModelPtr default_model;
   clef::backbone::LlamaContextPtr default_ctx;
+  /// The same model with the threads llama.cpp's own tools (llama-cli, llama-server) default to:
+  /// the physical cores (common's cpu_get_num_math), where the library default is 4.
+  clef::backbone::LlamaContextPtr tools_ctx;
 
   Fixture() {
     config = clef::runtime::EngineConfig::from_model_dir(model_dir().string());
@@ -124,6 +130,8 @@ struct Fixture {
     dp.n_ctx = cp.n_ctx;
     dp.n_batch = dp.n_ubatch = cp.n_batch;  // the same chunk layout
     default_ctx.reset(llama_init_from_model(default_model.get(), dp));
+    dp.n_threads = dp.n_threads_batch = clef::backbone::physical_cores();
+    tools_ctx.reset(llama_init_from_model(default_model.get(), dp));
   }
 
   std::vector<std::int32_t> ids_of(const clef::json::Value& body) {
@@ -183,6 +191,14 @@ void BM_raw_prefill_llama_defaults(benchmark::State& state) {
   set_counters(state, ids.size());
 }
 
+/// The same with the physical cores as threads (llama.cpp's tools' default).
+void BM_raw_prefill_llama_tools(benchmark::State& state) {
+  auto& f = fixture();
+  const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
+  for (auto _ : state) f.raw_prefill(ids, f.tools_ctx.get());
+  set_counters(state, ids.size());
+}
+
 void BM_hidden_states(benchmark::State& state) {
   auto& f = fixture();
   const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
@@ -203,6 +219,27 @@ void BM_decision(benchmark::State& state) {
   set_counters(state, tokens);
   state.counters["head_ms"] = head_ms / static_cast<double>(state.iterations());
 }
+
+/// A 16 MiB request-like body (the largest the server accepts by default) parsed, and 16 MiB of
+/// zeros (8M values: the most values per byte). Arg: 0 the body, 1 the zeros.
+void BM_json_parse(benchmark::State& state) {
+  std::string text = "[";
+  if (state.range(0) == 0) {
+    for (int i = 0; text.size() + 200 < (16u << 20); ++i) {
+      if (i) text += ',';
+      text += R"({"id":)" + std::to_string(i) + R"(,"text":"caf\u00e9 \"quoted\" line\nnext )" +
+              "\xE2\x82\xAC" + R"(","score":)" + std::to_string(i * 0.001) +
+              R"(,"tags":["a","b",null,true,1e-7],"nested":{"z":[1,2,3],"a":-0.5}})";
+    }
+  } else {
+    text += '0';
+    while (text.size() + 3 < (16u << 20)) text += ",0";
+  }
+  text += ']';
+  for (auto _ : state) benchmark::DoNotOptimize(clef::json::parse(text));
+  state.SetBytesProcessed(static_cast<std::int64_t>(text.size()) * state.iterations());
+}
+BENCHMARK(BM_json_parse)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 /// What the server pays when it goes idle after a record over 2,048 tokens: the backbone's
 /// context made anew (its compute-buffer pages given back).
@@ -364,6 +401,10 @@ BENCHMARK(BM_raw_prefill_llama_defaults)
     ->Arg(kStates[0])
     ->Arg(kStates[1])
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_raw_prefill_llama_tools)
+    ->Arg(kStates[0])
+    ->Arg(kStates[1])
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_hidden_states)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 
@@ -377,15 +418,23 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     ConsoleReporter::Finalize();
     std::printf("\nratios (same record, same run):\n");
-    std::printf("%-8s %22s %22s %26s\n", "state", "hidden_states/raw", "decision/raw",
-                "decision/llama-defaults");
+    std::printf("%-8s %18s %14s %24s %22s\n", "state", "hidden_states/raw", "decision/raw",
+                "decision/llama-defaults", "decision/llama-tools");
+    // A ratio whose two runs were not both selected prints as "-".
+    auto ratio = [](double a, double b) {
+      char out[32] = "-";
+      if (a > 0 && b > 0) std::snprintf(out, sizeof out, "%.3f", a / b);
+      return std::string(out);
+    };
     for (int s : kStates) {
       const double raw = time_of("BM_raw_prefill", s);
       const double defaults = time_of("BM_raw_prefill_llama_defaults", s);
-      if (raw <= 0) continue;
-      std::printf("%-8d %22.3f %22.3f %26.3f\n", s, time_of("BM_hidden_states", s) / raw,
-                  time_of("BM_decision", s) / raw,
-                  defaults > 0 ? time_of("BM_decision", s) / defaults : 0.0);
+      const double tools = time_of("BM_raw_prefill_llama_tools", s);
+      const double decision = time_of("BM_decision", s);
+      if (raw <= 0 && defaults <= 0 && tools <= 0) continue;
+      std::printf("%-8d %18s %14s %24s %22s\n", s,
+                  ratio(time_of("BM_hidden_states", s), raw).c_str(), ratio(decision, raw).c_str(),
+                  ratio(decision, defaults).c_str(), ratio(decision, tools).c_str());
     }
     const double cold = times_.count("BM_new_questions_cold") ? times_["BM_new_questions_cold"] : 0;
     const double warm = times_.count("BM_new_questions_warm") ? times_["BM_new_questions_warm"] : 0;

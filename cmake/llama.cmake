@@ -14,7 +14,34 @@ endforeach()
 set(LLAMA_BUILD_MTMD ON CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_IS_DEV OFF CACHE BOOL "" FORCE)
 
+# The CUDA backend (issue 15): off by default, the CPU build unchanged. ./scripts/setup --cuda turns
+# it on for the local GPU (or CLEF_CUDA_ARCHITECTURES, e.g. "90" for H100/H200, "80;89;90").
+option(CLEF_CUDA "Build ggml's CUDA backend (backbone, vision tower and joint schema head on an NVIDIA GPU)" OFF)
+set(CLEF_CUDA_ARCHITECTURES "native" CACHE STRING "CUDA architectures for CLEF_CUDA (native: the local GPU)")
+set(GGML_CUDA ${CLEF_CUDA} CACHE BOOL "" FORCE)
+if(CLEF_CUDA)
+  set(CMAKE_CUDA_ARCHITECTURES "${CLEF_CUDA_ARCHITECTURES}" CACHE STRING "" FORCE)
+  # clef keeps flash attention off (docs/performance.md): no FlashAttention kernel instances (most
+  # of the CUDA build's time). One GPU per process: no NCCL.
+  set(GGML_CUDA_FA OFF CACHE BOOL "" FORCE)
+  set(GGML_CUDA_NCCL OFF CACHE BOOL "" FORCE)
+endif()
+
+# No AMX in ggml-cpu (issue 19): with weight repacking on, this pinned ggml's AMX extra buffer
+# type crashed in ggml_backend_amx_mul_mat on an AMX CPU (Q8_0 and Q4_K_M backbones). ggml offers
+# that buffer type only when ggml-cpu is compiled with __AMX_INT8__ (GGML_AMX_INT8, or
+# GGML_NATIVE's -march=native on an AMX CPU), so compiling it without AMX keeps the crash out
+# while the CPU repack buffer type (AVX2/AVX-512 interleaved kernels) stays on.
+foreach(opt GGML_AMX_TILE GGML_AMX_INT8 GGML_AMX_BF16)
+  set(${opt} OFF CACHE BOOL "" FORCE)
+endforeach()
+
 add_subdirectory("${CLEF_LLAMA_DIR}" "${CMAKE_BINARY_DIR}/llama.cpp" EXCLUDE_FROM_ALL SYSTEM)
+
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|i[3-6]86)$" AND NOT MSVC)
+  # Appended after ggml's own -march flags, so these win on an AMX CPU with GGML_NATIVE.
+  target_compile_options(ggml-cpu PRIVATE -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+endif()
 
 # llama-ext.h (llama_set_embeddings_nextn and friends) is an uninstalled, C++-linkage staging
 # header of the pinned tree: only the backbone module includes it, through this target.

@@ -137,7 +137,11 @@ int chunk_length(int total, int start, int chunk) {
   if (left <= chunk) return left;
   // A one-token decode takes llama.cpp's single-token kernels (Gated DeltaNet's autoregressive
   // path, gemv), whose rounding differs from the batched ones: never leave a 1-token last chunk.
-  if (chunk > 1 && left == chunk + 1) return chunk - 1;
+  // Moving a whole row block keeps the boundary aligned for repacked weights.
+  if (left == chunk + 1) {
+    if (chunk > kBatchRowAlignment) return chunk - kBatchRowAlignment;
+    if (chunk > 1) return chunk - 1;
+  }
   return chunk;
 }
 

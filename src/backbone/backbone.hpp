@@ -89,9 +89,21 @@ std::vector<PrefillBatch> prefill_batches(int total, std::span<const EmbeddingSp
 std::vector<std::int32_t> batch_positions(const PrefillBatch& batch,
                                           std::span<const RopePosition> positions);
 
-/// Length of the prefill chunk that starts at token `start` of a `total`-token record: `chunk`,
-/// except that the last two chunks become (chunk - 1, 2) instead of (chunk, 1). The layout
-/// depends only on (total, chunk), so a record always gives bit-identical hidden states.
+/// Rows a batch boundary is aligned to, so that repacked weights compute every row alike however
+/// a record is chunked. ggml's repacked GEMM (ggml-cpu/repack.cpp forward_mul_mat_one_chunk; the
+/// x86 kernels in arch/x86/repack.cpp take blocks of 16 rows, then of 4) sends a batch's last
+/// nr % 4 rows through GEMV, which rounds differently: a row's result depends on its place in its
+/// batch (measured on the small Q4_K_M model: a cut at token 34 moves the rows, one at 36 does
+/// not). With every batch but a record's last starting and ending at multiples of 16 (both block
+/// sizes), each row takes the path it takes in one pass.
+inline constexpr int kBatchRowAlignment = 16;
+
+/// Length of the prefill chunk that starts at token `start` of a `total`-token segment: `chunk`,
+/// except that the last two chunks become (chunk - 16, 17) instead of (chunk, 1) (a 1-token
+/// decode takes llama.cpp's single-token kernels; 16: kBatchRowAlignment, so a chunk size that is
+/// a multiple of 16 keeps every boundary on a multiple of 16), or (chunk - 1, 2) for chunks of 16
+/// or fewer. The layout depends only on (total, chunk), so a record always gives bit-identical
+/// hidden states.
 int chunk_length(int total, int start, int chunk);
 
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.

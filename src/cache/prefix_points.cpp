@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "backbone/backbone.hpp"
+
 namespace clef::cache {
 
 int fixed_prefix_tokens(const record::Record& rec) {
@@ -9,17 +11,40 @@ int fixed_prefix_tokens(const record::Record& rec) {
                             : static_cast<int>(rec.images.front().first_token);
 }
 
-std::vector<int> snapshot_points(const record::Record& rec) {
-  const int total = static_cast<int>(rec.ids.size());
-  // Boundaries the layout has anyway: the record's ends and every image span's ends.
-  std::vector<int> fixed = {0, total};
+namespace {
+
+/// Boundaries the layout has anyway: the record's ends and every image span's ends.
+std::vector<int> layout_boundaries(const record::Record& rec) {
+  std::vector<int> fixed = {0, static_cast<int>(rec.ids.size())};
   for (const record::ImageBlock& b : rec.images) {
     fixed.push_back(static_cast<int>(b.first_token));
     fixed.push_back(static_cast<int>(b.first_token + b.n_tokens));
   }
+  return fixed;
+}
+
+/// Where a cut at token `p` goes: in a text-only record down to a multiple of the row alignment,
+/// so that every batch starts where it would in one pass (a record with images has embedding
+/// batches anyway, whose layout no one-pass run shares).
+int aligned_cut(const record::Record& rec, int p) {
+  return rec.images.empty() ? p - p % backbone::kBatchRowAlignment : p;
+}
+
+}  // namespace
+
+int state_end_point(const record::Record& rec) {
+  const int p = aligned_cut(rec, static_cast<int>(rec.state_span.end));
+  const std::vector<int> points = snapshot_points(rec);
+  return std::find(points.begin(), points.end(), p) != points.end() ? p : 0;
+}
+
+std::vector<int> snapshot_points(const record::Record& rec) {
+  const int total = static_cast<int>(rec.ids.size());
+  const std::vector<int> fixed = layout_boundaries(rec);
   const int first_text_end = fixed_prefix_tokens(rec);
   std::vector<int> out;
   for (int p : {first_text_end, static_cast<int>(rec.state_span.end)}) {
+    p = aligned_cut(rec, p);
     if (p <= 0 || p >= total || std::find(out.begin(), out.end(), p) != out.end()) continue;
     std::vector<int> around = fixed;
     around.insert(around.end(), out.begin(), out.end());

@@ -18,9 +18,16 @@ int fixed_prefix_tokens(const record::Record& rec);
 ///    records of one kind;
 ///  - the end of the state (after truncation), shared by every question set asked of one state
 ///    (and its images).
-/// A point that would leave a text segment of one token on either side is dropped (a 1-token
+/// In a text-only record each point is moved down to a multiple of backbone::kBatchRowAlignment
+/// (so repacked weights give it the hidden states of one pass; a snapshot then holds up to 15
+/// tokens fewer). A point that would leave a text segment of one token on either
+/// side is dropped (a 1-token
 /// decode takes other kernels: backbone::chunk_length), as is a duplicate. The points depend only
 /// on the record, so cold and warm prefills of it are cut alike (backbone::PrefillOptions::cuts).
 std::vector<int> snapshot_points(const record::Record& rec);
+
+/// The snapshot point the end of `rec`'s state became (moved down to the row alignment), or 0
+/// when the state end is not one of snapshot_points(rec).
+int state_end_point(const record::Record& rec);
 
 }  // namespace clef::cache

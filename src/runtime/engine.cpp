@@ -212,8 +212,8 @@ class Engine final : public Decider {
           snapshot_at.push_back(p);
         }
       }
-      const int state_end = static_cast<int>(rec.state_span.end);
-      if (!snapshot_at.empty() && snapshot_at.back() == state_end) {
+      const int state_end = cache::state_end_point(rec);
+      if (state_end > 0 && !snapshot_at.empty() && snapshot_at.back() == state_end) {
         std::vector<int> candidates;
         for (int b : boundaries) {
           if (b > resumed && b > static_cast<int>(rec.state_span.begin) && b < state_end &&
@@ -269,7 +269,7 @@ class Engine final : public Decider {
       entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
       const auto before = digests_before(n);
       entry.image_digests.assign(before.begin(), before.end());
-      if (m.tokens == static_cast<int>(rec.state_span.end)) {
+      if (m.tokens == cache::state_end_point(rec)) {
         // The resumed entry's checkpoints up to the resume point hold for this record too.
         if (hit) {
           for (const auto& c : hit.entry->checkpoints) {

@@ -39,7 +39,9 @@ int main(int argc, char** argv) {
   const auto opened = clef::artifact::open_model_dir(argv[1]);
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
-  mp.use_extra_bufts = false;  // as the engine's default (BackboneParams::weight_repacking)
+  // The mmap path alone: with repacking (the engine's default) llama.cpp copies the quantized
+  // matrices into repacked CPU buffers, which then count in RSS too.
+  mp.use_extra_bufts = false;
   const auto t0 = std::chrono::steady_clock::now();
   auto model = clef::artifact::load_backbone(opened.backbone, mp);
   const double load_s =

@@ -316,8 +316,12 @@ TEST(ChunkLayout, FullChunksThenTheRestButNeverAOneTokenTail) {
   };
   EXPECT_EQ(layout(63, 64), (std::vector<int>{63}));
   EXPECT_EQ(layout(64, 64), (std::vector<int>{64}));
-  EXPECT_EQ(layout(65, 64), (std::vector<int>{63, 2}));
-  EXPECT_EQ(layout(129, 64), (std::vector<int>{64, 63, 2}));
+  // A chunk + 1 tokens: a whole 16-row block moves to the last chunk, so every boundary stays on
+  // a multiple of 16 (kBatchRowAlignment) and no chunk is a single token.
+  EXPECT_EQ(layout(65, 64), (std::vector<int>{48, 17}));
+  EXPECT_EQ(layout(129, 64), (std::vector<int>{64, 48, 17}));
+  EXPECT_EQ(layout(17, 16), (std::vector<int>{15, 2}));  // chunks of 16 or fewer: (chunk - 1, 2)
+  EXPECT_EQ(layout(33, 32), (std::vector<int>{16, 17}));
   EXPECT_EQ(layout(130, 64), (std::vector<int>{64, 64, 2}));
   EXPECT_EQ(layout(1, 64), (std::vector<int>{1}));
   EXPECT_EQ(layout(3, 1), (std::vector<int>{1, 1, 1}));

@@ -64,7 +64,7 @@ TEST(PrefillPlan, SplitsAtImagesAndChunksEachSegment) {
   expect_covering(batches, total, spans);
   const std::vector<PrefillBatch> expected = {
       {0, 36, false},   {36, 64, true},   {100, 64, true}, {164, 64, true}, {228, 64, true},
-      {292, 44, true},  {336, 2, false},  {338, 63, true}, {401, 2, true},  {403, 64, false},
+      {292, 44, true},  {336, 2, false},  {338, 48, true}, {386, 17, true}, {403, 64, false},
       {467, 64, false}, {531, 64, false}, {595, 8, false}};
   EXPECT_EQ(batches, expected);
   for (const PrefillBatch& b : batches) EXPECT_GT(b.n_tokens, 1) << "1-token chunk at " << b.start;
@@ -82,9 +82,9 @@ TEST(PrefillPlan, CutsSplitTextSegmentsOnly) {
                                               {286, 64, false}, {350, 16, false}};
   EXPECT_EQ(batches, expected);
   // Without images: a cut one token after a chunk boundary makes the first segment end with
-  // (chunk - 1, 2), as any segment of chunk + 1 tokens.
+  // (chunk - 16, 17), as any segment of chunk + 1 tokens.
   const std::vector<int> text_cut = {65};
-  const std::vector<PrefillBatch> text = {{0, 63, false}, {63, 2, false}, {65, 35, false}};
+  const std::vector<PrefillBatch> text = {{0, 48, false}, {48, 17, false}, {65, 35, false}};
   EXPECT_EQ(prefill_batches(100, {}, 64, text_cut), text);
   const std::vector<int> edges = {0, 100};
   EXPECT_EQ(prefill_batches(100, {}, 64, edges), prefill_batches(100, {}, 64));

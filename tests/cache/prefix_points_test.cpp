@@ -1,5 +1,6 @@
 // A record's snapshot points: the end of the fixed prefix (or of the prefix and
-// <|vision_start|> before an image) and the end of the state, never leaving a 1-token segment.
+// <|vision_start|> before an image) and the end of the state, in a text-only record on multiples
+// of 16, never leaving a 1-token segment.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -17,14 +18,21 @@ record::Record text_record(std::size_t prefix, std::size_t state_end, std::size_
   return r;
 }
 
-TEST(SnapshotPoints, PrefixEndAndStateEndOfATextRecord) {
-  EXPECT_EQ(snapshot_points(text_record(36, 500, 620)), (std::vector<int>{36, 500}));
+TEST(SnapshotPoints, PrefixEndAndStateEndOfATextRecordDownToTheRowAlignment) {
+  // 36 and 500 are not multiples of 16: the cuts go to 32 and 496, where one pass's repacked row
+  // blocks start too.
+  EXPECT_EQ(snapshot_points(text_record(36, 500, 620)), (std::vector<int>{32, 496}));
+  EXPECT_EQ(state_end_point(text_record(36, 500, 620)), 496);
+  EXPECT_EQ(snapshot_points(text_record(48, 512, 620)), (std::vector<int>{48, 512}));
+  EXPECT_EQ(state_end_point(text_record(48, 512, 620)), 512);
 }
 
 TEST(SnapshotPoints, AOneTokenStateKeepsOnlyThePrefixPoint) {
-  EXPECT_EQ(snapshot_points(text_record(36, 37, 120)), (std::vector<int>{36}));
+  EXPECT_EQ(snapshot_points(text_record(48, 49, 120)), (std::vector<int>{48}));
   // An empty state: both points are the same.
-  EXPECT_EQ(snapshot_points(text_record(36, 36, 120)), (std::vector<int>{36}));
+  EXPECT_EQ(snapshot_points(text_record(48, 48, 120)), (std::vector<int>{48}));
+  // Aligned, a short state's end falls on the prefix point.
+  EXPECT_EQ(snapshot_points(text_record(36, 40, 120)), (std::vector<int>{32}));
 }
 
 TEST(SnapshotPoints, WithImagesThePrefixPointIsTheFirstImageStart) {
@@ -33,7 +41,8 @@ TEST(SnapshotPoints, WithImagesThePrefixPointIsTheFirstImageStart) {
   // the state.
   r.images.push_back({37, 300});
   r.state_span = {339, 600};
-  EXPECT_EQ(snapshot_points(r), (std::vector<int>{37, 600}));
+  EXPECT_EQ(snapshot_points(r), (std::vector<int>{37, 600}));  // images: no alignment
+  EXPECT_EQ(state_end_point(r), 600);
   // A state of one token after the image block: the segment [337, 340) before its end has
   // <|vision_end|>, "\n" and the state token, so the point stays.
   r.state_span = {339, 340};
@@ -41,11 +50,17 @@ TEST(SnapshotPoints, WithImagesThePrefixPointIsTheFirstImageStart) {
   // The state end right after the image span's end would leave [337, 338) alone.
   r.state_span = {337, 338};
   EXPECT_EQ(snapshot_points(r), (std::vector<int>{37}));
+  EXPECT_EQ(state_end_point(r), 0);
 }
 
 TEST(SnapshotPoints, PointsAtTheRecordsEndsAreDropped) {
   EXPECT_EQ(snapshot_points(text_record(0, 0, 10)), (std::vector<int>{}));
-  EXPECT_EQ(snapshot_points(text_record(36, 100, 100)), (std::vector<int>{36}));
+  EXPECT_EQ(snapshot_points(text_record(36, 96, 96)), (std::vector<int>{32}));
+  // A state end at 100 of a 100-token record is cut at 96, inside the record.
+  EXPECT_EQ(snapshot_points(text_record(36, 100, 100)), (std::vector<int>{32, 96}));
+  // Aligned down to 32, the state end of a 33-token record would leave one token after it.
+  EXPECT_EQ(snapshot_points(text_record(20, 33, 33)), (std::vector<int>{16}));
+  EXPECT_EQ(snapshot_points(text_record(16, 33, 34)), (std::vector<int>{16, 32}));
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 // truncated state, with images, and when only the system prefix is shared.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "backbone/backbone.hpp"
 #include "cache/prefix_points.hpp"
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
@@ -61,6 +63,44 @@ Value request(const std::string& state, const char* questions,
   return clef::json::parse(text + "}");
 }
 
+/// The first token of every batch of `rec`'s prefill layout (text-only: cut at its snapshot
+/// points), as the engine lays it out.
+std::vector<int> layout_starts(const clef::record::Record& rec) {
+  std::vector<int> out;
+  const std::vector<int> cuts = clef::cache::snapshot_points(rec);
+  for (const auto& b :
+       clef::backbone::prefill_batches(static_cast<int>(rec.ids.size()), {}, kChunk, cuts)) {
+    out.push_back(b.start);
+  }
+  return out;
+}
+
+/// Where `next` resumes from what `first` left in the cache (a snapshot at its state-end point and
+/// checkpoints at its layout boundaries inside the state, all kept when there are at most 8): the
+/// last of those that is also a batch start of `next` and where the two records' ids still agree.
+int resume_point(const clef::record::Record& first, const clef::record::Record& next) {
+  std::size_t agree = 0;
+  while (agree < first.ids.size() && agree < next.ids.size() &&
+         first.ids[agree] == next.ids[agree]) {
+    ++agree;
+  }
+  const int end = clef::cache::state_end_point(first);
+  std::vector<int> kept;
+  for (int b : layout_starts(first)) {
+    if (b > static_cast<int>(first.state_span.begin) && b < end) kept.push_back(b);
+  }
+  kept.push_back(end);
+  const std::vector<int> starts = layout_starts(next);
+  int best = 0;
+  for (int c : kept) {
+    if (static_cast<std::size_t>(c) <= agree &&
+        std::find(starts.begin(), starts.end(), c) != starts.end()) {
+      best = std::max(best, c);
+    }
+  }
+  return best;
+}
+
 class StateCacheEngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -97,9 +137,12 @@ TEST_F(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBy
     SCOPED_TRACE("state end " + std::to_string(state_end));
     expect_cold_bytes(a);  // caches the state
     const rt::Decision b = expect_cold_bytes(request(state_of(words), kQuestionsB));
-    EXPECT_EQ(b.cached_tokens, state_end);
+    // The state end moved down to a multiple of 16 (cache::snapshot_points).
+    const int point = state_end - state_end % 16;
+    EXPECT_EQ(clef::cache::state_end_point(rec), point);
+    EXPECT_EQ(b.cached_tokens, point);
     const rt::Decision again = expect_cold_bytes(a);
-    EXPECT_EQ(again.cached_tokens, state_end);
+    EXPECT_EQ(again.cached_tokens, point);
   }
   EXPECT_EQ(offsets_seen, (std::set<int>{0, 1, 10, 40, kChunk - 1}));
   const clef::cache::StateCacheStats s = cached_->state_cache_stats();
@@ -113,7 +156,9 @@ TEST_F(StateCacheEngineTest, ANewStateResumesFromTheSystemPrefix) {
   cached_->decide(request("warm the prefix", kQuestionsA));
   const Value body = request("a different ticket about payments", kQuestionsB);
   const rt::Decision d = expect_cold_bytes(body);
-  EXPECT_EQ(d.cached_tokens, static_cast<int>(cached_->prepare(body).record.prefix_tokens));
+  const clef::record::Record rec = cached_->prepare(body).record;
+  EXPECT_EQ(d.cached_tokens, clef::cache::snapshot_points(rec).front());
+  EXPECT_EQ(d.cached_tokens, static_cast<int>(rec.prefix_tokens) / 16 * 16);
   EXPECT_GT(d.cached_tokens, 30);
 }
 
@@ -130,11 +175,15 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
   const Value extended = request(base + " the customer wrote again an hour later", kQuestionsA);
   const rt::Decision grown = expect_cold_bytes(extended);
   const auto prefix = static_cast<int>(first_rec.prefix_tokens);
-  // The last chunk boundary of the state segment before the old state's end.
-  const int last_boundary =
-      prefix + (static_cast<int>(first_rec.state_span.end) - prefix - 2) / kChunk * kChunk;
-  EXPECT_EQ(grown.cached_tokens, last_boundary);
+  EXPECT_EQ(grown.cached_tokens, resume_point(first_rec, cached_->prepare(extended).record));
   EXPECT_GT(grown.cached_tokens, prefix + kChunk);
+  // Grown by more than a row block, the state resumes from the last checkpoint inside the old one.
+  const Value longer = request(base + " " + state_of(30), kQuestionsA);
+  const clef::record::Record longer_rec = cached_->prepare(longer).record;
+  const rt::Decision grown_more = expect_cold_bytes(longer);
+  EXPECT_EQ(grown_more.cached_tokens, resume_point(first_rec, longer_rec));
+  EXPECT_LT(grown_more.cached_tokens, clef::cache::state_end_point(first_rec));
+  EXPECT_GT(grown_more.cached_tokens, prefix + kChunk);
 
   std::string edited = base;
   const std::size_t middle = edited.size() / 2;
@@ -145,8 +194,7 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
   // The extended record's own entry resumes the extended state again at its end.
   const rt::Decision again =
       expect_cold_bytes(request(base + " the customer wrote again an hour later", kQuestionsB));
-  EXPECT_EQ(again.cached_tokens,
-            static_cast<int>(cached_->prepare(extended).record.state_span.end));
+  EXPECT_EQ(again.cached_tokens, clef::cache::state_end_point(cached_->prepare(extended).record));
 }
 
 TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLast) {
@@ -159,10 +207,11 @@ TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLa
   const auto before = cached_->state_cache_stats().bytes;
   expect_cold_bytes(first);
   const auto grown_by = cached_->state_cache_stats().bytes - before;
-  const rt::Decision extended = expect_cold_bytes(request(base + " and then some", kQuestionsB));
-  const int last_boundary =
-      prefix + (static_cast<int>(rec.state_span.end) - prefix - 2) / kChunk * kChunk;
-  EXPECT_EQ(extended.cached_tokens, last_boundary);
+  const Value longer = request(base + " " + state_of(30), kQuestionsB);
+  const rt::Decision extended = expect_cold_bytes(longer);
+  // The last boundary inside the state is always among the 8 kept.
+  EXPECT_EQ(extended.cached_tokens, resume_point(rec, cached_->prepare(longer).record));
+  EXPECT_LT(extended.cached_tokens, clef::cache::state_end_point(rec));
   // An edit near the start resumes from an earlier kept checkpoint, not from every boundary.
   std::string edited = base;
   edited.replace(edited.find(' ', edited.size() / 3), 1, " urgent ");
@@ -185,7 +234,7 @@ TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   // only the system prefix is shared; b itself is then cached at its own state end.
   EXPECT_EQ(warm.body, small_cold->decide(b).body);
   const rt::Decision warm_again = small_cached->decide(b);
-  EXPECT_EQ(warm_again.cached_tokens, static_cast<int>(rec.state_span.end));
+  EXPECT_EQ(warm_again.cached_tokens, clef::cache::state_end_point(rec));
   EXPECT_EQ(warm_again.body, warm.body);
 }
 

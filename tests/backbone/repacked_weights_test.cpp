@@ -1,0 +1,126 @@
+// Repacked quantized weights (the default, issue 19): a Q4_K_M backbone gives the hidden states of
+// one pass however the record is chunked, cut or resumed, and with any thread count; ggml-cpu
+// offers no AMX buffer type (it crashed on AMX CPUs); and repacking really runs (other kernels
+// than plain weights, so the checks above are not vacuous).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backbone/backbone.hpp"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "support/tiny_model.hpp"
+#include "testmodel/token_ids.hpp"
+
+namespace {
+
+using clef::backbone::Backbone;
+using clef::backbone::BackboneParams;
+using clef::backbone::HiddenStates;
+using clef::backbone::PrefillOptions;
+using clef::testmodel::random_token_ids;
+
+/// The small preset (n_embd 256: Q4_K's 256-value blocks fit its rows, so llama.cpp repacks them)
+/// quantized to Q4_K_M, made once per process.
+const std::string& q4_k_m_backbone() {
+  static clef::test::TempDir dir("clef-q4km");
+  static const std::string path = [] {
+    clef::testmodel::MakeOptions o;
+    o.dir = dir.path() / "model";
+    o.seed = 3;
+    o.preset = "small";
+    o.quant = "Q4_K_M";
+    return clef::testmodel::make_test_model(o).backbone.string();
+  }();
+  return path;
+}
+
+BackboneParams params(int chunk, int threads = 1) {
+  BackboneParams p;  // weight_repacking: the default
+  p.context_size = 2048;
+  p.threads = threads;
+  p.chunk_tokens = chunk;
+  return p;
+}
+
+class RepackedWeightsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { clef::test::ensure_llama_backend(); }
+};
+
+TEST_F(RepackedWeightsTest, AreTheDefaultAndNoAmxBufferTypeIsBuiltIn) {
+  EXPECT_TRUE(BackboneParams{}.weight_repacking);
+  ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+  ASSERT_NE(cpu, nullptr);
+  auto get_extra =
+      reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(ggml_backend_reg_get_proc_address(
+          ggml_backend_dev_backend_reg(cpu), "ggml_backend_dev_get_extra_bufts"));
+  ASSERT_NE(get_extra, nullptr);
+  std::vector<std::string> names;
+  for (ggml_backend_buffer_type_t* b = get_extra(cpu); b != nullptr && *b != nullptr; ++b) {
+    names.emplace_back(ggml_backend_buft_name(*b));
+  }
+  for (const std::string& n : names) EXPECT_EQ(n.find("AMX"), std::string::npos) << n;
+  if (ggml_cpu_has_avx2() != 0) {  // x86 builds have interleaved kernels from AVX2 on
+    EXPECT_NE(std::find(names.begin(), names.end(), "CPU_REPACK"), names.end());
+  }
+}
+
+TEST_F(RepackedWeightsTest, RunOtherKernelsThanPlainWeights) {
+  BackboneParams plain = params(64);
+  plain.weight_repacking = false;
+  Backbone repacked(q4_k_m_backbone(), params(64));
+  Backbone unpacked(q4_k_m_backbone(), plain);
+  const auto ids = random_token_ids(100, repacked.n_vocab(), 5);
+  EXPECT_NE(repacked.hidden_states(ids).data, unpacked.hidden_states(ids).data)
+      << "repacking had no effect: the invariance tests below would prove nothing";
+}
+
+TEST_F(RepackedWeightsTest, ChunkedPrefillIsBitIdenticalToOnePass) {
+  Backbone one_pass(q4_k_m_backbone(), params(1024));
+  for (int chunk : {64, 512}) {
+    Backbone chunked(q4_k_m_backbone(), params(chunk));
+    // 65 and 129 end in a (48, 17) pair of batches; before the row alignment, (63, 2) gave 8e-7.
+    for (int n : {63, 64, 65, 127, 128, 129, 530, 1000}) {
+      const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
+      EXPECT_EQ(chunked.hidden_states(ids).data, one_pass.hidden_states(ids).data)
+          << "length " << n << ", chunks of " << chunk;
+    }
+  }
+}
+
+TEST_F(RepackedWeightsTest, AlignedCutsAndAResumedSnapshotGiveTheOnePassRows) {
+  Backbone backbone(q4_k_m_backbone(), params(64));
+  const auto a = random_token_ids(300, backbone.n_vocab(), 21);
+  auto b = random_token_ids(260, backbone.n_vocab(), 22);
+  std::copy(a.begin(), a.begin() + 208, b.begin());
+  // The state cache's cuts of a text record: multiples of 16 (cache::snapshot_points).
+  const std::vector<int> cuts = {32, 208};
+  PrefillOptions take;
+  take.cuts = cuts;
+  take.snapshot_at = cuts;
+  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
+  EXPECT_EQ(from_a.data, backbone.hidden_states(a).data);
+  PrefillOptions warm_b;
+  warm_b.cuts = cuts;
+  warm_b.resume = &from_a.snapshots.at(1);
+  warm_b.resume_rows = std::span<const float>(from_a.data).first(208u * backbone.n_embd());
+  EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, backbone.hidden_states(b).data);
+}
+
+TEST_F(RepackedWeightsTest, ThreadCountChangesNothing) {
+  Backbone one(q4_k_m_backbone(), params(64, 1));
+  Backbone two(q4_k_m_backbone(), params(64, 2));
+  Backbone three(q4_k_m_backbone(), params(64, 3));
+  const auto ids = random_token_ids(301, one.n_vocab(), 8);
+  const HiddenStates h = one.hidden_states(ids);
+  EXPECT_EQ(two.hidden_states(ids).data, h.data);
+  EXPECT_EQ(three.hidden_states(ids).data, h.data);
+  EXPECT_EQ(one.hidden_states(ids).data, h.data);  // and run to run
+}
+
+}  // namespace
