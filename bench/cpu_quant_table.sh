@@ -2,8 +2,9 @@
 # Issue 19's CPU table: for each backbone quantization of the shape-0.8b test model, clef's whole
 # decision beside llama.cpp's raw prefill of the same ids with its library defaults (repacking on,
 # llama_context_default_params() threads, 4) and with the threads llama.cpp's tools default to (the
-# physical cores), measured side by side in one clef_bench run; then what one busy process on the
-# same cores does to a decision. Run it alone on an idle machine.
+# physical cores), measured side by side in one clef_bench run (decision: no state cache;
+# decision_default: the default state cache, a new state each time); then what one busy process
+# on the same cores does to a decision. Run it alone on an idle machine.
 #
 #   bash bench/cpu_quant_table.sh [BUILD_DIR]      (default build/)
 # Env: QUANTS (default "F16 Q8_0 Q4_K_M"), REPS (benchmark repetitions, default 2),
@@ -29,9 +30,9 @@ for q in $quants; do
   echo
   echo "== shape-0.8b $q"
   CLEF_BENCH_MODEL_DIR="$dir" "$build/bench/clef_bench" \
-    --benchmark_filter='raw_prefill_llama_(defaults|tools)/(60|1800)$|decision/(60|1800)$' \
+    --benchmark_filter='raw_prefill_llama_(defaults|tools)/(60|1800)$|decision(_default)?/(60|1800)$' \
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-    --benchmark_min_time=0.1
+    --benchmark_min_time=0.1 --benchmark_color=false 2>&1 | grep -E '_median|^state|^[0-9]+ |^model'
 done
 
 [[ "${CONTENTION:-1}" == 0 ]] && exit 0
@@ -40,10 +41,10 @@ done
 # process takes 1 of the machine's CPUs: "no worse than its share" means busy/idle <= n / (n - 1).
 dir=$(model_dir Q4_K_M)
 decision_ms() {
-  CLEF_BENCH_MODEL_DIR="$dir" "$@" "$build/bench/clef_bench" --benchmark_filter='decision/60$' \
+  CLEF_BENCH_MODEL_DIR="$dir" "$@" "$build/bench/clef_bench" --benchmark_filter='^BM_decision/60$' \
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-    --benchmark_min_time=0.1 --benchmark_format=csv 2>/dev/null |
-    awk -F, '$1 ~ /_median"?$/ {print $3 + 0}'
+    --benchmark_min_time=0.1 --benchmark_color=false 2>/dev/null |
+    awk '$1 ~ /_median$/ {print $2 + 0}'
 }
 busy_loop() { while :; do :; done; }
 echo

@@ -6,6 +6,8 @@
 //                   llama_context_default_params() (4 threads) / the physical cores as threads
 //   hidden_states   clef's backbone: final-norm rows of every token through the nextn path
 //   decision        the whole decision: parse + record + backbone + lexical rows + head + answers
+//                   (no state cache: the layout is not cut at snapshot points)
+//   decision_default  the same with the default state cache, each state new (a miss)
 //   new_questions_cold/warm  the same ~2,000-token state asked a new 3-question schema without
 //                   and with the state cached (issue 11's reuse ratio, warm/cold)
 //   json_parse      a 16 MiB body, and 16 MiB of zeros, parsed (no model)
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -74,12 +77,13 @@ const char* kFollowUpQuestions = R"({
 
 /// A SystemOne request whose state is `words` words long, with `questions` (default: the card
 /// example's).
-std::string request_with_state(int words, const char* questions = kCardQuestions) {
+/// `variant` picks another order of the same words (a different state of about the same tokens).
+std::string request_with_state(int words, const char* questions = kCardQuestions, int variant = 0) {
   std::string state;
   const char* vocabulary[] = {"database", "outage",  "customers", "login",  "error",  "region",
                               "payment",  "latency", "support",   "ticket", "deploy", "rollback"};
   for (int i = 0; i < words; ++i) {
-    state += vocabulary[(i * 7 + 3) % 12];
+    state += vocabulary[(i * 7 + 3 + variant * (i % 5)) % 12];
     state += ' ';
   }
   std::string out = R"({"state": ")";
@@ -96,6 +100,8 @@ struct Fixture {
   clef::runtime::EngineConfig config;
   std::unique_ptr<clef::runtime::Decider> engine;
   std::unique_ptr<clef::runtime::Decider> cached_engine;
+  /// The engine as `clef serve` makes it: the default state cache (a sixteenth of RAM).
+  std::unique_ptr<clef::runtime::Decider> default_engine;
   std::unique_ptr<clef::backbone::Backbone> backbone;
   clef::backbone::LlamaContextPtr raw_ctx;
   /// The same file as a plain llama.cpp user loads it: llama_model_default_params() (repacked
@@ -115,6 +121,9 @@ struct Fixture {
     clef::runtime::EngineConfig cached_config = config;
     cached_config.state_cache_mb = 1024;
     cached_engine = clef::runtime::make_engine(cached_config);
+    clef::runtime::EngineConfig default_config = config;
+    default_config.state_cache_mb = clef::runtime::EngineConfig{}.state_cache_mb;
+    default_engine = clef::runtime::make_engine(default_config);
     backbone = std::make_unique<clef::backbone::Backbone>(config.backbone_path, config.backbone);
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = static_cast<uint32_t>(config.backbone.context_size);
@@ -240,6 +249,22 @@ void BM_json_parse(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(text.size()) * state.iterations());
 }
 BENCHMARK(BM_json_parse)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+/// The decision with the default settings (state cache on): every iteration a new state, so a
+/// miss that cuts the layout at the snapshot points and keeps the snapshots.
+void BM_decision_default(benchmark::State& state) {
+  auto& f = fixture();
+  std::size_t tokens = 0;
+  int variant = 1;
+  for (auto _ : state) {
+    const auto body =
+        clef::json::parse(request_with_state(state.range(0), kCardQuestions, variant++));
+    const auto d = f.default_engine->decide(body);
+    tokens = static_cast<std::size_t>(d.input_tokens);
+    if (d.cached_tokens > 32) state.SkipWithError("a new state was found in the cache");
+  }
+  set_counters(state, tokens);
+}
 
 /// What the server pays when it goes idle after a record over 2,048 tokens: the backbone's
 /// context made anew (its compute-buffer pages given back).
@@ -407,19 +432,28 @@ BENCHMARK(BM_raw_prefill_llama_tools)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_hidden_states)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_decision)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_decision_default)->Arg(kStates[0])->Arg(kStates[1])->Unit(benchmark::kMillisecond);
 
 /// Collects each run's real time per iteration so the ratios can be printed after the table.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    // With --benchmark_repetitions the median stands for the benchmark (the other aggregates
+    // and, unless --benchmark_report_aggregates_only, the single runs come too).
+    for (const Run& r : runs) {
+      const bool aggregate = r.run_type == Run::RT_Aggregate;
+      if (aggregate && r.aggregate_name != "median") continue;
+      const std::string name = r.run_name.str();
+      if (aggregate || !medians_.contains(name)) times_[name] = r.GetAdjustedRealTime();
+      if (aggregate) medians_.insert(name);
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
     std::printf("\nratios (same record, same run):\n");
-    std::printf("%-8s %18s %14s %24s %22s\n", "state", "hidden_states/raw", "decision/raw",
-                "decision/llama-defaults", "decision/llama-tools");
+    std::printf("%-8s %18s %14s %24s %22s %30s\n", "state", "hidden_states/raw", "decision/raw",
+                "decision/llama-defaults", "decision/llama-tools", "decision_default/llama-tools");
     // A ratio whose two runs were not both selected prints as "-".
     auto ratio = [](double a, double b) {
       char out[32] = "-";
@@ -432,9 +466,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const double tools = time_of("BM_raw_prefill_llama_tools", s);
       const double decision = time_of("BM_decision", s);
       if (raw <= 0 && defaults <= 0 && tools <= 0) continue;
-      std::printf("%-8d %18s %14s %24s %22s\n", s,
+      std::printf("%-8d %18s %14s %24s %22s %30s\n", s,
                   ratio(time_of("BM_hidden_states", s), raw).c_str(), ratio(decision, raw).c_str(),
-                  ratio(decision, defaults).c_str(), ratio(decision, tools).c_str());
+                  ratio(decision, defaults).c_str(), ratio(decision, tools).c_str(),
+                  ratio(time_of("BM_decision_default", s), tools).c_str());
     }
     const double cold = times_.count("BM_new_questions_cold") ? times_["BM_new_questions_cold"] : 0;
     const double warm = times_.count("BM_new_questions_warm") ? times_["BM_new_questions_warm"] : 0;
@@ -474,6 +509,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return 0.0;
   }
   std::map<std::string, double> times_;
+  std::set<std::string> medians_;  ///< benchmarks whose time is their repetitions' median
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "cache/prefix_points.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "backbone/backbone.hpp"
 
@@ -23,17 +24,21 @@ std::vector<int> layout_boundaries(const record::Record& rec) {
   return fixed;
 }
 
-/// Where a cut at token `p` goes: in a text-only record down to a multiple of the row alignment,
-/// so that every batch starts where it would in one pass (a record with images has embedding
-/// batches anyway, whose layout no one-pass run shares).
-int aligned_cut(const record::Record& rec, int p) {
-  return rec.images.empty() ? p - p % backbone::kBatchRowAlignment : p;
+/// Where a cut at token `p` goes: down to a multiple of the row alignment from the start of its
+/// text segment (the record's start, or the end of the image block before it), so that every
+/// batch of the segment starts where it would without the cut (a boundary stays where it is).
+int aligned_cut(std::span<const int> fixed, int p) {
+  int segment_start = 0;
+  for (int b : fixed) {
+    if (b <= p) segment_start = std::max(segment_start, b);
+  }
+  return p - (p - segment_start) % backbone::kBatchRowAlignment;
 }
 
 }  // namespace
 
 int state_end_point(const record::Record& rec) {
-  const int p = aligned_cut(rec, static_cast<int>(rec.state_span.end));
+  const int p = aligned_cut(layout_boundaries(rec), static_cast<int>(rec.state_span.end));
   const std::vector<int> points = snapshot_points(rec);
   return std::find(points.begin(), points.end(), p) != points.end() ? p : 0;
 }
@@ -44,7 +49,7 @@ std::vector<int> snapshot_points(const record::Record& rec) {
   const int first_text_end = fixed_prefix_tokens(rec);
   std::vector<int> out;
   for (int p : {first_text_end, static_cast<int>(rec.state_span.end)}) {
-    p = aligned_cut(rec, p);
+    p = aligned_cut(fixed, p);
     if (p <= 0 || p >= total || std::find(out.begin(), out.end(), p) != out.end()) continue;
     std::vector<int> around = fixed;
     around.insert(around.end(), out.begin(), out.end());

@@ -1,6 +1,6 @@
 #pragma once
-// Where a record's prefill can be snapshotted and resumed: the points every record's layout is
-// cut at, cached or not, so a resumed prefill decodes exactly the batches a cold one does.
+// Where a record's prefill can be snapshotted and resumed: the points a record's layout is cut at
+// when a state cache may keep them, placed so that the cuts change no answer.
 
 #include <vector>
 
@@ -18,12 +18,13 @@ int fixed_prefix_tokens(const record::Record& rec);
 ///    records of one kind;
 ///  - the end of the state (after truncation), shared by every question set asked of one state
 ///    (and its images).
-/// In a text-only record each point is moved down to a multiple of backbone::kBatchRowAlignment
-/// (so repacked weights give it the hidden states of one pass; a snapshot then holds up to 15
-/// tokens fewer). A point that would leave a text segment of one token on either
-/// side is dropped (a 1-token
-/// decode takes other kernels: backbone::chunk_length), as is a duplicate. The points depend only
-/// on the record, so cold and warm prefills of it are cut alike (backbone::PrefillOptions::cuts).
+/// Each point is moved down to a multiple of backbone::kBatchRowAlignment from the start of its
+/// text segment, so a cut moves no batch's row blocks: with flash attention off the hidden states
+/// are the same with the cuts as without them (and, for a text-only record, as one pass), also
+/// with repacked weights; a snapshot then holds up to 15 tokens fewer. A point that would leave a
+/// text segment of one token on either side is dropped (a 1-token decode takes other kernels:
+/// backbone::chunk_length), as is a duplicate. The points depend only on the record, so cold and
+/// warm prefills of it are cut alike (backbone::PrefillOptions::cuts).
 std::vector<int> snapshot_points(const record::Record& rec);
 
 /// The snapshot point the end of `rec`'s state became (moved down to the row alignment), or 0

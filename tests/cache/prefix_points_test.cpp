@@ -1,6 +1,6 @@
 // A record's snapshot points: the end of the fixed prefix (or of the prefix and
-// <|vision_start|> before an image) and the end of the state, in a text-only record on multiples
-// of 16, never leaving a 1-token segment.
+// <|vision_start|> before an image) and the end of the state, on multiples of 16 from the start
+// of their text segment, never leaving a 1-token segment.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -41,14 +41,18 @@ TEST(SnapshotPoints, WithImagesThePrefixPointIsTheFirstImageStart) {
   // the state.
   r.images.push_back({37, 300});
   r.state_span = {339, 600};
-  EXPECT_EQ(snapshot_points(r), (std::vector<int>{37, 600}));  // images: no alignment
-  EXPECT_EQ(state_end_point(r), 600);
-  // A state of one token after the image block: the segment [337, 340) before its end has
-  // <|vision_end|>, "\n" and the state token, so the point stays.
+  // The state end in the text segment after the image block [37, 337): 263 tokens into it, cut
+  // at 256, a multiple of 16 from the segment's start.
+  EXPECT_EQ(snapshot_points(r), (std::vector<int>{37, 593}));
+  EXPECT_EQ(state_end_point(r), 593);
+  // A state of one token after the image block: its end goes down to the image block's end.
   r.state_span = {339, 340};
-  EXPECT_EQ(snapshot_points(r), (std::vector<int>{37, 340}));
-  // The state end right after the image span's end would leave [337, 338) alone.
-  r.state_span = {337, 338};
+  EXPECT_EQ(snapshot_points(r), (std::vector<int>{37, 337}));
+  EXPECT_EQ(state_end_point(r), 337);
+  // 16 tokens into the segment [337, 354) before a second image: the cut at 353 would leave
+  // [353, 354) alone, so it is dropped.
+  r.images.push_back({354, 20});
+  r.state_span = {339, 353};
   EXPECT_EQ(snapshot_points(r), (std::vector<int>{37}));
   EXPECT_EQ(state_end_point(r), 0);
 }
@@ -56,8 +60,7 @@ TEST(SnapshotPoints, WithImagesThePrefixPointIsTheFirstImageStart) {
 TEST(SnapshotPoints, PointsAtTheRecordsEndsAreDropped) {
   EXPECT_EQ(snapshot_points(text_record(0, 0, 10)), (std::vector<int>{}));
   EXPECT_EQ(snapshot_points(text_record(36, 96, 96)), (std::vector<int>{32}));
-  // A state end at 100 of a 100-token record is cut at 96, inside the record.
-  EXPECT_EQ(snapshot_points(text_record(36, 100, 100)), (std::vector<int>{32, 96}));
+  EXPECT_EQ(snapshot_points(text_record(36, 100, 100)), (std::vector<int>{32}));
   // Aligned down to 32, the state end of a 33-token record would leave one token after it.
   EXPECT_EQ(snapshot_points(text_record(20, 33, 33)), (std::vector<int>{16}));
   EXPECT_EQ(snapshot_points(text_record(16, 33, 34)), (std::vector<int>{16, 32}));

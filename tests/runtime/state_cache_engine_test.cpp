@@ -252,7 +252,7 @@ TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
   const clef::record::Record rec = cached_->prepare(b).record;
   expect_cold_bytes(a);
   const rt::Decision warm = expect_cold_bytes(b);
-  EXPECT_EQ(warm.cached_tokens, static_cast<int>(rec.state_span.end));
+  EXPECT_EQ(warm.cached_tokens, clef::cache::state_end_point(rec));
   // Same size, same ids and positions, other pixels: only the prefix up to the image is shared.
   const rt::Decision other = expect_cold_bytes(request(state, kQuestionsB, {grey}));
   EXPECT_EQ(other.cached_tokens, static_cast<int>(rec.images.at(0).first_token));
