@@ -10,6 +10,7 @@
 // so including it here, and only here, is deliberate.
 #include <llama-ext.h>
 
+#include "device/device.hpp"
 #include "util/error.hpp"
 
 namespace clef::backbone {
@@ -145,10 +146,18 @@ int chunk_length(int total, int start, int chunk) {
   return chunk;
 }
 
+int Backbone::n_layer() const noexcept {
+  return llama_model_n_layer(model());
+}
+
 llama_model_params Backbone::model_params(const BackboneParams& params,
                                           std::span<const llama_model_kv_override> kv_overrides) {
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = params.gpu_layers;
+  const device::Placement placement = device::resolve(params.device, params.gpu_layers);
+  mp.n_gpu_layers = placement.gpu_layers;
+  // Only the chosen GPU (llama.cpp would spread layers over every GPU it finds), or none at all.
+  static ggml_backend_dev_t no_devices[] = {nullptr};
+  mp.devices = placement.gpu != nullptr ? device::as_device_list(placement.gpu) : no_devices;
   mp.load_mode = LLAMA_LOAD_MODE_MMAP;
   mp.use_extra_bufts = params.weight_repacking;
   if (!kv_overrides.empty()) {
@@ -216,6 +225,9 @@ void Backbone::make_context() {
   cp.flash_attn_type =
       params_.flash_attention ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.no_perf = true;
+  // On the CPU nothing goes to a GPU, not even the large matrix products llama.cpp would copy
+  // there for a batch (op_offload).
+  cp.op_offload = device::resolve(params_.device, params_.gpu_layers).gpu != nullptr;
   ctx_.reset(llama_init_from_model(model_.get(), cp));
   if (!ctx_) throw model_error("cannot create a llama context for '" + name_ + "'");
   // Unmasked: rows for every token of the last llama_decode call, whatever batch.logits says.

@@ -168,6 +168,8 @@ class Backbone {
                                          std::span<const llama_model_kv_override> kv_overrides);
 
   int n_embd() const noexcept { return n_embd_; }
+  /// Repeating layers (llama_model_n_layer): what gpu_layers counts.
+  int n_layer() const noexcept;
   int n_vocab() const noexcept;
   int context_size() const noexcept { return params_.context_size; }
   const BackboneParams& params() const noexcept { return params_; }

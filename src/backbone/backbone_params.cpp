@@ -8,11 +8,13 @@
 #include <string>
 #include <thread>
 
+#include "device/device.hpp"
 #include "util/error.hpp"
 
 namespace clef::backbone {
 
 void validate(const BackboneParams& p) {
+  device::resolve(p.device, p.gpu_layers);  // an unknown device name: 400 naming "device"
   if (p.context_size < 512 || p.context_size > 262144) {
     throw invalid_request(
         "context_size must be in 512..262144, got " + std::to_string(p.context_size),

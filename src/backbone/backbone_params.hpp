@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace clef::backbone {
 
@@ -16,6 +17,10 @@ struct BackboneParams {
   int threads = 0;
   /// Layers offloaded to a GPU backend: -1 all, 0 none (CPU only).
   int gpu_layers = -1;
+  /// Where the backbone (and with it the vision tower and the joint schema head) runs: "auto"
+  /// (the first GPU of a CLEF_CUDA build when there is one), "cpu", or a device name such as
+  /// "CUDA0" (device::resolve).
+  std::string device = "auto";
   /// Prefill chunk (llama.cpp n_batch = n_ubatch) in tokens. Chunks always start at multiples of
   /// this size from token 0, so a record's hidden states depend only on the record itself.
   int chunk_tokens = 512;

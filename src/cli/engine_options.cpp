@@ -51,6 +51,11 @@ void EngineOptions::add_to(CLI::App& cmd) {
   gpu_layers_option =
       cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
           ->capture_default_str();
+  cmd.add_option("--device", device,
+                 "where the backbone, vision tower and joint schema head run: auto (the first "
+                 "GPU of a CUDA build, else the CPU), cpu, or a device name such as CUDA0 "
+                 "(clef info lists them)")
+      ->capture_default_str();
   cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
       ->capture_default_str();
   cmd.add_option("--set", settings,
@@ -166,6 +171,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   p.context_size = context_size;
   p.threads = threads;
   p.gpu_layers = gpu_layers;
+  p.device = device;
   p.chunk_tokens = chunk_tokens;
   if (registry_context && (context_size_option == nullptr || context_size_option->count() == 0)) {
     p.context_size = *registry_context;

@@ -24,6 +24,7 @@ struct EngineOptions {
   int context_size = 16384;
   int threads = 0;
   int gpu_layers = -1;
+  std::string device = "auto";  ///< --device: auto, cpu, or a device name (CUDA0)
   int chunk_tokens = 512;
   int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)
   int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)

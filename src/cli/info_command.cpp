@@ -1,4 +1,5 @@
-// `clef info DIR|FILES...`: prints what a model is (src/info/model_info.hpp). Unusable files are
+// `clef info DIR|FILES...`: prints what a model is (src/info/model_info.hpp), the devices of this
+// build and where `--device` / `--gpu-layers` would put the model. Unusable files are
 // refused with clef::Error model_error, which main() turns into exit code 2.
 #include <iostream>
 #include <memory>
@@ -6,7 +7,9 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "device/device.hpp"
 #include "info/model_info.hpp"
+#include "util/byte_size.hpp"
 
 namespace clef::cli {
 
@@ -20,9 +23,35 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
                   "a model directory, or backbone / mmproj GGUF and head safetensors / config "
                   "files")
       ->required();
-  cmd->callback([paths, &exit_code] {
+  auto device = std::make_shared<std::string>("auto");
+  auto gpu_layers = std::make_shared<int>(-1);
+  cmd->add_option("--device", *device, "the device to report the placement for (as clef serve)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
+      ->capture_default_str();
+  cmd->callback([paths, device, gpu_layers, &exit_code] {
     std::vector<std::filesystem::path> p(paths->begin(), paths->end());
     std::cout << info::format_report(info::inspect_model(p));
+    std::cout << "\ndevices of this build:\n";
+    for (const device::DeviceInfo& d : device::list()) {
+      std::cout << "  " << d.name << (d.gpu ? " (GPU)" : "") << ": " << d.description;
+      if (d.memory_total > 0) {
+        std::cout << ", " << util::human_bytes(d.memory_total) << " ("
+                  << util::human_bytes(d.memory_free) << " free)";
+      }
+      std::cout << "\n";
+    }
+    const device::Placement placement = device::resolve(*device, *gpu_layers);
+    std::cout << "placement (--device " << *device << ", --gpu-layers " << *gpu_layers
+              << "): " << device::describe(placement);
+    if (placement.gpu != nullptr) {
+      std::cout << ": backbone "
+                << (placement.gpu_layers < 0 ? std::string("all")
+                                             : std::to_string(placement.gpu_layers))
+                << " layers, vision tower, joint schema head (the CPU for any of its ops the GPU "
+                   "lacks)";
+    }
+    std::cout << "\n";
     exit_code.value = 0;
   });
 }

@@ -38,7 +38,7 @@ void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
                   "random seed 0..18446744073709551615 (same seed, same bytes)")
       ->capture_default_str();
   cmd->add_option("--preset", args->preset, "model size")
-      ->check(CLI::IsMember({"tiny", "small", "shape-0.8b"}))
+      ->check(CLI::IsMember(testmodel::preset_names()))
       ->capture_default_str();
   cmd->add_option("--vocab", args->vocab, "GGUF whose tokenizer.* keys are copied")
       ->capture_default_str();

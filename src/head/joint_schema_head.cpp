@@ -5,6 +5,7 @@
 #include <ggml-cpu.h>
 #include <ggml.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -262,6 +263,35 @@ JointSchemaHead& JointSchemaHead::operator=(JointSchemaHead&&) noexcept = defaul
 
 const HeadConfig& JointSchemaHead::config() const noexcept {
   return impl_->model.config();
+}
+
+std::vector<std::string> JointSchemaHead::unsupported_ops() {
+  // One question of each type over a short record: every op forward() builds.
+  const std::int64_t n_tokens = 16;
+  const std::vector<HeadQuestion> questions = {{0, {1, 2}, {{3, 4}, {5, 6}}},
+                                               {1, {7, 8}, {{9, 10}, {10, 12}}},
+                                               {2, {12, 13}, {{13, 14}, {14, 15}}}};
+  const PackedRecord p = pack_record(n_tokens, questions);
+  const std::size_t size = impl_->graph_size();
+  std::vector<std::uint8_t> memory(ggml_tensor_overhead() * size * 4 +
+                                   ggml_graph_overhead_custom(size, false));
+  ggml_context_ptr ctx(ggml_init({memory.size(), memory.data(), true}));
+  if (!ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed for the head graph");
+  ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), size, false);
+  build_forward(ctx.get(), gf, impl_->model.tensors(), impl_->model.config(), n_tokens, p);
+  std::vector<std::string> out;
+  for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+    const ggml_tensor* node = ggml_graph_node(gf, i);
+    if (!ggml_backend_supports_op(impl_->backend.get(), node)) {
+      const std::string op = ggml_op_desc(node);
+      if (std::find(out.begin(), out.end(), op) == out.end()) out.push_back(op);
+    }
+  }
+  return out;
+}
+
+std::string JointSchemaHead::backend_name() const {
+  return ggml_backend_name(impl_->backend.get());
 }
 
 std::vector<std::vector<float>> JointSchemaHead::forward(std::span<const float> hidden,

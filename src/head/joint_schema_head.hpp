@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "head/head_config.hpp"
@@ -41,6 +42,13 @@ class JointSchemaHead {
   JointSchemaHead& operator=(JointSchemaHead&&) noexcept;
 
   const HeadConfig& config() const noexcept;
+
+  /// The ops of the head's graph (ggml_op_desc names, each once) that its backend cannot run:
+  /// empty on the CPU. A GPU backend without one of them cannot hold the head.
+  std::vector<std::string> unsupported_ops();
+
+  /// The backend's name ("CPU", "CUDA0", ...).
+  std::string backend_name() const;
 
   /// Logits of every question, in `questions` order, each in its option order.
   ///  - `hidden`: the backbone's final-norm hidden states, [n_tokens, hidden_size] row-major f32;

@@ -6,6 +6,7 @@
 #include "artifact/layout.hpp"
 #include "artifact/open_model.hpp"
 #include "artifact/reference.hpp"
+#include "util/byte_size.hpp"
 #include "util/error.hpp"
 
 namespace clef::info {
@@ -13,15 +14,7 @@ namespace clef::info {
 namespace {
 
 std::string human_size(std::uintmax_t bytes) {
-  char buf[64];
-  if (bytes >= (1u << 30)) {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
-  } else if (bytes >= (1u << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1u << 20));
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
-  }
-  return std::to_string(bytes) + " bytes (" + buf + ")";
+  return std::to_string(bytes) + " bytes (" + util::human_bytes(bytes) + ")";
 }
 
 std::string list(const std::vector<double>& v) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "registry/registry.hpp"
+#include "util/byte_size.hpp"
 
 namespace clef::registry {
 
@@ -48,7 +49,6 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
 /// unpinned: the recorded one). Returns one line per file ("ok" or what is wrong).
 std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOptions& options);
 
-/// Bytes of a number as "6.52 GiB", "918.2 MiB", "1.2 KiB", "12 B".
-std::string human_bytes(std::uint64_t bytes);
+using util::human_bytes;
 
 }  // namespace clef::registry

@@ -91,6 +91,10 @@ class Decider {
   virtual int context_size() const = 0;
   /// Calibration and confidence in use (default: the reference's answers).
   virtual AnswerSettings answer_settings() const { return {}; }
+  /// Where the model runs, for logs and /v1/models: the device, and on a GPU what went there
+  /// ("CUDA0 (NVIDIA H200, ...): backbone 32/32 layers, vision tower, joint schema head on
+  /// CUDA0"), or "CPU, N threads". Empty: not said.
+  virtual std::string placement() const { return {}; }
   /// The state cache's counters (default: a cache that is off). Thread-safe.
   virtual cache::StateCacheStats state_cache_stats() const { return {}; }
   /// The limits it enforces while preparing (default: only the context size).

@@ -17,6 +17,7 @@
 #include "decision/calibration.hpp"
 #include "decision/confidence.hpp"
 #include "decision/response.hpp"
+#include "device/device.hpp"
 #include "head/head_weights.hpp"
 #include "head/joint_schema_head.hpp"
 #include "lexical/lexical_table.hpp"
@@ -116,8 +117,10 @@ class Engine final : public Decider {
   /// Checks `prepared.cancellation` before the vision tower and between its images, and through
   /// the backbone between and during prefill chunks (Backbone::hidden_states). Resumes from the
   /// longest cached prefix of the record (the tower then skips the images inside it) and caches
-  /// the record's snapshot points it prefilled; the prefill layout is cut at those points whether
-  /// the cache is on or not, so the answer bytes never depend on it.
+  /// the record's snapshot points it prefilled. The points cut the prefill layout only where they
+  /// can be used (a state cache, or flash attention, whose kernels depend on the layout); they
+  /// are placed so that, with flash attention off, the hidden states are the same with or
+  /// without them, so the answer bytes never depend on the cache.
   Decision decide(const PreparedRequest& prepared) override { return decide(prepared, nullptr); }
 
   Decision decide(const PreparedRequest& prepared,
@@ -134,8 +137,12 @@ class Engine final : public Decider {
     out.timings.tokenize_ms = prepared.tokenize_ms;
     out.timings.vision_ms = prepared.image_prepare_ms;
 
-    // The prefill layout, cut at the record's snapshot points whether or not the cache is on.
-    const std::vector<int> points = cache::snapshot_points(rec);
+    // The prefill layout, cut at the record's snapshot points when a cache may keep them (with
+    // flash attention always, so that the cache setting changes no answer). Without a cache the
+    // cuts would only make more, smaller batches: each reads all the weights once more.
+    const std::vector<int> points = cache_.enabled() || backbone_.params().flash_attention
+                                        ? cache::snapshot_points(rec)
+                                        : std::vector<int>{};
     std::vector<backbone::EmbeddingSpan> spans;
     std::vector<std::size_t> image_starts;
     std::vector<std::string> digests;
@@ -330,6 +337,19 @@ class Engine final : public Decider {
   }
   int context_size() const override { return backbone_.context_size(); }
 
+  std::string placement() const override {
+    if (placement_.gpu == nullptr) {
+      return "CPU, " + std::to_string(backbone::resolved_threads(config_.backbone)) + " threads";
+    }
+    const int layers = backbone_.n_layer();
+    const int offloaded = placement_.gpu_layers < 0 || placement_.gpu_layers > layers
+                              ? layers
+                              : placement_.gpu_layers;
+    return device::describe(placement_) + ": backbone " + std::to_string(offloaded) + "/" +
+           std::to_string(layers) + " layers" + (tower_ ? ", vision tower" : "") +
+           ", joint schema head on " + head_device_;
+  }
+
  private:
   /// Reads the model in whatever layout it is (artifact::open_model): head weights checked
   /// against the backbone, a tied or missing LM head refused before the backbone loads.
@@ -346,10 +366,12 @@ class Engine final : public Decider {
   // backend buffer.
   Engine(const EngineConfig& config, artifact::OpenedModel opened)
       : config_(config),
+        placement_(device::resolve(config.backbone.device, config.backbone.gpu_layers)),
         lexical_(opened.lexical_gguf.string()),
         overrides_(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
         backbone_(load_backbone(opened, config.backbone, overrides_)),
-        head_(opened.head, backbone::resolved_threads(config.backbone)),
+        head_(make_head(opened.head, placement_, backbone::resolved_threads(config.backbone),
+                        head_device_)),
         tokenizer_(backbone_.vocab(), record::Normalization::nfc),
         cache_(state_cache_bytes(config.state_cache_mb)) {
     if (lexical_.n_embd() != backbone_.n_embd()) {
@@ -363,7 +385,7 @@ class Engine final : public Decider {
     if (!config.mmproj_path.empty()) {
       vision::TowerParams tp;
       tp.threads = backbone::resolved_threads(config.backbone);
-      tp.use_gpu = config.backbone.gpu_layers != 0;
+      tp.use_gpu = placement_.gpu != nullptr;
       tp.flash_attention = config.backbone.flash_attention;
       tp.verbose = config.verbose;
       tp.use_file_normalization = config.mmproj_file_normalization;
@@ -459,6 +481,32 @@ class Engine final : public Decider {
   /// idle; a longer one has it made anew (docs/performance.md: what that costs and gives back).
   static constexpr int kBackboneKeepTokens = 2048;
 
+  /// The joint schema head on the placement's GPU when that backend runs every op of its graph,
+  /// else on the CPU with `threads`; `where` says which and why.
+  static head::JointSchemaHead make_head(const head::HeadWeights& weights,
+                                         const device::Placement& placement, int threads,
+                                         std::string& where) {
+    if (placement.gpu != nullptr) {
+      ggml_backend_ptr backend(ggml_backend_dev_init(placement.gpu, nullptr));
+      if (backend) {
+        head::JointSchemaHead head(weights, std::move(backend));
+        const std::vector<std::string> missing = head.unsupported_ops();
+        if (missing.empty()) {
+          where = head.backend_name();
+          return head;
+        }
+        where = "CPU (" + placement.info.name + " lacks";
+        for (const std::string& op : missing) where += " " + op;
+        where += ")";
+      } else {
+        where = "CPU (" + placement.info.name + " gave no backend)";
+      }
+    } else {
+      where = "CPU";
+    }
+    return head::JointSchemaHead(weights, threads);
+  }
+
   static std::string gib(std::uint64_t bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
@@ -527,6 +575,8 @@ class Engine final : public Decider {
   }
 
   EngineConfig config_;
+  device::Placement placement_;  ///< where the backbone, the tower and the head run
+  std::string head_device_;      ///< the head's backend, and why when it is not placement_'s
   lexical::LexicalTable lexical_;
   std::vector<llama_model_kv_override> overrides_;
   backbone::Backbone backbone_;

@@ -181,9 +181,9 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
     load_error_ = error.empty() ? "unknown error" : error;
     state_ = QueueState::failed;
   } else {
-    model_ = ModelInfo{decider->model_name(), decider->context_size(),
-                       ms_between(start, Clock::now()) / 1000.0, decider->limits(),
-                       decider->answer_settings()};
+    model_ = ModelInfo{
+        decider->model_name(), decider->context_size(),    ms_between(start, Clock::now()) / 1000.0,
+        decider->limits(),     decider->answer_settings(), decider->placement()};
     decider_ = decider.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }

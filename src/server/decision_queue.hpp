@@ -34,6 +34,7 @@ struct ModelInfo {
   double load_seconds = 0;          ///< factory + warm-up decision, wall time
   runtime::ServedLimits limits;     ///< Decider::limits()
   runtime::AnswerSettings answers;  ///< Decider::answer_settings()
+  std::string placement;            ///< Decider::placement(): where the model runs
 };
 
 /// The 503 for a request that meets the queue in `state` when it is not ready: "model_loading",

@@ -110,6 +110,7 @@ std::string models_body(const ModelInfo& model) {
                                    {"image_urls", json::Value::boolean(l.image_urls)},
                                    {"videos", json::Value::boolean(false)}}));
   }
+  if (!model.placement.empty()) entry.set("device", json::Value::string(model.placement));
   // Opt-in changes to the answers are said here; without them the answers are the reference's.
   entry.set("answers", json::Value::object(
                            {{"calibration", model.answers.calibration.empty()

@@ -78,6 +78,7 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                ", context " + std::to_string(model ? model->context_size : 0) +
                                " tokens, loaded in " +
                                std::to_string(model ? model->load_seconds : 0.0) + " s");
+      if (model && !model->placement.empty()) events.event("info", "device: " + model->placement);
       const std::uint64_t cache = server->state_cache_budget();
       events.event("info", cache == 0 ? std::string("state cache off")
                                       : "state cache up to " + std::to_string(cache >> 20) +

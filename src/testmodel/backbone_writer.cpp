@@ -44,8 +44,9 @@ std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneSh
   gguf_set_val_str(kv, "general.name", "clef test backbone");
   gguf_set_val_str(kv, "general.description", description.c_str());
   const bool all_f32 = s.matrix_type == GGML_TYPE_F32 && s.vocab_type == GGML_TYPE_F32;
-  gguf_set_val_u32(kv, "general.file_type",
-                   all_f32 ? 0u : 1u);  // LLAMA_FTYPE_ALL_F32 / MOSTLY_F16
+  const bool q4_k = s.matrix_type == GGML_TYPE_Q4_K;
+  // LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q4_K_M
+  gguf_set_val_u32(kv, "general.file_type", all_f32 ? 0u : q4_k ? 15u : 1u);
   set_u32(kv, a + "context_length", s.context_length);
   set_u32(kv, a + "embedding_length", s.n_embd);
   set_u32(kv, a + "block_count", s.n_layer);
@@ -68,7 +69,9 @@ std::uint32_t write_backbone(const std::filesystem::path& path, const BackboneSh
   gguf::copy_keys_with_prefix(kv, vocab.raw(), "tokenizer.");
   // The test vocabulary is Qwen2's: give it the record's vision and thinking tokens so a record
   // has the real structure (the engine looks them up by text).
-  const std::int64_t n_vocab = append_control_tokens(kv, record_special_tokens());
+  std::int64_t n_vocab = append_control_tokens(kv, record_special_tokens());
+  if (s.n_vocab > n_vocab) n_vocab = pad_vocabulary(kv, s.n_vocab);
+  w.set_pooled_quant_blocks(s.pooled_quant_blocks);
 
   const std::int64_t E = s.n_embd;
   const std::int64_t hd = s.head_dim;

@@ -34,6 +34,27 @@ void convert_rows(ggml_type type, const float* src, void* dst, std::int64_t nrow
   }
 }
 
+constexpr std::int64_t kPoolBlocks = 4096;
+
+bool is_quantized(ggml_type type) {
+  return type != GGML_TYPE_F32 && type != GGML_TYPE_F16 && type != GGML_TYPE_BF16;
+}
+
+/// Writes `rows` x `n_per_row` values of `type` as blocks picked from `pool` (kPoolBlocks blocks
+/// of ggml_type_size(type) bytes) by `rng`.
+void write_pooled(std::ofstream& out, Rng& rng, ggml_type type, const std::vector<char>& pool,
+                  std::int64_t rows, std::int64_t n_per_row, std::vector<char>& buffer) {
+  const std::size_t block = ggml_type_size(type);
+  const std::int64_t blocks = rows * (n_per_row / ggml_blck_size(type));
+  buffer.resize(static_cast<std::size_t>(blocks) * block);
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::size_t pick = static_cast<std::size_t>(rng.next_u64() % kPoolBlocks);
+    std::memcpy(buffer.data() + static_cast<std::size_t>(b) * block, pool.data() + pick * block,
+                block);
+  }
+  out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+}
+
 }  // namespace
 
 GgufStreamWriter::GgufStreamWriter(std::string stream_label)
@@ -104,16 +125,29 @@ void GgufStreamWriter::write_unrenamed(const std::filesystem::path& tmp, std::ui
     const std::int64_t chunk_rows = std::max<std::int64_t>(1, kChunkValues / n_per_row);
     Rng rng(derive_seed(seed, label_ + "/" + spec.name));
     std::size_t written = 0;
-    for (std::int64_t r0 = 0; r0 < nrows; r0 += chunk_rows) {
-      const std::int64_t rows = std::min(chunk_rows, nrows - r0);
-      values.resize(static_cast<std::size_t>(rows * n_per_row));
+    if (pooled_quant_blocks_ && is_quantized(spec.type)) {
+      const std::int64_t block_values = ggml_blck_size(spec.type);
+      values.resize(static_cast<std::size_t>(kPoolBlocks * block_values));
       draw(spec.init, rng, values.data(), values.size());
-      const std::size_t bytes =
-          ggml_row_size(spec.type, n_per_row) * static_cast<std::size_t>(rows);
-      converted.resize(bytes);
-      convert_rows(spec.type, values.data(), converted.data(), rows, n_per_row);
-      out.write(converted.data(), static_cast<std::streamsize>(bytes));
-      written += bytes;
+      std::vector<char> pool(static_cast<std::size_t>(kPoolBlocks) * ggml_type_size(spec.type));
+      convert_rows(spec.type, values.data(), pool.data(), kPoolBlocks, block_values);
+      for (std::int64_t r0 = 0; r0 < nrows; r0 += chunk_rows) {
+        const std::int64_t rows = std::min(chunk_rows, nrows - r0);
+        write_pooled(out, rng, spec.type, pool, rows, n_per_row, converted);
+        written += converted.size();
+      }
+    } else {
+      for (std::int64_t r0 = 0; r0 < nrows; r0 += chunk_rows) {
+        const std::int64_t rows = std::min(chunk_rows, nrows - r0);
+        values.resize(static_cast<std::size_t>(rows * n_per_row));
+        draw(spec.init, rng, values.data(), values.size());
+        const std::size_t bytes =
+            ggml_row_size(spec.type, n_per_row) * static_cast<std::size_t>(rows);
+        converted.resize(bytes);
+        convert_rows(spec.type, values.data(), converted.data(), rows, n_per_row);
+        out.write(converted.data(), static_cast<std::streamsize>(bytes));
+        written += bytes;
+      }
     }
     const std::size_t padded = GGML_PAD(written, alignment);
     const std::vector<char> zeros(padded - written, 0);

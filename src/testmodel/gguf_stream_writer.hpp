@@ -33,6 +33,12 @@ class GgufStreamWriter {
   /// The key/value store to fill with gguf_set_* before write().
   gguf_context* kv() { return gguf_.get(); }
 
+  /// Quantized tensors (any type but F32/F16/BF16) are then written from a pool of 4,096 blocks
+  /// quantized from each tensor's law, picked at random per block: the same distribution of
+  /// values, without quantizing every value (a 9B-shaped Q4_K_M backbone in about a minute instead
+  /// of an hour). Off by default (every value drawn and quantized).
+  void set_pooled_quant_blocks(bool on) { pooled_quant_blocks_ = on; }
+
   /// Registers a tensor (written in registration order). Throws std::invalid_argument for a
   /// duplicate name, a name longer than GGML_MAX_NAME-1 or ne[0] not a multiple of the block size.
   void add_tensor(GgufTensorSpec spec);
@@ -50,6 +56,7 @@ class GgufStreamWriter {
   gguf::GgufContextPtr gguf_;
   gguf::GgmlContextPtr meta_;  ///< no_alloc: tensor headers only
   std::vector<GgufTensorSpec> specs_;
+  bool pooled_quant_blocks_ = false;
 };
 
 }  // namespace clef::testmodel

@@ -7,6 +7,7 @@
 #include "testmodel/head_writer.hpp"
 #include "testmodel/mmproj_writer.hpp"
 #include "testmodel/quantize.hpp"
+#include "util/error.hpp"
 
 namespace clef::testmodel {
 
@@ -29,6 +30,12 @@ std::filesystem::path default_vocab_gguf() {
 MadeModel make_test_model(const MakeOptions& o) {
   MadeModel made;
   made.preset = preset_by_name(o.preset);
+  if (!o.quant.empty() && made.preset.backbone.pooled_quant_blocks) {
+    throw invalid_request("preset " + made.preset.name + " is written quantized already (" +
+                              ggml_type_name(made.preset.backbone.matrix_type) +
+                              "); --quant applies to the F16 presets",
+                          "quant");
+  }
   std::filesystem::create_directories(o.dir);
   const std::string description = "clef test model with random weights: preset " +
                                   made.preset.name + ", seed " + std::to_string(o.seed);

@@ -123,18 +123,60 @@ Preset shape_08b() {
   return p;
 }
 
+Preset shape_9b() {
+  Preset p;
+  p.name = "shape-9b";
+  p.backbone = {.n_embd = 4096,
+                .n_layer = 32,
+                .full_attention_interval = 4,
+                .n_head = 16,
+                .n_head_kv = 4,
+                .head_dim = 256,
+                .n_rot = 64,
+                .rope_sections = {11, 11, 10, 0},
+                .rope_freq_base = 10000000.0f,
+                .rms_eps = 1e-6f,
+                .n_ff = 12288,
+                .ssm_conv_kernel = 4,
+                .ssm_state_size = 128,
+                .ssm_group_count = 16,
+                .ssm_time_step_rank = 32,
+                .context_length = 262144,
+                .vocab_type = GGML_TYPE_Q4_K,
+                .matrix_type = GGML_TYPE_Q4_K,
+                .n_vocab = 248320,
+                .pooled_quant_blocks = true};
+  p.vision = {.n_embd = 1152,
+              .n_layer = 27,
+              .n_head = 16,
+              .n_ff = 4304,
+              .patch_size = 16,
+              .spatial_merge = 2,
+              .n_pos_side = 48,
+              .matrix_type = GGML_TYPE_F16};
+  p.head = {.hidden_size = 4096,
+            .width = 1024,
+            .routing_layers = 2,
+            .layers = 4,
+            .heads = 16,
+            .feedforward = 4096};
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"tiny", "small", "shape-0.8b"};
+  return {"tiny", "small", "shape-0.8b", "shape-9b"};
 }
 
 Preset preset_by_name(std::string_view name) {
   if (name == "tiny") return tiny();
   if (name == "small") return small();
   if (name == "shape-0.8b") return shape_08b();
+  if (name == "shape-9b") return shape_9b();
   throw invalid_request(
-      "unknown preset '" + std::string(name) + "': expected tiny, small or shape-0.8b", "preset");
+      "unknown preset '" + std::string(name) + "': expected tiny, small, shape-0.8b or shape-9b",
+      "preset");
 }
 
 }  // namespace clef::testmodel

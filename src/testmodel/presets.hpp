@@ -10,6 +10,14 @@
 // Its vocabulary is the copied test tokenizer's (151936 + the 6 record special tokens it lacks,
 // see vocab_specials.hpp), not the real 248320, and its head config
 // is a guess (the real clef-flash head sits on a 9B backbone).
+//
+// `shape-9b` has the published clef-flash backbone's shape (Qwen3.5-9B text: hidden 4096, 32
+// layers of which every 4th is full attention (8) and the rest Gated DeltaNet (24), 16 query / 4
+// KV heads of dim 256, n_rot 64, mrope_section [11, 11, 10], intermediate 12288, GDN 16 key heads
+// and 32 value heads of dim 128, conv kernel 4; vocabulary padded to 248,320; vision depth 27,
+// hidden 1152, intermediate 4304, 16 heads) and the real head config (hidden 4096, width 1024,
+// 2 routing layers, 4 layers, 16 heads, feed-forward 4096), its matrices written directly in
+// Q4_K (the published file is Q4_K_M: mostly Q4_K, some Q6_K) from pooled random blocks.
 
 #include <cstdint>
 #include <string>
@@ -41,6 +49,12 @@ struct BackboneShape {
   std::uint32_t context_length;
   ggml_type vocab_type;   ///< token_embd.weight and output.weight
   ggml_type matrix_type;  ///< every other 2-D projection (ssm_conv1d stays F32)
+  /// Rows of the vocabulary: 0 the test tokenizer's (151,942 with the record's special tokens),
+  /// more pads it with unused tokens (the real Qwen3.5 vocabulary has 248,320).
+  std::uint32_t n_vocab = 0;
+  /// Quantized matrices written from a pool of quantized blocks (GgufStreamWriter::
+  /// set_pooled_quant_blocks): what makes a 9B-shaped quantized file in about a minute.
+  bool pooled_quant_blocks = false;
 };
 
 /// qwen3vl vision tower + merger hyperparameters (GGUF `clip.vision.*` keys).
@@ -62,7 +76,7 @@ struct Preset {
   head::HeadConfig head;  ///< joint_head_config.json; hidden_size == backbone.n_embd
 };
 
-/// Preset names accepted by preset_by_name, in order: "tiny", "small", "shape-0.8b".
+/// Preset names accepted by preset_by_name, in order: "tiny", "small", "shape-0.8b", "shape-9b".
 std::vector<std::string> preset_names();
 
 /// The preset called `name`. Throws clef::Error (invalid_request, param "preset") when unknown.

@@ -2,12 +2,17 @@
 
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 namespace clef::testmodel {
 
 namespace {
 
+constexpr std::int32_t kNormal = 1;   // LLAMA_TOKEN_TYPE_NORMAL
 constexpr std::int32_t kControl = 3;  // LLAMA_TOKEN_TYPE_CONTROL
+
+std::uint32_t append_tokens(gguf_context* kv, const std::vector<std::string_view>& texts,
+                            std::int32_t type);
 
 std::int64_t find_array(const gguf_context* kv, const char* key, gguf_type elem, std::size_t n) {
   const std::int64_t id = gguf_find_key(kv, key);
@@ -30,6 +35,22 @@ const std::vector<std::string_view>& record_special_tokens() {
 }
 
 std::uint32_t append_control_tokens(gguf_context* kv, const std::vector<std::string_view>& texts) {
+  return append_tokens(kv, texts, kControl);
+}
+
+std::uint32_t pad_vocabulary(gguf_context* kv, std::uint32_t n_vocab) {
+  const std::int64_t tokens_id = gguf_find_key(kv, "tokenizer.ggml.tokens");
+  const std::size_t n = tokens_id < 0 ? 0 : gguf_get_arr_n(kv, tokens_id);
+  std::vector<std::string> pads;
+  for (std::size_t i = n; i < n_vocab; ++i)
+    pads.push_back("<|clef_pad_" + std::to_string(i) + "|>");
+  return append_tokens(kv, {pads.begin(), pads.end()}, kNormal);
+}
+
+namespace {
+
+std::uint32_t append_tokens(gguf_context* kv, const std::vector<std::string_view>& texts,
+                            std::int32_t type) {
   const std::int64_t tokens_id = gguf_find_key(kv, "tokenizer.ggml.tokens");
   if (tokens_id < 0 || gguf_get_arr_type(kv, tokens_id) != GGUF_TYPE_STRING) {
     throw std::runtime_error("gguf: no tokenizer.ggml.tokens string array");
@@ -63,12 +84,11 @@ std::uint32_t append_control_tokens(gguf_context* kv, const std::vector<std::str
       }
     }
   }
+  std::unordered_set<std::string> present(tokens.begin(), tokens.end());
   for (const std::string_view text : texts) {
-    bool present = false;
-    for (const std::string& t : tokens) present = present || t == text;
-    if (present) continue;
+    if (!present.emplace(text).second) continue;
     tokens.emplace_back(text);
-    if (types_id >= 0) types.push_back(kControl);
+    if (types_id >= 0) types.push_back(type);
     if (scores_id >= 0) scores.push_back(0.0f);
     changed = true;
   }
@@ -87,5 +107,7 @@ std::uint32_t append_control_tokens(gguf_context* kv, const std::vector<std::str
   }
   return static_cast<std::uint32_t>(tokens.size());
 }
+
+}  // namespace
 
 }  // namespace clef::testmodel

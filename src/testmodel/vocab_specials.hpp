@@ -22,4 +22,10 @@ const std::vector<std::string_view>& record_special_tokens();
 /// `kv` has no tokenizer.ggml.tokens or its token_type / scores arrays have another length.
 std::uint32_t append_control_tokens(gguf_context* kv, const std::vector<std::string_view>& texts);
 
+/// Appends NORMAL tokens "<|clef_pad_N|>" (no merge makes them, so no text tokenizes to them)
+/// until `kv`'s vocabulary has `n_vocab` tokens, as a model with a larger vocabulary than the
+/// test tokenizer's has rows nothing uses. Returns the new token count. Throws like
+/// append_control_tokens.
+std::uint32_t pad_vocabulary(gguf_context* kv, std::uint32_t n_vocab);
+
 }  // namespace clef::testmodel

@@ -80,7 +80,7 @@ TEST(InfoBodies, HealthStates) {
 }
 
 TEST(InfoBodies, ModelsList) {
-  ModelInfo model{"clef-flash", 16384, 1.0, {}, {}};
+  ModelInfo model{"clef-flash", 16384, 1.0, {}, {}, {}};
   const std::string reference_answers =
       R"("answers":{"calibration":null,"confidence":"reference"})";
   EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
@@ -102,6 +102,13 @@ TEST(InfoBodies, ModelsList) {
             R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
             R"("owned_by":"clef","context_size":16384,"answers":{"calibration":)"
             R"("/etc/clef/cal.json","confidence":"entropy"}}]})");
+  // Issue 15: where the model runs.
+  model.answers = {};
+  model.placement = "CPU, 2 threads";
+  EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
+                                R"("owned_by":"clef","context_size":16384,)"
+                                R"("device":"CPU, 2 threads",)" +
+                                    reference_answers + "}]}");
 }
 
 TEST(RequestIds, UniqueAndClientIdsKeptWhenSane) {

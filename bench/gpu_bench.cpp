@@ -1,0 +1,290 @@
+// Issue 15's GPU numbers for one model directory, side by side in one run:
+//  - the whole decision at ~1,000 / 4,000 / 16,000 tokens against llama.cpp's raw prefill of the
+//    same ids (its defaults: n_batch 2048, n_ubatch 512, all layers on the same device), and the
+//    ratio decision / raw;
+//  - the device memory the engine holds after the longest decision (weights, KV, compute
+//    buffers), as the device reports free memory before and after;
+//  - throughput with 1 / 8 / 32 clients sending ~500-token requests at once through the server's
+//    DecisionQueue, against one at a time.
+// It runs on the CPU too (--device cpu), which is how it is tested without a GPU.
+//
+//   clef_gpu_bench MODEL_DIR [--device auto|cpu|CUDA0] [--lengths 1000,4000,16000]
+//                  [--clients 1,8,32] [--chunk-tokens N] [--reps 3] [--json FILE]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backbone/backbone.hpp"
+#include "backbone/llama_handles.hpp"
+#include "device/device.hpp"
+#include "json/parse.hpp"
+#include "runtime/engine.hpp"
+#include "server/decision_queue.hpp"
+#include "util/byte_size.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::vector<int> int_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+const char* kQuestions = R"({
+    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
+      "criteria": {"engineering": "Software, infrastructure and outages",
+                   "sales": "Pricing, quotes and purchases", "support": "Account and usage help"}},
+    "urgency": {"type": "score", "instructions": "How urgent is this ticket?",
+      "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
+    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
+
+std::string body_with_words(int words, int variant) {
+  const char* vocabulary[] = {"database", "outage",  "customers", "login",  "error",  "region",
+                              "payment",  "latency", "support",   "ticket", "deploy", "rollback"};
+  std::string out = R"({"state": ")";
+  for (int i = 0; i < words; ++i) {
+    out += vocabulary[(i * 7 + 3 + variant * (i % 5)) % 12];
+    out += ' ';
+  }
+  out += R"(", "questions": )";
+  out += kQuestions;
+  return out + "}";
+}
+
+/// A request whose record has about `tokens` tokens (words scaled until within 1%).
+std::string body_with_tokens(clef::runtime::Decider& engine, int tokens, int variant = 0) {
+  int words = std::max(1, tokens - 150);
+  for (int i = 0; i < 8; ++i) {
+    const std::string body = body_with_words(words, variant);
+    const int got = engine.prepare(clef::json::parse(body)).input_tokens();
+    if (std::abs(got - tokens) * 100 <= tokens) return body;
+    words = std::max(1, words + (tokens - got) * words / std::max(got, 1));
+  }
+  return body_with_words(words, variant);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Options {
+  std::string model_dir;
+  std::string device = "auto";
+  std::vector<int> lengths = {1000, 4000, 16000};
+  std::vector<int> clients = {1, 8, 32};
+  int chunk_tokens = 0;  // 0: the engine's default
+  int reps = 3;
+  std::string json_path;
+};
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--device") {
+      o.device = value();
+    } else if (a == "--lengths") {
+      o.lengths = int_list(value());
+    } else if (a == "--clients") {
+      o.clients = int_list(value());
+    } else if (a == "--chunk-tokens") {
+      o.chunk_tokens = std::stoi(value());
+    } else if (a == "--reps") {
+      o.reps = std::max(1, std::stoi(value()));
+    } else if (a == "--json") {
+      o.json_path = value();
+    } else if (o.model_dir.empty() && a[0] != '-') {
+      o.model_dir = a;
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  if (o.model_dir.empty()) {
+    std::fprintf(stderr,
+                 "usage: clef_gpu_bench MODEL_DIR [--device D] [--lengths 1000,4000,16000] "
+                 "[--clients 1,8,32] [--chunk-tokens N] [--reps N] [--json FILE]\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+/// llama.cpp's raw prefill of `ids` as a plain user runs it: its default batch sizes, every
+/// layer on `placement`'s device, logits for the last token.
+double raw_prefill_ms(llama_context* ctx, const std::vector<std::int32_t>& ids) {
+  llama_memory_clear(llama_get_memory(ctx), true);
+  const auto t0 = Clock::now();
+  const int n_batch = static_cast<int>(llama_n_batch(ctx));
+  llama_batch b = llama_batch_init(n_batch, 0, 1);
+  const int total = static_cast<int>(ids.size());
+  for (int start = 0; start < total; start += n_batch) {
+    const int n = std::min(n_batch, total - start);
+    b.n_tokens = n;
+    for (int i = 0; i < n; ++i) {
+      b.token[i] = ids[static_cast<std::size_t>(start + i)];
+      b.pos[i] = start + i;
+      b.n_seq_id[i] = 1;
+      b.seq_id[i][0] = 0;
+      b.logits[i] = start + i == total - 1 ? 1 : 0;
+    }
+    if (llama_decode(ctx, b) != 0) {
+      std::fprintf(stderr, "llama_decode failed\n");
+      std::exit(1);
+    }
+  }
+  llama_synchronize(ctx);
+  llama_batch_free(b);
+  return ms_since(t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_args(argc, argv);
+  clef::backbone::ensure_llama_backend();
+  const clef::device::Placement placement = clef::device::resolve(o.device, -1);
+  std::printf("device: %s\n", clef::device::describe(placement).c_str());
+  const int longest = *std::max_element(o.lengths.begin(), o.lengths.end());
+
+  clef::runtime::EngineConfig config = clef::runtime::EngineConfig::from_model_dir(o.model_dir);
+  config.backbone.device = o.device;
+  config.backbone.gpu_layers = -1;
+  config.backbone.context_size = std::max(4096, longest + 1024);
+  if (o.chunk_tokens > 0) config.backbone.chunk_tokens = o.chunk_tokens;
+  config.state_cache_mb = 0;  // every decision cold
+
+  std::size_t free_before = 0;
+  std::size_t total = 0;
+  if (placement.gpu != nullptr) ggml_backend_dev_memory(placement.gpu, &free_before, &total);
+  auto engine = clef::runtime::make_engine(config);
+  std::printf("placement: %s\n", engine->placement().c_str());
+
+  // llama.cpp's own context over the same file, on the same device, with its defaults.
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = placement.gpu != nullptr ? -1 : 0;
+  static ggml_backend_dev_t no_devices[] = {nullptr};
+  mp.devices = placement.gpu != nullptr ? clef::device::as_device_list(placement.gpu) : no_devices;
+  clef::backbone::LlamaModelPtr raw_model(
+      llama_model_load_from_file(config.backbone_path.c_str(), mp));
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<std::uint32_t>(config.backbone.context_size);
+  cp.n_threads = cp.n_threads_batch = clef::backbone::physical_cores();
+  clef::backbone::LlamaContextPtr raw_ctx(llama_init_from_model(raw_model.get(), cp));
+  if (!raw_model || !raw_ctx) {
+    std::fprintf(stderr, "llama.cpp could not load %s\n", config.backbone_path.c_str());
+    return 1;
+  }
+
+  std::string json = "{\"device\": \"" + clef::device::describe(placement) + "\", \"lengths\": [";
+  std::printf("\n| tokens | decision ms | raw prefill ms | decision / raw |\n|---|---|---|---|\n");
+  std::size_t used_after_longest = 0;
+  for (std::size_t li = 0; li < o.lengths.size(); ++li) {
+    const int n = o.lengths[li];
+    const std::string text = body_with_tokens(*engine, n);
+    const clef::json::Value body = clef::json::parse(text);
+    const auto& rec_ids = engine->prepare(body).record.ids;
+    const std::vector<std::int32_t> ids(rec_ids.begin(), rec_ids.end());
+    engine->decide(body);  // warm-up
+    raw_prefill_ms(raw_ctx.get(), ids);
+    std::vector<double> decision, raw;
+    for (int r = 0; r < o.reps; ++r) {
+      const auto t0 = Clock::now();
+      engine->decide(body);
+      decision.push_back(ms_since(t0));
+      raw.push_back(raw_prefill_ms(raw_ctx.get(), ids));
+    }
+    const double d = median(decision);
+    const double w = median(raw);
+    std::printf("| %zu | %.1f | %.1f | %.3f |\n", ids.size(), d, w, d / w);
+    std::fflush(stdout);
+    json += std::string(li ? ", " : "") + "{\"tokens\": " + std::to_string(ids.size()) +
+            ", \"decision_ms\": " + std::to_string(d) +
+            ", \"raw_prefill_ms\": " + std::to_string(w) + "}";
+    if (n == longest && placement.gpu != nullptr) {
+      // The raw context holds its own buffers: measure the engine alone by freeing them first.
+      std::size_t free_now = 0;
+      raw_ctx.reset();
+      raw_model.reset();
+      ggml_backend_dev_memory(placement.gpu, &free_now, &total);
+      used_after_longest = free_before > free_now ? free_before - free_now : 0;
+      std::printf("device memory held by the engine after %zu tokens: %s\n", ids.size(),
+                  clef::util::human_bytes(used_after_longest).c_str());
+      raw_model.reset(llama_model_load_from_file(config.backbone_path.c_str(), mp));
+      raw_ctx.reset(llama_init_from_model(raw_model.get(), cp));
+    }
+  }
+  json += "], \"engine_device_bytes\": " + std::to_string(used_after_longest);
+
+  // Throughput: clients at once through the server's queue, ~500-token requests, each different.
+  raw_ctx.reset();
+  raw_model.reset();
+  clef::runtime::Decider* shared = engine.get();
+  clef::server::DecisionQueue queue([&engine]() { return std::move(engine); }, 64,
+                                    clef::json::parse(body_with_words(20, 0)));
+  queue.start();
+  if (!queue.wait_until_ready(std::chrono::minutes(10))) {
+    std::fprintf(stderr, "the queue did not start\n");
+    return 1;
+  }
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 64; ++i) bodies.push_back(body_with_tokens(*shared, 500, i + 1));
+  std::printf(
+      "\n| clients | requests | seconds | requests/s | x serial |\n|---|---|---|---|---|\n");
+  json += ", \"clients\": [";
+  double serial_rate = 0;
+  for (std::size_t ci = 0; ci < o.clients.size(); ++ci) {
+    const int clients = o.clients[ci];
+    const int requests = std::max(8, clients * 2);
+    std::atomic<int> next{0};
+    const auto t0 = Clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&] {
+        for (int i = next++; i < requests; i = next++) {
+          auto prepared =
+              queue.prepare(clef::json::parse(bodies[static_cast<std::size_t>(i) % 64]));
+          if (queue.submit(std::move(prepared)).get().status !=
+              clef::server::DecisionOutcome::Status::decided) {
+            std::abort();
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const double seconds = ms_since(t0) / 1000.0;
+    const double rate = requests / seconds;
+    if (clients == 1 || serial_rate == 0) serial_rate = rate;
+    std::printf("| %d | %d | %.2f | %.2f | %.2f |\n", clients, requests, seconds, rate,
+                rate / serial_rate);
+    std::fflush(stdout);
+    json += std::string(ci ? ", " : "") + "{\"clients\": " + std::to_string(clients) +
+            ", \"requests_per_s\": " + std::to_string(rate) + "}";
+  }
+  json += "]}\n";
+  queue.drain();
+  if (!o.json_path.empty()) std::ofstream(o.json_path) << json;
+  return 0;
+}

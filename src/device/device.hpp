@@ -1,0 +1,51 @@
+#pragma once
+// Where the model runs: the ggml backend devices this build offers (the CPU, and a GPU when clef
+// is built with CLEF_CUDA=ON) and the one `--device` picks for the backbone, the vision tower
+// and the joint schema head together.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ggml-backend.h"
+
+namespace clef::device {
+
+/// One ggml backend device.
+struct DeviceInfo {
+  std::string name;              ///< ggml's name, e.g. "CPU", "CUDA0"
+  std::string description;       ///< e.g. the GPU's product name
+  bool gpu = false;              ///< a GPU (or integrated GPU) device
+  std::size_t memory_free = 0;   ///< bytes, as the device reports them (0: unknown)
+  std::size_t memory_total = 0;  ///< bytes
+};
+
+/// Every device of this build, in ggml's order (GPUs first when there are any).
+std::vector<DeviceInfo> list();
+
+/// The device chosen for a model: a GPU, or the CPU (gpu == nullptr).
+struct Placement {
+  ggml_backend_dev_t gpu = nullptr;
+  DeviceInfo info;  ///< the chosen device (the CPU's when gpu is null)
+  /// The backbone layers to offload: BackboneParams::gpu_layers, or 0 on the CPU.
+  int gpu_layers = 0;
+};
+
+/// The placement a `--device` value and `gpu_layers` give:
+///  - "auto": the first GPU when there is one and gpu_layers != 0, else the CPU;
+///  - "cpu": the CPU, whatever gpu_layers says (no offload);
+///  - a device name ("CUDA0", any case): that device, which must be a GPU.
+/// gpu_layers 0 keeps the backbone on the CPU even with a GPU device named (the tower and head
+/// follow the backbone). Throws clef::Error (invalid_request, param "device") for an unknown
+/// name, listing the devices there are.
+Placement resolve(std::string_view device, int gpu_layers);
+
+/// `gpu` followed by a null entry, for llama_model_params::devices; the array lives as long as
+/// the process (ggml's devices do too).
+ggml_backend_dev_t* as_device_list(ggml_backend_dev_t gpu);
+
+/// One line naming the placement, e.g. "CUDA0 (NVIDIA H200, 139.8 GiB, 139.2 GiB free)" or "CPU".
+std::string describe(const Placement& placement);
+
+}  // namespace clef::device
