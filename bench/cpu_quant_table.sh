@@ -32,7 +32,7 @@ for q in $quants; do
   CLEF_BENCH_MODEL_DIR="$dir" "$build/bench/clef_bench" \
     --benchmark_filter='raw_prefill_llama_(defaults|tools)/(60|1800)$|decision(_default)?/(60|1800)$' \
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-    --benchmark_min_time=0.1 --benchmark_color=false 2>&1 | grep -E '_median|^state|^[0-9]+ |^model'
+    --benchmark_min_time=0.1 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E '_median|ERROR|^state|^[0-9]+ |^model'
 done
 
 [[ "${CONTENTION:-1}" == 0 ]] && exit 0
@@ -43,7 +43,7 @@ dir=$(model_dir Q4_K_M)
 decision_ms() {
   CLEF_BENCH_MODEL_DIR="$dir" "$@" "$build/bench/clef_bench" --benchmark_filter='^BM_decision/60$' \
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
-    --benchmark_min_time=0.1 --benchmark_color=false 2>/dev/null |
+    --benchmark_min_time=0.1 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' |
     awk '$1 ~ /_median$/ {print $2 + 0}'
 }
 busy_loop() { while :; do :; done; }

@@ -30,6 +30,7 @@
 
 #include "backbone/backbone.hpp"
 #include "backbone/llama_handles.hpp"
+#include "bench_requests.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
@@ -37,6 +38,10 @@
 #include "testmodel/make_test_model.hpp"
 
 namespace {
+
+using clef::bench::kCardQuestions;
+using clef::bench::kFollowUpQuestions;
+using clef::bench::request_with_state;
 
 namespace fs = std::filesystem;
 
@@ -59,41 +64,6 @@ fs::path model_dir() {
   return dir;
 }
 
-const char* kCardQuestions = R"({
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-      "criteria": {"engineering": "Software, infrastructure and outages",
-                   "sales": "Pricing, quotes and purchases", "support": "Account and usage help"}},
-    "urgency": {"type": "score", "instructions": "How urgent is this ticket?",
-      "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
-    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
-
-/// Another 3-question schema: what a second question set asked of the same state looks like.
-const char* kFollowUpQuestions = R"({
-    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
-    "sentiment": {"type": "choice", "instructions": "How does the customer feel?",
-      "criteria": {"calm": "Calm and patient", "annoyed": "Annoyed", "angry": "Angry"}},
-    "impact": {"type": "score", "instructions": "How many customers are affected?",
-      "criteria": ["One", "A few", "Many", "All"]}})";
-
-/// A SystemOne request whose state is `words` words long, with `questions` (default: the card
-/// example's).
-/// `variant` picks another order of the same words (a different state of about the same tokens).
-std::string request_with_state(int words, const char* questions = kCardQuestions, int variant = 0) {
-  std::string state;
-  const char* vocabulary[] = {"database", "outage",  "customers", "login",  "error",  "region",
-                              "payment",  "latency", "support",   "ticket", "deploy", "rollback"};
-  for (int i = 0; i < words; ++i) {
-    state += vocabulary[(i * 7 + 3 + variant * (i % 5)) % 12];
-    state += ' ';
-  }
-  std::string out = R"({"state": ")";
-  out.append(state);
-  out.append(R"(", "questions": )");
-  out.append(questions);
-  out.append("}");
-  return out;
-}
-
 /// Shared state: one engine without a state cache (for cold decisions and record ids), one with
 /// it, and one plain llama context.
 struct Fixture {
@@ -102,6 +72,7 @@ struct Fixture {
   std::unique_ptr<clef::runtime::Decider> cached_engine;
   /// The engine as `clef serve` makes it: the default state cache (a sixteenth of RAM).
   std::unique_ptr<clef::runtime::Decider> default_engine;
+  int default_engine_states = 0;  ///< states decided by default_engine so far
   std::unique_ptr<clef::backbone::Backbone> backbone;
   clef::backbone::LlamaContextPtr raw_ctx;
   /// The same file as a plain llama.cpp user loads it: llama_model_default_params() (repacked
@@ -255,10 +226,10 @@ BENCHMARK(BM_json_parse)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 void BM_decision_default(benchmark::State& state) {
   auto& f = fixture();
   std::size_t tokens = 0;
-  int variant = 1;
   for (auto _ : state) {
-    const auto body =
-        clef::json::parse(request_with_state(state.range(0), kCardQuestions, variant++));
+    // A state never seen before, across repetitions too.
+    const auto body = clef::json::parse(
+        request_with_state(state.range(0), kCardQuestions, ++f.default_engine_states));
     const auto d = f.default_engine->decide(body);
     tokens = static_cast<std::size_t>(d.input_tokens);
     if (d.cached_tokens > 32) state.SkipWithError("a new state was found in the cache");

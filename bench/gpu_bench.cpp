@@ -24,6 +24,7 @@
 
 #include "backbone/backbone.hpp"
 #include "backbone/llama_handles.hpp"
+#include "bench_requests.hpp"
 #include "device/device.hpp"
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
@@ -45,37 +46,24 @@ std::vector<int> int_list(const std::string& text) {
   return out;
 }
 
-const char* kQuestions = R"({
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-      "criteria": {"engineering": "Software, infrastructure and outages",
-                   "sales": "Pricing, quotes and purchases", "support": "Account and usage help"}},
-    "urgency": {"type": "score", "instructions": "How urgent is this ticket?",
-      "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
-    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
-
-std::string body_with_words(int words, int variant) {
-  const char* vocabulary[] = {"database", "outage",  "customers", "login",  "error",  "region",
-                              "payment",  "latency", "support",   "ticket", "deploy", "rollback"};
-  std::string out = R"({"state": ")";
-  for (int i = 0; i < words; ++i) {
-    out += vocabulary[(i * 7 + 3 + variant * (i % 5)) % 12];
-    out += ' ';
-  }
-  out += R"(", "questions": )";
-  out += kQuestions;
-  return out + "}";
-}
-
-/// A request whose record has about `tokens` tokens (words scaled until within 1%).
+/// A request whose record has about `tokens` tokens: the words solved from two measured points
+/// (the record is the questions' fixed tokens plus about the same tokens per word), then nudged.
 std::string body_with_tokens(clef::runtime::Decider& engine, int tokens, int variant = 0) {
-  int words = std::max(1, tokens - 150);
-  for (int i = 0; i < 8; ++i) {
-    const std::string body = body_with_words(words, variant);
-    const int got = engine.prepare(clef::json::parse(body)).input_tokens();
-    if (std::abs(got - tokens) * 100 <= tokens) return body;
-    words = std::max(1, words + (tokens - got) * words / std::max(got, 1));
+  auto count = [&](int words) {
+    return engine
+        .prepare(clef::json::parse(
+            clef::bench::request_with_state(words, clef::bench::kCardQuestions, variant)))
+        .input_tokens();
+  };
+  const int base = count(1);
+  const double per_word = (count(201) - base) / 200.0;
+  int words = std::max(1, static_cast<int>((tokens - base) / per_word) + 1);
+  for (int i = 0; i < 4; ++i) {
+    const int got = count(words);
+    if (std::abs(got - tokens) * 100 <= tokens) break;
+    words = std::max(1, words + static_cast<int>((tokens - got) / per_word));
   }
-  return body_with_words(words, variant);
+  return clef::bench::request_with_state(words, clef::bench::kCardQuestions, variant);
 }
 
 double median(std::vector<double> v) {
@@ -243,7 +231,7 @@ int main(int argc, char** argv) {
   raw_model.reset();
   clef::runtime::Decider* shared = engine.get();
   clef::server::DecisionQueue queue([&engine]() { return std::move(engine); }, 64,
-                                    clef::json::parse(body_with_words(20, 0)));
+                                    clef::json::parse(clef::bench::request_with_state(20)));
   queue.start();
   if (!queue.wait_until_ready(std::chrono::minutes(10))) {
     std::fprintf(stderr, "the queue did not start\n");

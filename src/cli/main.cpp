@@ -2,9 +2,11 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/openmp_wait.hpp"
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
+  clef::cli::use_passive_openmp_wait(argv);
   CLI::App app{"clef: typed decisions with the clef-flash model (one prefill, no generation)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("clef ") + clef::cli::kClefVersion);

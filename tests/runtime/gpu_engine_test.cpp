@@ -15,6 +15,7 @@
 #include "device/device.hpp"
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
+#include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 
@@ -38,17 +39,9 @@ rt::EngineConfig on(const char* device, std::int64_t cache_mb = 0) {
   return c;
 }
 
-std::string words(int n) {
-  static const char* vocabulary[] = {"database", "outage",  "customers", "login",   "error",
-                                     "region",   "payment", "latency",   "support", "ticket"};
-  std::string s;
-  for (int i = 0; i < n; ++i) s += std::string(i ? " " : "") + vocabulary[(i * 7 + 3) % 10];
-  return s;
-}
-
 Value request(int state_words, const char* questions) {
-  return clef::json::parse(R"({"state": ")" + words(state_words) + R"(", "questions": )" +
-                           questions + "}");
+  return clef::json::parse(R"({"state": ")" + clef::test::ticket_words(state_words) +
+                           R"(", "questions": )" + questions + "}");
 }
 
 const char* kQuestions = R"({
@@ -155,9 +148,18 @@ TEST(GpuEngine, AGoneClientCancelsALongPrefillPromptly) {
 
 TEST(GpuEngine, AConfigurationTooLargeForTheGpuIsRefused) {
   SKIP_WITHOUT_GPU();
-  // 262,144 tokens of context with 65,536-token batches: the attention scores alone of one batch
-  // (n_kv x n_ubatch x heads x 4 bytes) are hundreds of GB.
+  // The small model (4 heads) with 262,144 tokens of context and 65,536-token batches: the
+  // attention scores of one batch alone (n_kv x n_ubatch x heads x 4 bytes) are 256 GiB.
+  clef::test::TempDir dir("clef-gpu-oom");
+  clef::testmodel::MakeOptions made;
+  made.dir = dir.path() / "small";
+  made.preset = "small";
+  const clef::testmodel::MadeModel small_model = clef::testmodel::make_test_model(made);
   rt::EngineConfig c = on("auto");
+  c.backbone_path = small_model.backbone.string();
+  c.head_path = small_model.head.string();
+  c.head_config_path = small_model.head_config.string();
+  c.mmproj_path = small_model.mmproj.string();
   c.backbone.context_size = 262144;
   c.backbone.chunk_tokens = 65536;
   try {

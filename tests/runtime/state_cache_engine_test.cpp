@@ -15,6 +15,7 @@
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
 #include "support/grey_png.hpp"
+#include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "vision/base64.hpp"
 #include "vision/decode.hpp"
@@ -43,14 +44,6 @@ const char* kQuestionsB = R"({
     "urgency": {"type": "score", "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
     "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
     "tone": {"type": "choice", "criteria": {"calm": "Calm", "angry": "Angry", "lost": "Confused"}}})";
-
-std::string state_of(int words) {
-  static const char* vocabulary[] = {"database", "outage",  "customers", "login",   "error",
-                                     "region",   "payment", "latency",   "support", "ticket"};
-  std::string s;
-  for (int i = 0; i < words; ++i) s += std::string(i ? " " : "") + vocabulary[(i * 7 + 3) % 10];
-  return s;
-}
 
 Value request(const std::string& state, const char* questions,
               const std::vector<std::string>& images = {}) {
@@ -127,7 +120,7 @@ TEST_F(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBy
   // State ends one token before, at, and one token after a chunk boundary (and elsewhere).
   std::set<int> offsets_seen;
   for (int words = 20; words < 200 && offsets_seen.size() < 5; ++words) {
-    const Value a = request(state_of(words), kQuestionsA);
+    const Value a = request(clef::test::ticket_words(words), kQuestionsA);
     const clef::record::Record rec = cached_->prepare(a).record;
     const int state_end = static_cast<int>(rec.state_span.end);
     const int offset = state_end % kChunk;
@@ -136,7 +129,7 @@ TEST_F(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBy
     if (!offsets_seen.insert(offset).second) continue;
     SCOPED_TRACE("state end " + std::to_string(state_end));
     expect_cold_bytes(a);  // caches the state
-    const rt::Decision b = expect_cold_bytes(request(state_of(words), kQuestionsB));
+    const rt::Decision b = expect_cold_bytes(request(clef::test::ticket_words(words), kQuestionsB));
     // The state end moved down to a multiple of 16 (cache::snapshot_points).
     const int point = state_end - state_end % 16;
     EXPECT_EQ(clef::cache::state_end_point(rec), point);
@@ -166,7 +159,7 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
   // An agent re-asks as the ticket grows: the state gets more words at its end, or one word in
   // the middle changes. The earlier record's checkpoints at the state's chunk boundaries give
   // the new one everything before the change, and the answers stay the cold bytes.
-  const std::string base = state_of(240);
+  const std::string base = clef::test::ticket_words(240);
   const Value first = request(base, kQuestionsA);
   const clef::record::Record first_rec = cached_->prepare(first).record;
   ASSERT_GT(first_rec.state_span.size(), 3u * kChunk);
@@ -178,7 +171,7 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
   EXPECT_EQ(grown.cached_tokens, resume_point(first_rec, cached_->prepare(extended).record));
   EXPECT_GT(grown.cached_tokens, prefix + kChunk);
   // Grown by more than a row block, the state resumes from the last checkpoint inside the old one.
-  const Value longer = request(base + " " + state_of(30), kQuestionsA);
+  const Value longer = request(base + " " + clef::test::ticket_words(30), kQuestionsA);
   const clef::record::Record longer_rec = cached_->prepare(longer).record;
   const rt::Decision grown_more = expect_cold_bytes(longer);
   EXPECT_EQ(grown_more.cached_tokens, resume_point(first_rec, longer_rec));
@@ -199,7 +192,7 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
 
 TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLast) {
   // About 15 chunk boundaries inside the state: 8 are kept, evenly spaced, the last among them.
-  const std::string base = state_of(1000);
+  const std::string base = clef::test::ticket_words(1000);
   const Value first = request(base, kQuestionsA);
   const clef::record::Record rec = cached_->prepare(first).record;
   const auto prefix = static_cast<int>(rec.prefix_tokens);
@@ -207,7 +200,7 @@ TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLa
   const auto before = cached_->state_cache_stats().bytes;
   expect_cold_bytes(first);
   const auto grown_by = cached_->state_cache_stats().bytes - before;
-  const Value longer = request(base + " " + state_of(30), kQuestionsB);
+  const Value longer = request(base + " " + clef::test::ticket_words(30), kQuestionsB);
   const rt::Decision extended = expect_cold_bytes(longer);
   // The last boundary inside the state is always among the 8 kept.
   EXPECT_EQ(extended.cached_tokens, resume_point(rec, cached_->prepare(longer).record));
@@ -223,7 +216,7 @@ TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLa
 TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   auto small_cached = rt::make_engine(config(64, 512));
   auto small_cold = rt::make_engine(config(0, 512));
-  const std::string state = state_of(900);
+  const std::string state = clef::test::ticket_words(900);
   const Value a = request(state, kQuestionsA);
   const Value b = request(state, kQuestionsB);
   const clef::record::Record rec = small_cached->prepare(b).record;
@@ -246,7 +239,7 @@ TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
   const std::string grey =
       "data:image/png;base64," +
       clef::vision::encode_base64({reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
-  const std::string state = state_of(40);
+  const std::string state = clef::test::ticket_words(40);
   const Value a = request(state, kQuestionsA, {arrows});
   const Value b = request(state, kQuestionsB, {arrows});
   const clef::record::Record rec = cached_->prepare(b).record;
@@ -268,13 +261,14 @@ TEST(StateCacheEngine, FlashAttentionAnswersDoNotDependOnTheCache) {
   auto cached = rt::make_engine(cached_config);
   auto cold = rt::make_engine(cold_config);
   for (int words : {30, 75, 130}) {
-    const Value a = request(state_of(words), kQuestionsA);
-    const Value b = request(state_of(words), kQuestionsB);
+    const Value a = request(clef::test::ticket_words(words), kQuestionsA);
+    const Value b = request(clef::test::ticket_words(words), kQuestionsB);
     EXPECT_EQ(cached->decide(a).body, cold->decide(a).body);
     const rt::Decision warm = cached->decide(b);
     EXPECT_GT(warm.cached_tokens, 0);
     EXPECT_EQ(warm.body, cold->decide(b).body) << words << " words";
-    const Value extended = request(state_of(words) + " and one more thing", kQuestionsB);
+    const Value extended =
+        request(clef::test::ticket_words(words) + " and one more thing", kQuestionsB);
     EXPECT_EQ(cached->decide(extended).body, cold->decide(extended).body) << words << " words";
   }
 }

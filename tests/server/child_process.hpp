@@ -73,6 +73,7 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && !exit_code_; }
 
   /// One line of stdout (without '\n'); empty on timeout or end of output.

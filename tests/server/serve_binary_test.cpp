@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -209,6 +210,33 @@ TEST(ServeBinary, CardExampleOverTheTinyModelMatchesClefAskAndSurvivesConcurrenc
 
   server.process().send_signal(SIGTERM);
   EXPECT_EQ(server.process().wait_exit(30s).value_or(-1), 0) << server.log();
+}
+
+/// NAME=value entries of a running process's environment (/proc/PID/environ).
+std::vector<std::string> environment_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string entry; std::getline(in, entry, '\0');) out.push_back(entry);
+  return out;
+}
+
+TEST(ServeBinary, OpenMpWorkersWaitPassivelyUnlessTheUserChoseOtherwise) {
+  // clef sets OMP_WAIT_POLICY=passive and executes itself again before libgomp reads it (issue
+  // 19: spinning workers cost more than their share on a shared machine); a user's value stays.
+  TempDir tmp;
+  for (const char* given : {"", "active"}) {
+    SCOPED_TRACE(std::string("OMP_WAIT_POLICY given: ") + given);
+    std::vector<std::string> env;
+    if (*given != '\0') env.push_back(std::string("OMP_WAIT_POLICY=") + given);
+    ChildProcess child({kClef, "serve", "--demo", "--port", "0", "--threads", "1"}, env,
+                       (tmp.path() / "log").string());
+    ASSERT_GT(port_from_banner(child.read_line(120s)), 0);
+    const auto vars = environment_of(child.pid());
+    const std::string expected = std::string("OMP_WAIT_POLICY=") + (*given ? given : "passive");
+    EXPECT_EQ(std::count(vars.begin(), vars.end(), expected), 1);
+    child.send_signal(SIGTERM);
+    EXPECT_TRUE(child.wait_exit(30s).has_value());
+  }
 }
 
 TEST(ServeBinary, AliasRefuseTruncationAndValidationErrors) {
