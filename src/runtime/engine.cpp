@@ -386,6 +386,7 @@ class Engine final : public Decider {
       vision::TowerParams tp;
       tp.threads = backbone::resolved_threads(config.backbone);
       tp.use_gpu = placement_.gpu != nullptr;
+      tp.device = placement_.gpu;
       tp.flash_attention = config.backbone.flash_attention;
       tp.verbose = config.verbose;
       tp.use_file_normalization = config.mmproj_file_normalization;

@@ -82,7 +82,7 @@ struct VisionTower::Impl {
     }
     clip_context_params cp{};
     cp.use_gpu = params.use_gpu;
-    cp.device = nullptr;
+    cp.device = params.use_gpu ? params.device : nullptr;
     cp.flash_attn_type =
         params.flash_attention ? CLIP_FLASH_ATTN_TYPE_ENABLED : CLIP_FLASH_ATTN_TYPE_DISABLED;
     cp.image_min_tokens = 0;  // unused: clef never calls clip's own preprocessing

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ggml-backend.h"
 #include "vision/image.hpp"
 #include "vision/mmproj_info.hpp"
 #include "vision/processor_config.hpp"
@@ -28,6 +29,9 @@ namespace clef::vision {
 struct TowerParams {
   int threads = 1;               ///< CPU threads for the encoder
   bool use_gpu = false;          ///< a GPU backend when one is available
+  /// The GPU to use with use_gpu (the backbone's, device::Placement::gpu); null: clip's choice
+  /// (the first GPU).
+  ggml_backend_dev_t device = nullptr;
   bool flash_attention = false;  ///< flash attention in the encoder
   bool warmup = false;           ///< llama.cpp's warmup encode at load
   bool verbose = false;          ///< clip's own log at info level (warnings and errors always)

@@ -61,6 +61,45 @@ TEST(GgufStreamWriter, ValuesReadBackThroughGgml) {
   }
 }
 
+TEST(GgufStreamWriter, PooledQuantBlocksFollowTheLawAndLeaveOtherTypesAlone) {
+  // A 9B-shaped model is written from a pool of quantized blocks: the values still follow each
+  // tensor's law (mean and spread), blocks differ, and F32 tensors are drawn as before.
+  test::TempDir dir;
+  const std::filesystem::path path = dir.path() / "pooled.gguf";
+  GgufStreamWriter w("unit");
+  w.set_pooled_quant_blocks(true);
+  gguf_set_val_str(w.kv(), "general.architecture", "test");
+  const Init law = Init::normal(0.0, 0.02);
+  w.add_tensor({"q4k", {1024, 512}, GGML_TYPE_Q4_K, law});
+  w.add_tensor({"f32", {64, 3}, GGML_TYPE_F32, law});
+  w.write(path, 5);
+
+  const test::LoadedGguf loaded = test::load_gguf_with_data(path);
+  ggml_tensor* q = ggml_get_tensor(loaded.data.get(), "q4k");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->type, GGML_TYPE_Q4_K);
+  std::vector<float> v(1024 * 512);
+  ggml_get_type_traits(GGML_TYPE_Q4_K)->to_float(q->data, v.data(), static_cast<int64_t>(v.size()));
+  double sum = 0;
+  double sq = 0;
+  for (float x : v) {
+    ASSERT_TRUE(std::isfinite(x));
+    sum += x;
+    sq += double(x) * x;
+  }
+  const double mean = sum / v.size();
+  const double sd = std::sqrt(sq / v.size() - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.002);
+  EXPECT_NEAR(sd, 0.02, 0.004);
+  // Rows are not copies of one another.
+  EXPECT_NE(std::memcmp(v.data(), v.data() + 1024, 1024 * sizeof(float)), 0);
+  ggml_tensor* f = ggml_get_tensor(loaded.data.get(), "f32");
+  std::vector<float> expect(64 * 3);
+  Rng rng(derive_seed(5, "unit/f32"));
+  draw(law, rng, expect.data(), expect.size());
+  EXPECT_EQ(std::memcmp(f->data, expect.data(), expect.size() * sizeof(float)), 0);
+}
+
 TEST(GgufStreamWriter, RejectsBadTensors) {
   GgufStreamWriter w("unit");
   w.add_tensor({"a", {32}, GGML_TYPE_F32, Init::normal(0, 1)});

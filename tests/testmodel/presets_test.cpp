@@ -59,6 +59,29 @@ TEST(Presets, Shape08bHasQwen35_08bDimensionsAndIsQuantizable) {
   }
 }
 
+TEST(Presets, Shape9bHasThePublishedBackbonesShapeInQ4K) {
+  const Preset p = preset_by_name("shape-9b");
+  const BackboneShape& b = p.backbone;
+  EXPECT_EQ(b.n_embd, 4096u);
+  EXPECT_EQ(b.n_layer, 32u);  // 24 Gated DeltaNet + 8 full attention
+  EXPECT_EQ(b.n_layer / b.full_attention_interval, 8u);
+  EXPECT_EQ(b.n_ff, 12288u);
+  EXPECT_EQ(b.n_vocab, 248320u);
+  EXPECT_EQ(b.matrix_type, GGML_TYPE_Q4_K);
+  EXPECT_TRUE(b.pooled_quant_blocks);
+  // The real head config (clef-flash's joint_head_config.json).
+  EXPECT_EQ(p.head.hidden_size, 4096);
+  EXPECT_EQ(p.head.width, 1024);
+  EXPECT_EQ(p.head.routing_layers, 2);
+  EXPECT_EQ(p.head.layers, 4);
+  EXPECT_EQ(p.head.heads, 16);
+  EXPECT_EQ(p.head.feedforward, 4096);
+  for (std::uint32_t row :
+       {b.n_embd, b.n_ff, b.head_dim * b.n_head, b.ssm_state_size * b.ssm_time_step_rank}) {
+    EXPECT_EQ(row % 256, 0u) << row;
+  }
+}
+
 TEST(Presets, UnknownNameIsAnInvalidRequest) {
   try {
     preset_by_name("huge");

@@ -97,5 +97,22 @@ TEST(TestVocabulary, AppendingIsIdempotent) {
   EXPECT_EQ(append_control_tokens(copy.get(), record_special_tokens()), test::tiny_model().n_vocab);
 }
 
+TEST(TestVocabulary, PaddingAddsUnusedNormalTokensUpToTheSize) {
+  const GgufPtr made = read_meta(test::tiny_model().backbone);
+  ASSERT_NE(made, nullptr);
+  GgufPtr copy(gguf_init_empty());
+  gguf_set_kv(copy.get(), made.get());
+  const std::uint32_t before = test::tiny_model().n_vocab;
+  EXPECT_EQ(pad_vocabulary(copy.get(), before + 1000), before + 1000);
+  const auto tokens = tokens_of(copy.get());
+  ASSERT_EQ(tokens.size(), before + 1000u);
+  EXPECT_EQ(tokens[before], "<|clef_pad_" + std::to_string(before) + "|>");
+  const std::int64_t types = gguf_find_key(copy.get(), "tokenizer.ggml.token_type");
+  const auto* type = static_cast<const std::int32_t*>(gguf_get_arr_data(copy.get(), types));
+  EXPECT_EQ(type[before + 999], 1);  // LLAMA_TOKEN_TYPE_NORMAL: never matched as a special token
+  // Already that large: nothing changes.
+  EXPECT_EQ(pad_vocabulary(copy.get(), before), before + 1000);
+}
+
 }  // namespace
 }  // namespace clef::testmodel
