@@ -26,6 +26,13 @@ Int parse_int_setting(const std::string& name, const std::string& value) {
   return out;
 }
 
+/// A 0|1 engine parameter. Throws clef::Error (invalid_request naming it) for anything else.
+bool parse_switch_setting(const std::string& name, const std::string& value) {
+  if (value == "0") return false;
+  if (value == "1") return true;
+  throw invalid_request("--set " + name + "=" + value + ": expected 0 or 1", name);
+}
+
 }  // namespace
 
 void EngineOptions::add_to(CLI::App& cmd) {
@@ -60,7 +67,7 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
-                 "flash_attention=0|1, weight_repacking=0|1, state_cache_mb=MiB, "
+                 "flash_attention=0|1, weight_repacking=0|1, device=NAME, state_cache_mb=MiB, "
                  "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
                  "when they are not 0.5/0.5)");
   cmd.add_option("--max-image-tokens", max_image_tokens,
@@ -193,9 +200,11 @@ runtime::EngineConfig EngineOptions::to_config() const {
     } else if (name == "chunk_tokens") {
       p.chunk_tokens = parse_int_setting(name, value);
     } else if (name == "flash_attention") {
-      p.flash_attention = parse_int_setting(name, value) != 0;
+      p.flash_attention = parse_switch_setting(name, value);
     } else if (name == "weight_repacking") {
-      p.weight_repacking = parse_int_setting(name, value) != 0;
+      p.weight_repacking = parse_switch_setting(name, value);
+    } else if (name == "device") {
+      p.device = value;
     } else if (name == "state_cache_mb") {
       config.state_cache_mb = parse_int_setting<std::int64_t>(name, value);
       if (config.state_cache_mb < -1) {
@@ -211,7 +220,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
       throw invalid_request(
           "--set: unknown engine parameter '" + name +
               "' (known: context_size, threads, gpu_layers, chunk_tokens, flash_attention, "
-              "weight_repacking, mmproj_normalization, state_cache_mb)",
+              "weight_repacking, device, mmproj_normalization, state_cache_mb)",
           "set");
     }
   }

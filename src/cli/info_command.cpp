@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
 #include "device/device.hpp"
 #include "info/model_info.hpp"
@@ -30,6 +31,11 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
       ->capture_default_str();
   cmd->callback([paths, device, gpu_layers, &exit_code] {
+    // The placement options are checked as `clef serve` checks them, before anything is printed.
+    backbone::BackboneParams params;
+    params.device = *device;
+    params.gpu_layers = *gpu_layers;
+    backbone::validate(params);
     std::vector<std::filesystem::path> p(paths->begin(), paths->end());
     std::cout << info::format_report(info::inspect_model(p));
     std::cout << "\ndevices of this build:\n";

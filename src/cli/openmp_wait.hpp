@@ -9,8 +9,9 @@ namespace clef::cli {
 /// default and 1.68x with OMP_WAIT_POLICY=passive, idle times within 3% (docs/performance.md,
 /// issue 19). libgomp reads the variable once, when it is loaded, so when it is unset this sets it
 /// to "passive" and executes the same program again (/proc/self/exe, same arguments and pid).
-/// A value the user set, any, is kept. Returns when nothing was executed (the variable was set
-/// already, or exec failed: then the process goes on with libgomp's default).
+/// A value the user set, any but empty, is kept. Not under valgrind (its preload library in
+/// LD_PRELOAD), where /proc/self/exe is valgrind's tool. Returns when nothing was executed (then
+/// the process goes on with the policy libgomp read).
 void use_passive_openmp_wait(char** argv);
 
 }  // namespace clef::cli

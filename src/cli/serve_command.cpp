@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 
+#include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "runtime/engine.hpp"
@@ -84,6 +85,9 @@ int run_serve(ServeOptions& options) {
     options.engine.model_dir = demo_model_dir(options.demo_seed).string();
   }
   runtime::EngineConfig config = options.engine.to_config();
+  // Engine parameters are refused before the server listens (exit 2, nothing bound): a wrapper
+  // that reads the port from stdout must not take a server that will not load for a started one.
+  backbone::validate(config.backbone);
   // A server prepares requests on many HTTP threads: with glibc's dynamic mmap threshold, a large
   // image's pixels (12 MB for 2048x2048) end up in each thread's malloc arena and stay there after
   // the request (RSS grew by ~29 MB per large request, measured). Buffers of 4 MiB and more are

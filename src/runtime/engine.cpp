@@ -339,7 +339,8 @@ class Engine final : public Decider {
 
   std::string placement() const override {
     if (placement_.gpu == nullptr) {
-      return "CPU, " + std::to_string(backbone::resolved_threads(config_.backbone)) + " threads";
+      const int threads = backbone::resolved_threads(config_.backbone);
+      return "CPU, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
     }
     const int layers = backbone_.n_layer();
     const int offloaded = placement_.gpu_layers < 0 || placement_.gpu_layers > layers

@@ -224,18 +224,54 @@ TEST(ServeBinary, OpenMpWorkersWaitPassivelyUnlessTheUserChoseOtherwise) {
   // clef sets OMP_WAIT_POLICY=passive and executes itself again before libgomp reads it (issue
   // 19: spinning workers cost more than their share on a shared machine); a user's value stays.
   TempDir tmp;
-  for (const char* given : {"", "active"}) {
-    SCOPED_TRACE(std::string("OMP_WAIT_POLICY given: ") + given);
+  // nullptr: unset; "": set but empty (libgomp ignores it), which counts as unset.
+  for (const char* given : {static_cast<const char*>(nullptr), "", "active"}) {
+    SCOPED_TRACE(std::string("OMP_WAIT_POLICY given: ") + (given ? given : "(unset)"));
     std::vector<std::string> env;
-    if (*given != '\0') env.push_back(std::string("OMP_WAIT_POLICY=") + given);
+    if (given != nullptr) env.push_back(std::string("OMP_WAIT_POLICY=") + given);
     ChildProcess child({kClef, "serve", "--demo", "--port", "0", "--threads", "1"}, env,
                        (tmp.path() / "log").string());
     ASSERT_GT(port_from_banner(child.read_line(120s)), 0);
     const auto vars = environment_of(child.pid());
-    const std::string expected = std::string("OMP_WAIT_POLICY=") + (*given ? given : "passive");
+    const std::string expected =
+        std::string("OMP_WAIT_POLICY=") + (given && *given ? given : "passive");
     EXPECT_EQ(std::count(vars.begin(), vars.end(), expected), 1);
     child.send_signal(SIGTERM);
     EXPECT_TRUE(child.wait_exit(30s).has_value());
+  }
+}
+
+TEST(ServeBinary, RunsUnderValgrindWithoutExecutingItselfAgain) {
+  // Under valgrind /proc/self/exe is valgrind's tool: clef must not execute it (reported input).
+  if (std::system("valgrind --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no valgrind";
+  TempDir tmp;
+  ChildProcess child(
+      {"/usr/bin/env", "-u", "OMP_WAIT_POLICY", "valgrind", "-q", kClef, "--version"}, {},
+      (tmp.path() / "log").string());
+  EXPECT_NE(child.read_line(120s).find("clef "), std::string::npos);
+  const auto code = child.wait_exit(120s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(ServeBinary, BadEngineParametersAreRefusedBeforeListening) {
+  // Reported inputs: an unknown device was refused only after "listening on" was printed and the
+  // port bound; a 0|1 switch took any integer.
+  TempDir tmp;
+  const std::vector<std::vector<std::string>> cases = {
+      {"--device", "CUDA9"}, {"--set", "weight_repacking=2"}, {"--set", "flash_attention=-1"}};
+  for (const auto& extra : cases) {
+    SCOPED_TRACE(extra[1]);
+    std::vector<std::string> argv = {kClef, "serve", "--demo", "--port", "0", "--threads", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    ChildProcess child(argv, {}, (tmp.path() / "log").string());
+    const auto code = child.wait_exit(60s);
+    ASSERT_TRUE(code.has_value());
+    EXPECT_EQ(*code, 2);
+    EXPECT_EQ(child.read_line(1s).find("listening"), std::string::npos);
+    std::ifstream log(tmp.path() / "log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(extra[1].substr(0, extra[1].find('='))), std::string::npos) << text;
   }
 }
 
