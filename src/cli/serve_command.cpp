@@ -83,6 +83,10 @@ int run_serve(ServeOptions& options) {
       throw invalid_request("--demo serves its own model; drop --model-dir/--model", "demo");
     }
     options.engine.model_dir = demo_model_dir(options.demo_seed).string();
+    std::cerr << "clef serve: --demo serves a random-weight test model: its answers are "
+                 "meaningless (served as "
+              << (options.engine.alias.empty() ? std::string("clef-flash") : options.engine.alias)
+              << ")\n";
   }
   runtime::EngineConfig config = options.engine.to_config();
   // Engine parameters are refused before the server listens (exit 2, nothing bound): a wrapper
