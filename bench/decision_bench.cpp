@@ -115,7 +115,8 @@ struct Fixture {
   }
 
   std::vector<std::int32_t> ids_of(const clef::json::Value& body) {
-    const auto& ids = engine->prepare(body).record.ids;
+    const clef::runtime::PreparedRequest prepared = engine->prepare(body);  // owns the ids
+    const auto& ids = prepared.record.ids;
     return {ids.begin(), ids.end()};
   }
 

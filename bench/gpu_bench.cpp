@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
     const int n = o.lengths[li];
     const std::string text = body_with_tokens(*engine, n);
     const clef::json::Value body = clef::json::parse(text);
-    const auto& rec_ids = engine->prepare(body).record.ids;
+    const clef::runtime::PreparedRequest prepared = engine->prepare(body);  // owns the ids
+    const auto& rec_ids = prepared.record.ids;
     const std::vector<std::int32_t> ids(rec_ids.begin(), rec_ids.end());
     engine->decide(body);  // warm-up
     raw_prefill_ms(raw_ctx.get(), ids);
