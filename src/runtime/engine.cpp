@@ -143,6 +143,8 @@ class Engine final : public Decider {
     const std::vector<int> points = cache_.enabled() || backbone_.params().flash_attention
                                         ? cache::snapshot_points(rec)
                                         : std::vector<int>{};
+    // Which snapshot, if any, is the state's end (the one that keeps the recurrent checkpoints).
+    const int state_end = cache_.enabled() ? cache::state_end_point(rec) : 0;
     std::vector<backbone::EmbeddingSpan> spans;
     std::vector<std::size_t> image_starts;
     std::vector<std::string> digests;
@@ -219,7 +221,6 @@ class Engine final : public Decider {
           snapshot_at.push_back(p);
         }
       }
-      const int state_end = cache::state_end_point(rec);
       if (state_end > 0 && !snapshot_at.empty() && snapshot_at.back() == state_end) {
         std::vector<int> candidates;
         for (int b : boundaries) {
@@ -276,7 +277,7 @@ class Engine final : public Decider {
       entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
       const auto before = digests_before(n);
       entry.image_digests.assign(before.begin(), before.end());
-      if (m.tokens == cache::state_end_point(rec)) {
+      if (m.tokens == state_end) {
         // The resumed entry's checkpoints up to the resume point hold for this record too.
         if (hit) {
           for (const auto& c : hit.entry->checkpoints) {
