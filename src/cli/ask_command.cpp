@@ -10,6 +10,7 @@
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/video_inputs.hpp"
 #include "util/error.hpp"
 #include "vision/image_source.hpp"
 
@@ -20,31 +21,30 @@ struct AskOptions {
   EngineOptions engine;
   std::string request_path;
   std::vector<std::string> image_paths;  ///< --image, in order
+  std::vector<std::string> video_paths;  ///< --video, in order
 };
 
-/// Appends each --image file to the request's `images` as a data URI (after any the request
-/// already has), so local files take the same path as images sent to the server.
-void append_image_files(json::Value& body, const std::vector<std::string>& paths) {
-  if (paths.empty()) return;
+/// Appends `uris` to the request's array `field` ("images" or "videos"; after any it already
+/// has), so local files take the same path as media sent to the server.
+void append_media(json::Value& body, const std::string& field, std::vector<std::string> uris) {
+  if (uris.empty()) return;
   if (!body.is_object()) throw invalid_request("the request must be a JSON object");
   auto& members = body.members();
-  json::Value* images = nullptr;
+  json::Value* list = nullptr;
   for (auto& [key, value] : members) {
-    if (key == "images") images = &value;
+    if (key == field) list = &value;
   }
-  if (images == nullptr) {
-    members.emplace_back("images", json::Value::array());
-    images = &members.back().second;
-  } else if (images->is_null()) {
-    *images = json::Value::array();
-  } else if (!images->is_array()) {
-    throw invalid_request("the request's images is not an array, so --image cannot add to it",
-                          "images");
+  if (list == nullptr) {
+    members.emplace_back(field, json::Value::array());
+    list = &members.back().second;
+  } else if (list->is_null()) {
+    *list = json::Value::array();
+  } else if (!list->is_array()) {
+    throw invalid_request("the request's " + field + " is not an array, so --" +
+                              field.substr(0, field.size() - 1) + " cannot add to it",
+                          field);
   }
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    images->items().push_back(json::Value::string(
-        vision::image_file_data_uri(paths[i], vision::DecodeLimits{}, "image")));
-  }
+  for (std::string& uri : uris) list->items().push_back(json::Value::string(std::move(uri)));
 }
 
 std::string read_request(const std::string& path) {
@@ -64,7 +64,17 @@ int run_ask(const AskOptions& options) {
   runtime::EngineConfig config = options.engine.to_config();
   config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
   json::Value body = json::parse(read_request(options.request_path));
-  append_image_files(body, options.image_paths);
+  std::vector<std::string> images;
+  for (const std::string& path : options.image_paths) {
+    images.push_back(vision::image_file_data_uri(path, vision::DecodeLimits{}, "image"));
+  }
+  append_media(body, "images", std::move(images));
+  std::vector<std::string> videos;
+  for (const std::string& path : options.video_paths) {
+    videos.push_back(runtime::video_file_data_uri(
+        path, static_cast<std::size_t>(config.max_video_bytes), "video"));
+  }
+  append_media(body, "videos", std::move(videos));
   auto engine = runtime::make_engine(config);
   // The server's path: prepare (validate, encode, images), then decide.
   const runtime::PreparedRequest prepared = engine->prepare(body);
@@ -90,6 +100,10 @@ void add_ask_command(CLI::App& app, ExitCode& exit_code) {
       ->required();
   cmd->add_option("--image", options->image_paths,
                   "image file (PNG, JPEG or WebP) added to the request's images; repeatable")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--video", options->video_paths,
+                  "video file (MP4/QuickTime, Matroska/WebM or AVI) added to the request's "
+                  "videos; repeatable")
       ->check(CLI::ExistingFile);
   cmd->callback([options, &exit_code] { exit_code.value = run_ask(*options); });
 }

@@ -99,9 +99,28 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "max_over_uniform ((p_max - 1/n)/(1 - 1/n))")
       ->capture_default_str()
       ->check(CLI::IsMember({"reference", "entropy", "gini", "max_over_uniform"}));
-  cmd.add_flag("--allow-image-urls", allow_image_urls,
-               "fetch http(s) image URLs of requests (never loopback, private, link-local or "
-               "metadata addresses; 20 MiB and 10 s per image)");
+  cmd.add_flag("--allow-media-urls,--allow-image-urls", allow_image_urls,
+               "fetch http(s) image and video URLs of requests (never loopback, private, "
+               "link-local or metadata addresses; 20 MiB and 10 s per image, the video byte "
+               "limit per video); --allow-image-urls is the old name");
+  cmd.add_option("--max-videos", max_videos, "videos per request (0: refuse videos)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  cmd.add_option("--max-video-seconds", max_video_seconds, "longest video, seconds, else 413")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd.add_option("--max-video-frames", max_video_frames,
+                 "most frames the processor may keep of one video (after sampling at fps), and "
+                 "most images in a frame list, else 413")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  cmd.add_option("--max-video-frame-pixels", max_video_frame_pixels,
+                 "largest video frame, width x height pixels from the header, else 413")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
+  cmd.add_option("--max-video-mb", max_video_mb, "largest video file, MiB, else 413")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
   cmd.add_option("--registry", registry,
                  "a registry file whose entries add to or replace the shipped ones by name")
@@ -166,6 +185,11 @@ runtime::EngineConfig EngineOptions::to_config() const {
       truncation == "refuse" ? runtime::Truncation::refuse : runtime::Truncation::truncate;
   config.verbose = verbose;
   config.allow_image_urls = allow_image_urls;
+  config.max_videos = max_videos;
+  config.max_video_seconds = max_video_seconds;
+  config.max_video_frames = max_video_frames;
+  config.max_video_frame_pixels = max_video_frame_pixels;
+  config.max_video_bytes = std::int64_t{max_video_mb} << 20;
   config.max_image_tokens = max_image_tokens;
   config.max_request_image_tokens = max_request_image_tokens;
   config.max_vision_memory = max_vision_memory_mib << 20;

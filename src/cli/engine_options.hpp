@@ -34,9 +34,14 @@ struct EngineOptions {
   std::string confidence = "reference";     ///< --confidence
   std::vector<std::string> settings;        ///< --set name=value
   bool verbose = false;
-  bool allow_image_urls = false;  ///< --allow-image-urls
-  std::string registry;           ///< --registry: a user registry file (overrides by name)
-  std::string models_dir;         ///< --models-dir: the model store (default under the cache)
+  bool allow_image_urls = false;   ///< --allow-media-urls (old name --allow-image-urls)
+  int max_videos = 2;              ///< --max-videos
+  double max_video_seconds = 600;  ///< --max-video-seconds
+  int max_video_frames = 768;      ///< --max-video-frames
+  std::int64_t max_video_frame_pixels = std::int64_t{3840} * 2160;  ///< --max-video-frame-pixels
+  int max_video_mb = 64;                                            ///< --max-video-mb
+  std::string registry;    ///< --registry: a user registry file (overrides by name)
+  std::string models_dir;  ///< --models-dir: the model store (default under the cache)
   std::string hub_endpoint = "https://huggingface.co";  ///< --hub-endpoint
   bool offline = false;                                 ///< --offline
   CLI::Option* context_size_option = nullptr;           ///< set by add_to

@@ -82,7 +82,7 @@ Record encode_record(const request::Request& req, const Tokenizer& tok,
   std::vector<TokenId> head;  // prefix + media
   append(head, tok, kPrefix);
   rec.prefix_tokens = head.size();
-  if (!options.image_tokens.empty()) {
+  if (!options.image_tokens.empty() || !options.videos.empty()) {
     const TokenId vision_start = tok.special_id("<|vision_start|>");
     const TokenId vision_end = tok.special_id("<|vision_end|>");
     const TokenId image_pad = tok.special_id("<|image_pad|>");
@@ -91,6 +91,20 @@ Record encode_record(const request::Request& req, const Tokenizer& tok,
       rec.images.push_back({head.size(), n});
       head.insert(head.end(), n, image_pad);
       head.push_back(vision_end);
+    }
+    if (!options.videos.empty()) {
+      const TokenId video_pad = tok.special_id("<|video_pad|>");
+      for (std::size_t v = 0; v < options.videos.size(); ++v) {
+        head.push_back(vision_start);
+        for (const VideoGroup& g : options.videos[v]) {
+          append(head, tok, g.timestamp);
+          head.push_back(vision_start);
+          rec.images.push_back({head.size(), g.n_tokens, static_cast<int>(v)});
+          head.insert(head.end(), g.n_tokens, video_pad);
+          head.push_back(vision_end);
+        }
+        head.push_back(vision_end);
+      }
     }
     append(head, tok, kAfterImages);
   }

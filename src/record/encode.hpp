@@ -2,6 +2,7 @@
 // The record encoder (decision contract, section 3; reference encode_record).
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "record/record.hpp"
@@ -10,6 +11,12 @@
 
 namespace clef::record {
 
+/// One temporal patch of a video as the record writes it.
+struct VideoGroup {
+  std::string timestamp;     ///< its timestamp text, e.g. "<0.3 seconds>"
+  std::size_t n_tokens = 0;  ///< its <|video_pad|> tokens
+};
+
 /// Options of encode_record.
 struct EncodeOptions {
   /// Context size: the most tokens a record may have (reference default 16384).
@@ -17,10 +24,15 @@ struct EncodeOptions {
   /// Image-pad tokens of each image, in request order (from the vision preprocessor); empty for a
   /// text-only record.
   std::vector<std::size_t> image_tokens;
+  /// Temporal patches of each video, in request order (from the video processor).
+  std::vector<std::vector<VideoGroup>> videos;
 };
 
 /// Encodes `req` into token ids and spans. Every piece is tokenized on its own with `tok`:
-///   prefix, [per image: <|vision_start|> + N x <|image_pad|> + <|vision_end|>, then "\n" once],
+///   prefix, [per image: <|vision_start|> + N x <|image_pad|> + <|vision_end|>; per video:
+///   <|vision_start|>, per temporal patch its timestamp text + <|vision_start|> + N x
+///   <|video_pad|> + <|vision_end|>, then <|vision_end|> (the processor replaces only the
+///   placeholder's <|video_pad|>); then "\n" once],
 ///   render(state), "\n\nSCHEMA FIELDS:\n", per question k (1-based):
 ///   "\nFIELD {k}\nID: {id}\nTYPE: {type}\nINSTRUCTION: ", render(instructions) [question span],
 ///   "\nALLOWED OPTIONS:\n", per option j: "OPTION {j}: ", render(option object) [option span],

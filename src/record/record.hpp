@@ -28,10 +28,12 @@ struct QuestionRecord {
   std::vector<std::string> option_ids;
 };
 
-/// One image block: `<|vision_start|>`, n_tokens image-pad tokens, `<|vision_end|>`.
+/// One vision block: `<|vision_start|>`, n_tokens pad tokens, `<|vision_end|>`: an image's, or
+/// one temporal patch (two frames) of a video's.
 struct ImageBlock {
-  std::size_t first_token = 0;  ///< index in ids of the block's first image-pad token
-  std::size_t n_tokens = 0;     ///< number of image-pad tokens (rows of the vision output)
+  std::size_t first_token = 0;  ///< index in ids of the block's first pad token
+  std::size_t n_tokens = 0;     ///< number of pad tokens (rows of the vision output)
+  int video = -1;               ///< the request video it belongs to; -1 for an image
 };
 
 /// The encoded request.
@@ -39,10 +41,11 @@ struct Record {
   std::vector<TokenId> ids;               ///< prefix + media + state + schema + suffix
   std::vector<QuestionRecord> questions;  ///< request order
   std::string rendered_state;             ///< render(state), before tokenization and truncation
-  std::vector<ImageBlock> images;         ///< in request order
-  std::size_t prefix_tokens = 0;          ///< tokens before the media block (P in contract 4)
-  Span state_span;                        ///< the state's tokens after truncation
-  bool state_truncated = false;           ///< true when state tokens were cut to fit max_length
+  /// Vision blocks in record order: the images, then each video's temporal patches.
+  std::vector<ImageBlock> images;
+  std::size_t prefix_tokens = 0;  ///< tokens before the media block (P in contract 4)
+  Span state_span;                ///< the state's tokens after truncation
+  bool state_truncated = false;   ///< true when state tokens were cut to fit max_length
   /// usage.input_tokens: len(ids), image tokens included.
   std::size_t input_tokens() const noexcept { return ids.size(); }
 };

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "request/parse_media.hpp"
 #include "util/error.hpp"
 
 namespace clef::request {
@@ -185,11 +186,8 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
     req.questions.push_back(parse_question(id, value, limits));
 
   req.images = parse_images(body.find("images"), limits);
-  if (const json::Value* videos = body.find("videos")) {
-    if (!videos->is_null() && !(videos->is_array() && videos->items().empty())) {
-      throw invalid_request("videos are not supported yet", "videos");
-    }
-  }
+  req.videos = parse_videos(body.find("videos"), limits);
+  req.media_kwargs = parse_media_kwargs(body.find("media_kwargs"));
   return req;
 }
 

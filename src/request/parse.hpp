@@ -20,7 +20,8 @@ namespace clef::request {
 ///     take an object; the engine refuses it).
 ///     `instructions` missing, null or "" -> the question id.
 ///   - `images`: optional array of strings (null = none).
-///   - `videos`: not supported yet; only absent, null or [] is accepted.
+///   - `videos`: optional array of video files (strings) or frame lists (parse_videos).
+///   - `media_kwargs`: optional processor settings (parse_media_kwargs).
 /// Unknown fields are ignored.
 /// Throws clef::Error: invalid_request (400) naming the dotted field path (e.g.
 /// "questions.urgency.criteria") for a missing or mistyped field; payload_too_large (413) naming

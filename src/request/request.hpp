@@ -3,6 +3,8 @@
 // the record encoder and answer builder consume.
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,20 +43,54 @@ struct Question {
 /// The model name a request defaults to when nothing else names one.
 inline constexpr const char* kDefaultModelName = "clef-flash";
 
-/// A validated request. Images are kept as given (data URI, URL or path); decoding them is the
-/// vision module's job.
+/// One request video: a video file (data URI or http(s) URL), or frames the client sampled
+/// itself ({"frames": [...], "fps": F}).
+struct Video {
+  std::string source;               ///< the file's data URI or URL; empty for a frame list
+  std::vector<std::string> frames;  ///< a frame list's images (data URIs or URLs), in order
+  std::optional<double> fps;        ///< a frame list's frame rate; unset: the reference's 24
+  bool is_frame_list() const noexcept { return source.empty(); }
+};
+
+/// The request's `media_kwargs` (the reference passes them to its processor as
+/// processor(..., **media_kwargs)), validated. Unset members keep the processors' defaults.
+struct MediaKwargs {
+  std::optional<double> fps;             ///< videos: frames sampled per second
+  std::optional<int> num_frames;         ///< videos: exact frame count (excludes fps)
+  std::optional<bool> do_sample_frames;  ///< videos: false keeps every frame
+  std::optional<int> min_frames;         ///< videos: least frames when sampling by fps
+  std::optional<int> max_frames;         ///< videos: most frames
+  /// images: the image processor's min_pixels / max_pixels (the video processor takes no such
+  /// argument, as in the reference).
+  std::optional<std::int64_t> min_pixels;
+  std::optional<std::int64_t> max_pixels;
+  /// images and videos: size = {"shortest_edge": ..., "longest_edge": ...} (both keys).
+  std::optional<std::int64_t> size_shortest_edge;
+  std::optional<std::int64_t> size_longest_edge;
+  bool empty() const noexcept {
+    return !fps && !num_frames && !do_sample_frames && !min_frames && !max_frames && !min_pixels &&
+           !max_pixels && !size_shortest_edge;
+  }
+};
+
+/// A validated request. Images and videos are kept as given (data URI, URL or path); decoding
+/// them is the vision and video modules' job.
 struct Request {
   std::string model = kDefaultModelName;
   json::Value state;
   std::vector<Question> questions;  ///< request order
   std::vector<std::string> images;
+  std::vector<Video> videos;
+  MediaKwargs media_kwargs;
 };
 
 /// Size limits enforced by parse_request (each over-limit request gets a 413 naming the field).
 struct RequestLimits {
-  std::size_t max_questions = 64;  ///< questions per request
-  std::size_t max_options = 255;   ///< options per question (choice criteria, score levels)
-  std::size_t max_images = 4;      ///< entries of `images`
+  std::size_t max_questions = 64;       ///< questions per request
+  std::size_t max_options = 255;        ///< options per question (choice criteria, score levels)
+  std::size_t max_images = 4;           ///< entries of `images`
+  std::size_t max_videos = 2;           ///< entries of `videos`
+  std::size_t max_listed_frames = 768;  ///< images of one video's frame list
 };
 
 }  // namespace clef::request

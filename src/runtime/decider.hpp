@@ -46,7 +46,10 @@ struct ServedLimits {
   int max_image_tokens = 0;             ///< image tokens of one image (0: only the context)
   int max_request_image_tokens = 0;     ///< image tokens of all images together (0: the context)
   std::uint64_t max_vision_memory = 0;  ///< vision-tower compute bytes for one image (0: none)
-  bool image_urls = false;              ///< http(s) image URLs are fetched
+  bool image_urls = false;              ///< http(s) image and video URLs are fetched
+  int max_videos = 0;                   ///< videos per request (0: none accepted)
+  int max_video_frames = 0;             ///< frames the processor may keep of one video
+  double max_video_seconds = 0;         ///< longest video, seconds
 };
 
 /// How a decider builds its answers beyond the reference (opt-in; /v1/models says).

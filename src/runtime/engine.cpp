@@ -27,6 +27,7 @@
 #include "request/parse.hpp"
 #include "runtime/head_inputs.hpp"
 #include "runtime/image_inputs.hpp"
+#include "runtime/video_inputs.hpp"
 #include "util/error.hpp"
 #include "vision/tower.hpp"
 #include "vision/tower_memory.hpp"
@@ -63,30 +64,61 @@ class Engine final : public Decider {
     limits.max_questions = static_cast<std::size_t>(config_.max_questions);
     limits.max_options = static_cast<std::size_t>(config_.max_options);
     limits.max_images = static_cast<std::size_t>(config_.max_images);
+    limits.max_videos = static_cast<std::size_t>(config_.max_videos);
+    limits.max_listed_frames = static_cast<std::size_t>(config_.max_video_frames);
     PreparedRequest out;
     out.request = request::parse_request(body, limits, config_.model_name);
 
-    // Images: loaded and gridded from their headers first, so the token budget is checked
-    // before any pixel is decoded.
-    if (!out.request.images.empty()) {
-      if (!tower_) {
-        // 422 with a stable code: well formed, but this server has no vision tower (another may).
-        throw Error(ErrorKind::unprocessable, "images_not_supported",
-                    "this model has no mmproj (vision projector), so requests with images cannot "
-                    "be decided; load one with --mmproj or put mmproj*.gguf in the model directory",
-                    "images");
-      }
+    // Images and videos: loaded and gridded from their headers first, so the token budget is
+    // checked before any pixel is decoded.
+    const bool media = !out.request.images.empty() || !out.request.videos.empty();
+    if (media && !tower_) {
+      // 422 with a stable code: well formed, but this server has no vision tower (another may).
+      const bool images = !out.request.images.empty();
+      throw Error(ErrorKind::unprocessable,
+                  images ? "images_not_supported" : "videos_not_supported",
+                  std::string("this model has no mmproj (vision projector), so requests with ") +
+                      (images ? "images" : "videos") +
+                      " cannot be decided; load one with --mmproj or put mmproj*.gguf in the "
+                      "model directory",
+                  images ? "images" : "videos");
+    }
+    vision::ProcessorConfig image_processor;
+    video::VideoProcessorConfig video_processor;
+    std::vector<RequestVideo> videos;
+    if (media) {
+      image_processor = image_config(tower_->processor(), out.request.media_kwargs);
+      video_processor = video_config(tower_->processor(), out.request.media_kwargs);
       const auto tv = Clock::now();
-      out.images = load_images(out.request.images, image_policy_, tower_->processor());
+      out.images = load_images(out.request.images, image_policy_, image_processor);
+      videos = load_videos(out.request.videos, video_policy_, image_policy_, video_processor);
       out.image_prepare_ms += ms_since(tv);
     }
+    const std::size_t n_still = out.images.size();
 
     record::EncodeOptions options;
     options.max_length = static_cast<std::size_t>(backbone_.context_size());
     for (const RequestImage& d : out.images) {
       options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
     }
-    check_image_budget(out.images);
+    // Each video's temporal patches as blocks without pixels yet: their budget is known now.
+    std::size_t video_text_tokens = 0;
+    for (const RequestVideo& v : videos) {
+      options.videos.push_back(v.groups);
+      video_text_tokens += 2;  // the placeholder's own <|vision_start|> / <|vision_end|>
+      for (const record::VideoGroup& g : v.groups) {
+        video_text_tokens += tokenizer_.tokenize(g.timestamp).size();
+        RequestImage block;
+        block.param = v.param;
+        block.input_height = v.height;
+        block.input_width = v.width;
+        block.resized_height = v.plan.resized_height;
+        block.resized_width = v.plan.resized_width;
+        block.grid = v.plan.grid;
+        out.images.push_back(std::move(block));
+      }
+    }
+    check_image_budget(out.images, video_text_tokens);
     out.record = encode_with_images(out.request, options, out.images);
     if (out.record.state_truncated && config_.truncation == Truncation::refuse) {
       refuse_truncation(out.record);
@@ -94,16 +126,27 @@ class Engine final : public Decider {
     refuse_empty_question_spans(out.record);
     out.tokenize_ms = ms_since(t0) - out.image_prepare_ms;
 
-    // Pixels: decoded, oriented and resized to the tower's input now, so the runtime thread only
-    // runs the tower.
+    // Pixels: decoded, oriented and resized to the tower's input now (video frames decoded,
+    // resized and paired in temporal patches), so the runtime thread only runs the tower.
     if (!out.images.empty()) {
       const auto tv = Clock::now();
+      std::size_t next_block = n_still;
+      for (RequestVideo& v : videos) {
+        for (RequestImage& block : video_blocks(v, image_policy_, video_processor)) {
+          out.images[next_block++] = std::move(block);
+        }
+      }
       std::vector<vision::ImageGrid> grids;
-      for (RequestImage& image : out.images) {
-        prepare_pixels(image, image_policy_, tower_->processor());
+      for (std::size_t i = 0; i < out.images.size(); ++i) {
+        RequestImage& image = out.images[i];
+        if (i < n_still) prepare_pixels(image, image_policy_, image_processor);
         if (cache_.enabled()) {
           image.digest =
               cache::image_digest(image.image.width, image.image.height, image.image.rgb);
+          if (image.second_frame.width > 0) {
+            image.digest += cache::image_digest(image.second_frame.width, image.second_frame.height,
+                                                image.second_frame.rgb);
+          }
         }
         grids.push_back(image.grid);
       }
@@ -196,7 +239,9 @@ class Engine final : public Decider {
                                   std::to_string(i));
         }
         note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak
-        rows[i] = tower_->encode(prepared.images[i].image);
+        const RequestImage& block = prepared.images[i];
+        rows[i] = tower_->encode(block.image,
+                                 block.second_frame.width > 0 ? &block.second_frame : nullptr);
         spans[i].rows = rows[i];
       }
       pause_for_others();  // the tower may have taken long: before the prefill too
@@ -334,6 +379,9 @@ class Engine final : public Decider {
     l.max_request_image_tokens = config_.max_request_image_tokens;
     l.max_vision_memory = tower_ ? vision_memory_ : 0;
     l.image_urls = tower_ && config_.allow_image_urls;
+    l.max_videos = tower_ ? config_.max_videos : 0;
+    l.max_video_frames = config_.max_video_frames;
+    l.max_video_seconds = config_.max_video_seconds;
     return l;
   }
   int context_size() const override { return backbone_.context_size(); }
@@ -384,6 +432,14 @@ class Engine final : public Decider {
     image_policy_.allow_urls = config.allow_image_urls;
     image_policy_.url.allow_loopback_for_tests = config.allow_loopback_image_urls_for_tests;
     image_policy_.url.timeout = std::chrono::milliseconds(config.image_fetch_timeout_ms);
+    video_policy_.allow_urls = config.allow_image_urls;
+    video_policy_.url = image_policy_.url;
+    video_policy_.limits.max_encoded_bytes = static_cast<std::size_t>(config.max_video_bytes);
+    video_policy_.limits.max_duration_s = config.max_video_seconds;
+    video_policy_.limits.max_sampled_frames = config.max_video_frames;
+    video_policy_.limits.max_frame_pixels =
+        static_cast<std::uint64_t>(config.max_video_frame_pixels);
+    video_policy_.limits.decode_timeout = std::chrono::milliseconds(config.video_decode_timeout_ms);
     if (!config.mmproj_path.empty()) {
       vision::TowerParams tp;
       tp.threads = backbone::resolved_threads(config.backbone);
@@ -406,14 +462,32 @@ class Engine final : public Decider {
 
   /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the
   /// context: 413 naming every image's tokens and the context size, before any image is encoded.
-  void check_image_budget(const std::vector<RequestImage>& images) const {
+  void check_image_budget(const std::vector<RequestImage>& images,
+                          std::size_t video_text_tokens) const {
     if (images.empty()) return;
-    std::size_t total = tokenizer_.tokenize("\n").size();
+    std::size_t total = tokenizer_.tokenize("\n").size() + video_text_tokens;
     std::string detail;
+    bool videos = false;
     for (std::size_t i = 0; i < images.size(); ++i) {
       const vision::ImageGrid& g = images[i].grid;
       total += static_cast<std::size_t>(g.n_image_tokens()) + 2;
-      detail += (i ? ", " : "") + std::string("image ") + std::to_string(i) + ": " +
+      const bool video =
+          images[i].second_frame.width > 0 || images[i].param.rfind("videos.", 0) == 0;
+      if (video) {
+        videos = true;
+        // One entry per video: its temporal patches.
+        std::size_t n = 1;
+        while (i + n < images.size() && images[i + n].param == images[i].param) ++n;
+        detail += (detail.empty() ? "" : ", ") + images[i].param + ": " + std::to_string(n) +
+                  " temporal patches of " + std::to_string(images[i].resized_height) + "x" +
+                  std::to_string(images[i].resized_width) +
+                  " px = " + std::to_string(n * static_cast<std::size_t>(g.n_image_tokens())) +
+                  " tokens";
+        total += (n - 1) * (static_cast<std::size_t>(g.n_image_tokens()) + 2);
+        i += n - 1;
+        continue;
+      }
+      detail += (detail.empty() ? "" : ", ") + std::string("image ") + std::to_string(i) + ": " +
                 std::to_string(images[i].resized_height) + "x" +
                 std::to_string(images[i].resized_width) + " px = " + std::to_string(g.merged_h) +
                 " x " + std::to_string(g.merged_w) + " = " + std::to_string(g.n_image_tokens()) +
@@ -422,9 +496,10 @@ class Engine final : public Decider {
     check_image_costs(images, detail);  // first: it names the image at fault
     if (total > static_cast<std::size_t>(backbone_.context_size())) {
       throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
-                  "the images need " + std::to_string(total) + " tokens (" + detail +
-                      ") but the context size is " + std::to_string(backbone_.context_size()),
-                  "images");
+                  std::string(videos ? "the images and videos need " : "the images need ") +
+                      std::to_string(total) + " tokens (" + detail + ") but the context size is " +
+                      std::to_string(backbone_.context_size()),
+                  videos ? "videos" : "images");
     }
   }
 
@@ -586,6 +661,7 @@ class Engine final : public Decider {
   head::JointSchemaHead head_;
   record::LlamaTokenizer tokenizer_;
   vision::ImageSourcePolicy image_policy_;
+  VideoSourcePolicy video_policy_;
   std::unique_ptr<vision::VisionTower> tower_;  ///< null without an mmproj
   cache::StateCache cache_;
   std::optional<decision::Calibration> calibration_;  ///< --calibration, if given

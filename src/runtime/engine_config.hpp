@@ -26,6 +26,18 @@ struct EngineConfig {
   int max_questions = 64;  ///< questions per request
   int max_options = 255;   ///< options per question
   int max_images = 4;      ///< images per request
+  int max_videos = 2;      ///< videos per request
+  /// Longest video, seconds (from its header, or its packets when the header does not say).
+  double max_video_seconds = 600;
+  /// Most frames the processor may keep of one video (after sampling), and most images in a
+  /// frame list.
+  int max_video_frames = 768;
+  /// Largest video frame, width * height pixels, from the header.
+  std::int64_t max_video_frame_pixels = std::int64_t{3840} * 2160;
+  /// Largest encoded video, bytes (after base64 decoding).
+  std::int64_t max_video_bytes = std::int64_t{64} * 1024 * 1024;
+  /// Longest wall time for opening, scanning and decoding one video, milliseconds.
+  int video_decode_timeout_ms = 60'000;
   /// Image tokens one image may have (after the processor's resize), else 413 before decoding.
   /// 4,096 as llama.cpp caps qwen3vl images (a 2048x2048 image); 0: no cap beyond the context.
   int max_image_tokens = 4096;
@@ -44,7 +56,8 @@ struct EngineConfig {
   /// (the default: the chosen option's probability), "entropy", "gini" or "max_over_uniform".
   std::string confidence = "reference";
   bool verbose = false;  ///< llama.cpp's own log at info level
-  /// Fetch `images` given as http(s) URLs (server --allow-image-urls). Off: only data URIs.
+  /// Fetch `images` and `videos` given as http(s) URLs (server --allow-media-urls, formerly
+  /// --allow-image-urls). Off: only data URIs.
   /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.
   bool allow_image_urls = false;
   /// TEST ONLY: image URLs may also reach loopback addresses (a test server on localhost). Never

@@ -16,10 +16,11 @@
 
 namespace clef::runtime {
 
-/// One request image: its bytes, the grid the reference processor gives it, and (after
-/// prepare_pixels) the RGB pixels the vision tower takes.
+/// One vision block of a request: an image (its bytes, the grid the reference processor gives
+/// it, and after prepare_pixels the RGB pixels the vision tower takes), or one temporal patch of
+/// a video (its two processed frames, `image` and `second_frame`; see video_inputs.hpp).
 struct RequestImage {
-  std::string param;                ///< "images.<i>"
+  std::string param;                ///< "images.<i>" or "videos.<i>"
   std::vector<std::uint8_t> bytes;  ///< encoded (PNG, JPEG or WebP); dropped by prepare_pixels
   /// Decoded pixels (EXIF orientation applied); after prepare_pixels, resized to the processor's
   /// size (resized_height x resized_width), the tower's input.
@@ -29,7 +30,11 @@ struct RequestImage {
   int resized_height = 0;  ///< smart_resize of the (oriented) size
   int resized_width = 0;
   vision::ImageGrid grid;
-  /// cache::image_digest of the resized pixels (set when the engine keeps a state cache).
+  /// A video's temporal patch: its second frame (the tower's second temporal slot), at the
+  /// resized size; empty for an image (the tower repeats `image`).
+  vision::RgbImage second_frame;
+  /// cache::image_digest of the resized pixels (both frames of a temporal patch; set when the
+  /// engine keeps a state cache).
   std::string digest;
 };
 

@@ -103,12 +103,15 @@ std::string models_body(const ModelInfo& model) {
             {"max_image_tokens", number(l.max_image_tokens)},
             {"max_request_image_tokens", number(l.max_request_image_tokens)},
             {"max_vision_memory_bytes", number(static_cast<std::int64_t>(l.max_vision_memory))},
+            {"max_videos", number(l.max_videos)},
+            {"max_video_frames", number(l.max_video_frames)},
+            {"max_video_seconds", json::Value::floating(l.max_video_seconds)},
         }));
     // What a client needs to plan where to send a request (issue 16).
     entry.set("capabilities",
               json::Value::object({{"images", json::Value::boolean(l.max_images > 0)},
                                    {"image_urls", json::Value::boolean(l.image_urls)},
-                                   {"videos", json::Value::boolean(false)}}));
+                                   {"videos", json::Value::boolean(l.max_videos > 0)}}));
   }
   if (!model.placement.empty()) entry.set("device", json::Value::string(model.placement));
   // Opt-in changes to the answers are said here; without them the answers are the reference's.

@@ -18,39 +18,58 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits, const std::string& param) {
+DataUri split_data_uri(std::string_view uri, std::string_view what, std::size_t max_bytes,
+                       const std::string& param, std::string_view example) {
+  const std::string w(what);
+  const std::string ex(example);
   constexpr std::string_view kScheme = "data:";
   if (uri.size() < kScheme.size() || lower(uri.substr(0, kScheme.size())) != kScheme) {
-    throw bad_image("image must be a data URI (data:image/png;base64,...)", param);
+    throw bad_image(w + " must be a data URI (" + ex + ")", param);
   }
   const std::size_t comma = uri.find(',');
   if (comma == std::string_view::npos) {
-    throw bad_image("image data URI has no ',' before its payload", param);
+    throw bad_image(w + " data URI has no ',' before its payload", param);
   }
   const std::string header = lower(uri.substr(kScheme.size(), comma - kScheme.size()));
   constexpr std::string_view kBase64 = ";base64";
   if (header.size() < kBase64.size() ||
       header.compare(header.size() - kBase64.size(), kBase64.size(), kBase64) != 0) {
-    throw bad_image("image data URI must be base64-encoded (data:image/png;base64,...)", param);
+    throw bad_image(w + " data URI must be base64-encoded (" + ex + ")", param);
   }
-  const std::string media = header.substr(0, header.size() - kBase64.size());
-  if (media != "image/png" && media != "image/jpeg" && media != "image/webp") {
-    throw unsupported_image("image media type '" + media +
-                                "' is not supported; use image/png, image/jpeg or image/webp",
-                            param);
-  }
+  DataUri out;
+  out.media_type = header.substr(0, header.size() - kBase64.size());
   const std::string_view payload = uri.substr(comma + 1);
   const std::size_t size = base64_decoded_size(payload);
-  if (size > limits.max_encoded_bytes) {
-    throw image_too_large("image is " + std::to_string(size) + " bytes; the limit is " +
-                              std::to_string(limits.max_encoded_bytes),
-                          param);
+  if (size > max_bytes) {
+    throw image_too_large(
+        w + " is " + std::to_string(size) + " bytes; the limit is " + std::to_string(max_bytes),
+        param);
   }
   try {
-    return DataUri{media, decode_base64(payload)};
+    out.bytes = decode_base64(payload);
   } catch (const Error& e) {
     throw Error(e.kind(), e.code(), e.what(), param);
   }
+  return out;
+}
+
+DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits, const std::string& param) {
+  // The media type is checked before the payload is decoded.
+  const std::size_t comma = uri.find(',');
+  if (comma != std::string_view::npos && lower(uri.substr(0, 5)) == "data:") {
+    std::string header = lower(uri.substr(5, comma - 5));
+    constexpr std::string_view kBase64 = ";base64";
+    if (header.size() >= kBase64.size() &&
+        header.compare(header.size() - kBase64.size(), kBase64.size(), kBase64) == 0) {
+      const std::string media = header.substr(0, header.size() - kBase64.size());
+      if (media != "image/png" && media != "image/jpeg" && media != "image/webp") {
+        throw unsupported_image("image media type '" + media +
+                                    "' is not supported; use image/png, image/jpeg or image/webp",
+                                param);
+      }
+    }
+  }
+  return split_data_uri(uri, "image", limits.max_encoded_bytes, param, "data:image/png;base64,...");
 }
 
 }  // namespace clef::vision

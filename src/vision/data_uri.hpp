@@ -16,6 +16,14 @@ struct DataUri {
   std::vector<std::uint8_t> bytes;
 };
 
+/// Splits `uri` = "data:<media type>;base64,<payload>" of any media type and decodes its payload:
+/// 400 (code invalid_image, wording about `what`, e.g. "video", with `example` as the accepted
+/// form) for a URI that is not of this form or whose payload is not strict base64; 413 for a
+/// payload over `max_bytes`, refused before decoding. The media type comes back lower case,
+/// unchecked. Errors name `param`.
+DataUri split_data_uri(std::string_view uri, std::string_view what, std::size_t max_bytes,
+                       const std::string& param, std::string_view example);
+
 /// Parses `uri` = "data:<media type>;base64,<payload>". The media type (case-insensitive) must
 /// be image/png, image/jpeg or image/webp, else clef::Error 415; a URI that is not of this form
 /// or whose payload is not strict base64 is a 400; a payload that decodes to more than

@@ -188,18 +188,27 @@ std::vector<float> VisionTower::normalized_pixels(const RgbImage& resized) const
 }
 
 std::vector<float> VisionTower::encode(const RgbImage& resized) {
+  return encode(resized, nullptr);
+}
+
+std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* second) {
   Impl& s = *impl_;
-  const ImageGrid grid = image_grid(resized.height, resized.width, s.info.processor);
-  if (resized.rgb.size() != static_cast<std::size_t>(resized.width) * resized.height * 3) {
-    throw invalid_request("image buffer does not match its size");
-  }
+  const ImageGrid grid = image_grid(first.height, first.width, s.info.processor);
   clip_image_f32_batch batch;
-  batch.entries.emplace_back();
-  clip_image_f32& img = batch.entries.back();
-  img.set_size({resized.width, resized.height}, /*is_placeholder=*/false, /*is_audio=*/false);
-  img.cpy_buf(normalized_pixels(resized));
+  for (const RgbImage* frame : {&first, second}) {
+    if (frame == nullptr) continue;
+    if (frame->rgb.size() != static_cast<std::size_t>(frame->width) * frame->height * 3 ||
+        frame->width != first.width || frame->height != first.height) {
+      throw invalid_request("image buffer does not match its size");
+    }
+    batch.entries.emplace_back();
+    clip_image_f32& img = batch.entries.back();
+    img.set_size({frame->width, frame->height}, /*is_placeholder=*/false, /*is_audio=*/false);
+    img.cpy_buf(normalized_pixels(*frame));
+  }
 
   const std::size_t n_tokens = static_cast<std::size_t>(grid.n_image_tokens());
+  const clip_image_f32& img = batch.entries.front();
   if (clip_n_output_tokens(s.ctx, &img) != static_cast<int>(n_tokens)) {
     throw Error(ErrorKind::internal, "vision_failed",
                 "the vision tower would give " + std::to_string(clip_n_output_tokens(s.ctx, &img)) +

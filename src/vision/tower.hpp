@@ -27,8 +27,8 @@ namespace clef::vision {
 
 /// How the tower is loaded and run.
 struct TowerParams {
-  int threads = 1;               ///< CPU threads for the encoder
-  bool use_gpu = false;          ///< a GPU backend when one is available
+  int threads = 1;       ///< CPU threads for the encoder
+  bool use_gpu = false;  ///< a GPU backend when one is available
   /// The GPU to use with use_gpu (the backbone's, device::Placement::gpu); null: clip's choice
   /// (the first GPU).
   ggml_backend_dev_t device = nullptr;
@@ -77,6 +77,12 @@ class VisionTower {
   /// (H/f) * (W/f) rows of n_embd() floats, row-major, image tokens row by row. Throws clef::Error
   /// (invalid_request for bad sides, internal when the encoder fails).
   std::vector<float> encode(const RgbImage& resized);
+
+  /// Encodes one temporal patch of a video: `first` in the patch embedding's first temporal slot,
+  /// `second` in the second (clip's two-frame input, the Conv3D's two temporal kernels); with
+  /// `second` null, `first` in both (a still image, as encode(first)). Both frames at the same
+  /// processed size. Returns (H/f) * (W/f) rows of n_embd() floats. Throws as encode().
+  std::vector<float> encode(const RgbImage& first, const RgbImage* second);
 
   /// Gives back the compute memory the largest image so far made ggml reserve (its scheduler
   /// keeps buffers at their peak size): the clip context is created anew from the mmproj, which

@@ -129,6 +129,61 @@ TEST(ParseRequest, ImagesAreStrings) {
   EXPECT_NO_THROW(parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": []})"));
 }
 
+TEST(ParseRequest, VideosAreFilesOrFrameLists) {
+  const auto r = parse(
+      R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": ["data:video/mp4;base64,AAAA", {"frames": ["f0", "f1"], "fps": 2.5}]})");
+  ASSERT_EQ(r.videos.size(), 2u);
+  EXPECT_EQ(r.videos[0].source, "data:video/mp4;base64,AAAA");
+  EXPECT_FALSE(r.videos[0].is_frame_list());
+  EXPECT_TRUE(r.videos[1].is_frame_list());
+  EXPECT_EQ(r.videos[1].frames, (std::vector<std::string>{"f0", "f1"}));
+  EXPECT_EQ(r.videos[1].fps, 2.5);
+  EXPECT_FALSE(
+      parse(
+          R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [{"frames": ["g"]}]})")
+          .videos[0]
+          .fps.has_value());
+  EXPECT_TRUE(parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": null})")
+                  .videos.empty());
+}
+
+TEST(ParseRequest, MediaKwargsAreValidatedAndKept) {
+  const auto r = parse(
+      R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"fps": 1, "do_sample_frames": false, "min_frames": 2, "max_frames": 16, "min_pixels": 1024, "max_pixels": 65536, "size": {"shortest_edge": 4096, "longest_edge": 8192}, "num_frames": null}})");
+  const request::MediaKwargs& k = r.media_kwargs;
+  EXPECT_EQ(k.fps, 1.0);
+  EXPECT_EQ(k.do_sample_frames, false);
+  EXPECT_EQ(k.min_frames, 2);
+  EXPECT_EQ(k.max_frames, 16);
+  EXPECT_EQ(k.min_pixels, 1024);
+  EXPECT_EQ(k.max_pixels, 65536);
+  EXPECT_EQ(k.size_shortest_edge, 4096);
+  EXPECT_EQ(k.size_longest_edge, 8192);
+  EXPECT_FALSE(k.num_frames.has_value());
+  EXPECT_TRUE(
+      parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}})").media_kwargs.empty());
+}
+
+TEST(ParseRequest, TooManyVideosOrFramesAre413) {
+  request::RequestLimits limits;
+  limits.max_videos = 1;
+  limits.max_listed_frames = 2;
+  const auto status = [&](const std::string& text) {
+    try {
+      request::parse_request(json::parse(text), limits);
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return 0;
+  };
+  EXPECT_EQ(status(R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": ["a", "b"]})"),
+            413);
+  EXPECT_EQ(
+      status(
+          R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [{"frames": ["a", "b", "c"]}]})"),
+      413);
+}
+
 TEST(ParseRequest, RefusalsNameTheField) {
   struct Case {
     const char* text;
@@ -169,7 +224,39 @@ TEST(ParseRequest, RefusalsNameTheField) {
        "questions.a.b.criteria"},
       {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": "x.png"})", "images"},
       {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "images": ["a", 3]})", "images.1"},
-      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": ["v.mp4"]})", "videos"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": "v.mp4"})", "videos"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [3]})", "videos.0"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [""]})", "videos.0"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [{"frames": []}]})",
+       "videos.0.frames"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [{"frames": ["a", 1]}]})",
+       "videos.0.frames.1"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [{"frames": ["a"], "fps": 0}]})",
+       "videos.0.fps"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "videos": [{"frames": ["a"], "rate": 2}]})",
+       "videos.0.rate"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": []})",
+       "media_kwargs"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"fps": "2"}})",
+       "media_kwargs.fps"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"fps": -1}})",
+       "media_kwargs.fps"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"num_frames": 2.5}})",
+       "media_kwargs.num_frames"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"num_frames": 0}})",
+       "media_kwargs.num_frames"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"do_sample_frames": 1}})",
+       "media_kwargs.do_sample_frames"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"max_pixels": 99999999999999999999}})",
+       "media_kwargs.max_pixels"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"size": {"shortest_edge": 1}}})",
+       "media_kwargs.size"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"size": {"shortest_edge": 1, "longest_edge": 2, "height": 3}}})",
+       "media_kwargs.size.height"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"resample": 3}})",
+       "media_kwargs.resample"},
+      {R"({"state": "s", "questions": {"q": {"type": "noul"}}, "media_kwargs": {"fps": 1, "num_frames": 4}})",
+       "media_kwargs"},
   };
   for (const Case& c : cases) {
     const Refusal r = refusal(c.text);

@@ -1,0 +1,75 @@
+#pragma once
+// A request video opened with FFmpeg's libraries (libavformat / libavcodec / libswscale) from
+// bytes in memory: what its header says, and its frames decoded in order and converted to RGB.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "video/limits.hpp"
+#include "vision/image.hpp"
+
+namespace clef::video {
+
+/// What the container says about its (first) video stream, before any frame is decoded.
+struct StreamInfo {
+  int width = 0;   ///< frame width, pixels (codec parameters)
+  int height = 0;  ///< frame height, pixels
+  /// Frames the container's header declares (AVStream.nb_frames; 0 when it does not say, as
+  /// Matroska / WebM files usually do not).
+  std::int64_t header_frames = 0;
+  /// The stream's average frame rate (AVStream.avg_frame_rate), frames per second; 0 if unknown.
+  double average_fps = 0;
+  /// Duration in seconds: the stream's, else the container's; 0 when neither is known.
+  double duration_s = 0;
+  std::string container;  ///< demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
+  std::string codec;      ///< decoder name, e.g. "h264"
+};
+
+/// The video stream measured from its packets.
+struct ContentScan {
+  std::int64_t frames = 0;  ///< packets of the video stream
+  double begin_s = 0;       ///< smallest presentation time, seconds
+  double end_s = 0;         ///< largest presentation time + that packet's duration, seconds
+  /// The loader's average frame rate: frames / (end_s - begin_s), or the header's
+  /// average_fps when that span is empty (torchcodec VideoStreamMetadata.average_fps).
+  double average_fps = 0;
+};
+
+/// One open video. Owns its bytes. Not thread-safe. Every call is bounded by
+/// VideoLimits::decode_timeout (counted from construction) and refuses with clef::Error naming
+/// `param`: 400 invalid_video (not a readable container, no video stream, a frame that does not
+/// decode), 413 video_too_large (over a limit), 415 unsupported_video (a container or codec
+/// outside the accepted set: MP4/QuickTime, Matroska/WebM, AVI; H.264, HEVC, VP8, VP9, AV1,
+/// MPEG-4 part 2, MPEG-1/2, Motion JPEG, FFV1, PNG, raw video).
+class VideoContainer {
+ public:
+  /// Opens `bytes` and reads the header. Refuses a video over limits.max_encoded_bytes, a frame
+  /// larger than limits.max_frame_pixels, or a duration over limits.max_duration_s.
+  VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimits& limits, std::string param);
+  ~VideoContainer();
+  VideoContainer(const VideoContainer&) = delete;
+  VideoContainer& operator=(const VideoContainer&) = delete;
+
+  const StreamInfo& info() const noexcept;
+
+  /// Reads every packet of the video stream without decoding (each holds one frame for every
+  /// accepted codec) and returns what the reference loader's exact scan (torchcodec,
+  /// seek_mode="exact") measures. Refuses more than limits.max_stream_frames. Rewinds after.
+  ContentScan scan();
+
+  /// Decodes the stream from the start and returns the frames whose 0-based index in the
+  /// decoder's output order is in `indices` (ascending; repeats allowed and repeated in the
+  /// result), converted to 8-bit RGB (convert_to_rgb24). Stops after the last index. Refuses an
+  /// index the stream does not reach (400) and more decoded frames than
+  /// limits.max_stream_frames (413).
+  std::vector<vision::RgbImage> decode(std::span<const std::int64_t> indices);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace clef::video

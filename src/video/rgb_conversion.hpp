@@ -1,0 +1,34 @@
+#pragma once
+// Decoded video frames to 8-bit RGB, the way the reference's video loader converts them
+// (torchcodec's CPU path: libswscale, same size, bilinear flag, the frame's own colour matrix and
+// range, full-range RGB out).
+
+#include <string>
+
+#include "vision/image.hpp"
+
+struct AVFrame;
+struct SwsContext;
+
+namespace clef::video {
+
+/// Converts decoded frames to RGB24. Keeps one swscale context while the frames' size and format
+/// stay the same. Not thread-safe.
+class RgbConverter {
+ public:
+  RgbConverter() = default;
+  ~RgbConverter();
+  RgbConverter(const RgbConverter&) = delete;
+  RgbConverter& operator=(const RgbConverter&) = delete;
+
+  /// The frame's pixels as RGB (width x height, rows top to bottom). The YUV -> RGB matrix is the
+  /// frame's colorspace (BT.601 when unspecified), its range the frame's colour range (limited
+  /// unless marked full); RGB sources are repacked without change. Throws clef::Error (400
+  /// naming `param`) for a pixel format swscale cannot convert.
+  vision::RgbImage convert(const AVFrame& frame, const std::string& param);
+
+ private:
+  SwsContext* context_ = nullptr;  // owned; freed with sws_freeContext
+};
+
+}  // namespace clef::video

@@ -1,0 +1,166 @@
+// Request videos through FFmpeg's libraries (video/container.hpp): clips made in the test with
+// FFmpeg's own encoders, read back; and the refusals (corrupt, unsupported, too long, too large,
+// too slow).
+
+#include "video/container.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/video_clips.hpp"
+#include "util/error.hpp"
+
+namespace clef::video {
+namespace {
+
+test::ClipSpec lossless(int frames, int fps, int width = 64, int height = 48) {
+  test::ClipSpec spec;
+  spec.frames = frames;
+  spec.fps = fps;
+  spec.width = width;
+  spec.height = height;
+  spec.frame = [=](int i) { return test::moving_square(width, height, i); };
+  return spec;
+}
+
+int status_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return 0;
+}
+
+TEST(VideoContainer, LosslessFramesComeBackExactlyInOrder) {
+  const test::ClipSpec spec = lossless(9, 3);
+  VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
+  EXPECT_EQ(c.info().width, 64);
+  EXPECT_EQ(c.info().height, 48);
+  EXPECT_EQ(c.info().codec, "ffv1");
+  const ContentScan scan = c.scan();
+  EXPECT_EQ(scan.frames, 9);
+  EXPECT_NEAR(scan.average_fps, 3.0, 1e-9);
+  const std::vector<std::int64_t> wanted = {0, 2, 2, 8};
+  const auto frames = c.decode(wanted);
+  ASSERT_EQ(frames.size(), 4u);
+  for (std::size_t k = 0; k < wanted.size(); ++k) {
+    EXPECT_EQ(frames[k].rgb, test::moving_square(64, 48, static_cast<int>(wanted[k])).rgb)
+        << "frame " << wanted[k];
+  }
+  // Decoding again starts from the first frame.
+  EXPECT_EQ(c.decode(std::vector<std::int64_t>{1})[0].rgb, test::moving_square(64, 48, 1).rgb);
+}
+
+TEST(VideoContainer, LossyCodecsDecodeCloseToTheirSource) {
+  for (const auto& [container, codec] : std::vector<std::pair<std::string, std::string>>{
+           {"mp4", "libx264"}, {"mp4", "mpeg4"}, {"webm", "libvpx"}, {"avi", "mjpeg"}}) {
+    test::ClipSpec spec = lossless(6, 6, 64, 64);
+    spec.container = container;
+    spec.codec = codec;
+    spec.pixel_format = codec == "mjpeg" ? "yuvj420p" : "yuv420p";
+    spec.frame = [](int i) { return test::solid_frame(64, 64, 40 * i, 200 - 30 * i, 128); };
+    VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
+    EXPECT_EQ(c.scan().frames, 6) << codec;
+    const auto frames = c.decode(std::vector<std::int64_t>{0, 5});
+    ASSERT_EQ(frames.size(), 2u);
+    // The centre pixel of frame 5: (200, 50, 128) within codec error.
+    const std::uint8_t* p = frames[1].pixel(32, 32);
+    EXPECT_NEAR(p[0], 200, 6) << codec;
+    EXPECT_NEAR(p[1], 50, 6) << codec;
+    EXPECT_NEAR(p[2], 128, 6) << codec;
+  }
+}
+
+TEST(VideoContainer, WebmWithoutAFrameCountIsCountedFromItsPackets) {
+  test::ClipSpec spec = lossless(7, 5, 64, 64);
+  spec.container = "webm";
+  spec.codec = "libvpx";
+  spec.pixel_format = "yuv420p";
+  VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
+  EXPECT_EQ(c.info().header_frames, 0);
+  const ContentScan scan = c.scan();
+  EXPECT_EQ(scan.frames, 7);
+  EXPECT_NEAR(scan.average_fps, 5.0, 1e-6);
+}
+
+TEST(VideoContainer, VariableFrameRateAveragesOverTheStreamSpan) {
+  test::ClipSpec spec = lossless(5, 10);
+  spec.pts_ms = {0, 100, 150, 700, 800};  // the last frame lasts 1 ms in Matroska's view
+  VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
+  const ContentScan scan = c.scan();
+  EXPECT_EQ(scan.frames, 5);
+  EXPECT_NEAR(scan.begin_s, 0.0, 1e-9);
+  EXPECT_GT(scan.end_s, 0.8 - 1e-9);
+  EXPECT_NEAR(scan.average_fps, 5 / (scan.end_s - scan.begin_s), 1e-9);
+  EXPECT_EQ(c.decode(std::vector<std::int64_t>{3})[0].rgb, test::moving_square(64, 48, 3).rgb);
+}
+
+TEST(VideoContainer, CorruptAndTruncatedFilesAreRefusedWith400) {
+  std::vector<std::uint8_t> bytes = test::write_clip(lossless(6, 3));
+  EXPECT_EQ(status_of([&] {
+              VideoContainer c(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 40), {},
+                               "videos.0");
+              c.decode(std::vector<std::int64_t>{5});
+            }),
+            400);
+  std::vector<std::uint8_t> noise(4096);
+  for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<std::uint8_t>(i * 7919);
+  EXPECT_EQ(status_of([&] { VideoContainer c(noise, {}, "videos.0"); }), 400);
+  EXPECT_EQ(status_of([&] { VideoContainer c({}, {}, "videos.0"); }), 400);
+  // Damage the middle of the frame data: a decode error or a frame count short of 5.
+  std::vector<std::uint8_t> damaged = bytes;
+  for (std::size_t i = damaged.size() / 3; i < damaged.size(); ++i) damaged[i] = 0xff;
+  const int status = status_of([&] {
+    VideoContainer c(damaged, {}, "videos.0");
+    c.decode(std::vector<std::int64_t>{5});
+  });
+  EXPECT_EQ(status, 400);
+}
+
+TEST(VideoContainer, UnsupportedCodecsAndContainersAre415) {
+  test::ClipSpec spec = lossless(3, 3);
+  spec.codec = "huffyuv";
+  spec.pixel_format = "yuv422p";
+  try {
+    VideoContainer c(test::write_clip(spec), {}, "videos.0");
+    FAIL() << "huffyuv accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), 415);
+    EXPECT_EQ(e.code(), "unsupported_video");
+    EXPECT_EQ(e.param(), "videos.0");
+  }
+  spec = lossless(3, 3);
+  spec.container = "nut";
+  EXPECT_EQ(status_of([&] { VideoContainer c(test::write_clip(spec), {}, "videos.0"); }), 415);
+}
+
+TEST(VideoContainer, LimitsAreCheckedBeforeDecoding) {
+  const std::vector<std::uint8_t> bytes = test::write_clip(lossless(12, 4));  // 3 s, 64x48
+  VideoLimits limits;
+  limits.max_duration_s = 2;
+  EXPECT_EQ(status_of([&] { VideoContainer(bytes, limits, "videos.0").scan(); }), 413);
+  limits = {};
+  limits.max_frame_pixels = 64 * 48 - 1;
+  EXPECT_EQ(status_of([&] { VideoContainer c(bytes, limits, "videos.0"); }), 413);
+  limits = {};
+  limits.max_encoded_bytes = bytes.size() - 1;
+  EXPECT_EQ(status_of([&] { VideoContainer c(bytes, limits, "videos.0"); }), 413);
+  limits = {};
+  limits.max_stream_frames = 10;
+  EXPECT_EQ(status_of([&] { VideoContainer(bytes, limits, "videos.0").scan(); }), 413);
+  limits = {};
+  limits.decode_timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(status_of([&] {
+              VideoContainer c(bytes, limits, "videos.0");
+              c.decode(std::vector<std::int64_t>{11});
+            }),
+            413);
+}
+
+TEST(VideoContainer, AFramePastTheEndIsRefused) {
+  VideoContainer c(test::write_clip(lossless(4, 4)), {}, "videos.0");
+  EXPECT_EQ(status_of([&] { c.decode(std::vector<std::int64_t>{4}); }), 400);
+}
+
+}  // namespace
+}  // namespace clef::video
