@@ -602,11 +602,22 @@ class Engine final : public Decider {
       if (images.empty() || e.code() != "context_length_exceeded") throw;
       std::size_t image_tokens = 0;
       for (std::size_t n : options.image_tokens) image_tokens += n + 2;
+      if (options.videos.empty()) {
+        throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
+                    std::string(e.what()) + " (" + std::to_string(image_tokens) +
+                        " of them for the " + std::to_string(images.size()) +
+                        " image(s); send smaller images or fewer)",
+                    "images");
+      }
+      std::size_t video_tokens = 0;
+      for (const auto& groups : options.videos) {
+        for (const record::VideoGroup& g : groups) video_tokens += g.n_tokens + 2;
+      }
       throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
-                  std::string(e.what()) + " (" + std::to_string(image_tokens) +
-                      " of them for the " + std::to_string(images.size()) +
-                      " image(s); send smaller images or fewer)",
-                  "images");
+                  std::string(e.what()) + " (" + std::to_string(image_tokens + video_tokens) +
+                      " and their timestamps for the images and videos; send shorter videos, "
+                      "a lower fps or fewer frames)",
+                  "videos");
     }
   }
 

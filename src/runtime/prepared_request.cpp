@@ -36,13 +36,16 @@ json::Value record_trace(const PreparedRequest& prepared) {
   for (std::size_t i = 0; i < rec.images.size() && i < prepared.images.size(); ++i) {
     const RequestImage& image = prepared.images[i];
     const vision::ImageGrid& g = image.grid;
-    blocks.push_back(json::Value::object(
+    json::Value block = json::Value::object(
         {{"first_token",
           json::Value::integer(static_cast<std::int64_t>(rec.images[i].first_token))},
          {"n_tokens", json::Value::integer(static_cast<std::int64_t>(rec.images[i].n_tokens))},
          {"input_size", size_value(image.input_height, image.input_width)},
          {"resized_size", size_value(image.resized_height, image.resized_width)},
-         {"merged_grid", size_value(g.merged_h, g.merged_w)}}));
+         {"merged_grid", size_value(g.merged_h, g.merged_w)}});
+    // A video's temporal patch: which video (request order).
+    if (rec.images[i].video >= 0) block.set("video", json::Value::integer(rec.images[i].video));
+    blocks.push_back(std::move(block));
   }
   return json::Value::object({{"ids", json::Value::array(std::move(ids))},
                               {"questions", json::Value::array(std::move(questions))},

@@ -38,7 +38,8 @@ struct PreparedRequest {
 
 /// The record's ids, spans and image blocks as JSON, for `clef ask --verbose`:
 /// {"ids": [...], "questions": [{"id", "question_span", "options": [{"option_id", "span"}]}],
-///  "images": [{"first_token", "n_tokens", "input_size", "resized_size", "merged_grid"}]}.
+///  "images": [{"first_token", "n_tokens", "input_size", "resized_size", "merged_grid"
+///  [, "video": i for a video's temporal patch]}]}.
 json::Value record_trace(const PreparedRequest& prepared);
 
 }  // namespace clef::runtime

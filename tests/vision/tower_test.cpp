@@ -244,3 +244,50 @@ TEST(VisionTower, OtherMeanAndStdAreWarnedAboutAndReplacedUnlessInsistedOn) {
 
 }  // namespace
 }  // namespace clef::vision
+
+namespace clef::vision {
+namespace {
+
+RgbImage pattern(int width, int height, int seed) {
+  RgbImage img(width, height);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      std::uint8_t* p = img.pixel(x, y);
+      p[0] = static_cast<std::uint8_t>(x * seed);
+      p[1] = static_cast<std::uint8_t>(y + 7 * seed);
+      p[2] = static_cast<std::uint8_t>((x ^ y) * (seed + 1));
+    }
+  }
+  return img;
+}
+
+TEST(VisionTower, ATemporalPatchFeedsEachFrameToItsOwnSlot) {
+  Captured captured;
+  VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd, capturing(captured));
+  const RgbImage a = pattern(96, 64, 1);
+  const RgbImage b = pattern(96, 64, 3);
+  // Two identical frames are a still image (which the tower repeats itself), bit for bit.
+  const std::vector<float> still = tower.encode(a);
+  EXPECT_TRUE(tower.encode(a, &a) == still);
+  // Two different frames: the encoder's input holds both, first then second, each planar.
+  const std::vector<float> pair = tower.encode(a, &b);
+  const std::size_t plane = 96u * 64u * 3u;
+  ASSERT_EQ(captured.planar.size(), 2 * plane);
+  const std::vector<float> na = tower.normalized_pixels(a);
+  const std::vector<float> nb = tower.normalized_pixels(b);
+  for (std::size_t i = 0; i < 96u * 64u; ++i) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      ASSERT_EQ(captured.planar[c * 96 * 64 + i], na[i * 3 + c]);
+      ASSERT_EQ(captured.planar[plane + c * 96 * 64 + i], nb[i * 3 + c]);
+    }
+  }
+  ASSERT_EQ(pair.size(), still.size());
+  EXPECT_FALSE(pair == still);
+  EXPECT_FALSE(pair == tower.encode(b));
+  // The slots have their own kernels: swapping the frames changes the rows.
+  EXPECT_FALSE(pair == tower.encode(b, &a));
+  EXPECT_TRUE(pair == tower.encode(a, &b)) << "deterministic";
+}
+
+}  // namespace
+}  // namespace clef::vision

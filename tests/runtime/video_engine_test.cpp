@@ -1,0 +1,289 @@
+// Videos end to end on the tiny test model: clips made with FFmpeg's encoders go through the
+// engine and `clef ask --video`; the record holds the reference processor's layout (timestamps,
+// nested vision blocks), each temporal patch reaches the tower as two frames, a frame list equals
+// the same frames as a file, and every refusal is a clear 4xx naming the video.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "json/parse.hpp"
+#include "record/llama_tokenizer.hpp"
+#include "record/llama_vocab.hpp"
+#include "runtime/engine.hpp"
+#include "runtime/video_inputs.hpp"
+#include "support/tiny_engine_config.hpp"
+#include "support/video_clips.hpp"
+#include "util/error.hpp"
+#include "vision/base64.hpp"
+#include "vision/encode_png.hpp"
+
+namespace {
+
+using clef::json::Value;
+namespace rt = clef::runtime;
+namespace ct = clef::test;
+
+const char* kCard = R"({"state": "A red square moves to the right",
+  "questions": {
+    "motion": {"type": "choice", "instructions": "Where does the square go?",
+      "criteria": {"left": "To the left", "right": "To the right", "still": "It does not move"}},
+    "moving": {"type": "noul", "instructions": "Does something move?"}}})";
+
+Value with_videos(std::vector<Value> videos, const char* media_kwargs = nullptr) {
+  Value body = clef::json::parse(kCard);
+  body.members().emplace_back("videos", Value::array(std::move(videos)));
+  if (media_kwargs != nullptr)
+    body.members().emplace_back("media_kwargs", clef::json::parse(media_kwargs));
+  return body;
+}
+
+std::string video_uri(const std::vector<std::uint8_t>& bytes,
+                      const char* type = "video/x-matroska") {
+  return std::string("data:") + type + ";base64," + clef::vision::encode_base64(bytes);
+}
+
+/// 8 lossless frames of 64x48 at 4 fps (2 s): the moving square.
+ct::ClipSpec square_clip(int frames = 8, int fps = 4) {
+  ct::ClipSpec spec;
+  spec.frames = frames;
+  spec.fps = fps;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frame = [](int i) { return ct::moving_square(64, 48, i); };
+  return spec;
+}
+
+class VideoEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { engine_ = rt::make_engine(ct::tiny_engine_config()); }
+  static void TearDownTestSuite() { engine_.reset(); }
+  static rt::Decider& engine() { return *engine_; }
+  static std::unique_ptr<rt::Decider> engine_;
+};
+std::unique_ptr<rt::Decider> VideoEngineTest::engine_;
+
+void expect_refused(rt::Decider& engine, const Value& body, int status, const std::string& param,
+                    const std::string& words) {
+  try {
+    engine.decide(body);
+    ADD_FAILURE() << "accepted a request that must be refused (" << words << ")";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    EXPECT_EQ(e.param().rfind(param, 0), 0u) << e.param() << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(VideoEngineTest, AVideoIsWrittenAsTheProcessorWritesItAndAnswered) {
+  const rt::PreparedRequest prepared =
+      engine().prepare(with_videos({Value::string(video_uri(ct::write_clip(square_clip())))}));
+  // 8 frames at 4 fps: int(8 / 4 * 2) = 4 frames, linspace(0, 7, 4) = 0 2 5 7; 4 x 48 x 64 is
+  // under 131,072 pixels: beta = sqrt(131072 / (4 * 48 * 64)) -> 160 x 224 (5 x 7 tokens);
+  // 2 temporal patches dated (0 + 0.5) / 2 = 0.25 -> "<0.2 seconds>" and (1.25 + 1.75) / 2.
+  const rt::PreparedRequest text = engine().prepare(clef::json::parse(kCard));
+  ASSERT_EQ(prepared.images.size(), 2u);
+  ct::ensure_llama_backend();
+  const auto vocab = clef::record::VocabModel::load(ct::tiny_model().backbone.string());
+  const clef::record::LlamaTokenizer tok(vocab.vocab(), clef::record::Normalization::nfc);
+  const auto vs = tok.special_id("<|vision_start|>");
+  const auto ve = tok.special_id("<|vision_end|>");
+  const auto pad = tok.special_id("<|video_pad|>");
+  std::vector<clef::record::TokenId> expected(
+      text.record.ids.begin(),
+      text.record.ids.begin() + static_cast<long>(text.record.prefix_tokens));
+  expected.push_back(vs);
+  for (const char* stamp : {"<0.2 seconds>", "<1.5 seconds>"}) {
+    for (auto id : tok.tokenize(stamp)) expected.push_back(id);
+    expected.push_back(vs);
+    expected.insert(expected.end(), 35, pad);
+    expected.push_back(ve);
+  }
+  expected.push_back(ve);
+  for (auto id : tok.tokenize("\n")) expected.push_back(id);
+  const auto& ids = prepared.record.ids;
+  ASSERT_GT(ids.size(), expected.size());
+  EXPECT_EQ(std::vector<clef::record::TokenId>(ids.begin(),
+                                               ids.begin() + static_cast<long>(expected.size())),
+            expected);
+  EXPECT_EQ(ids.size() - text.record.ids.size(), expected.size() - text.record.prefix_tokens);
+  for (const auto& block : prepared.images) {
+    EXPECT_EQ(block.resized_height, 160);
+    EXPECT_EQ(block.resized_width, 224);
+    EXPECT_EQ(block.grid.n_image_tokens(), 35);
+    EXPECT_EQ(block.second_frame.width, 224);
+    EXPECT_NE(block.image.rgb, block.second_frame.rgb) << "two different frames per patch";
+  }
+  ASSERT_EQ(prepared.record.images.size(), 2u);
+  EXPECT_EQ(prepared.record.images[0].video, 0);
+  // M-RoPE: each patch is a 5 x 7 block starting after its <|vision_start|>; the text after it
+  // continues at start + max(5, 7).
+  const std::size_t first = prepared.record.images[0].first_token;
+  const auto& pos = prepared.positions;
+  EXPECT_EQ(pos[first].t, pos[first - 1].t + 1);
+  EXPECT_EQ(pos[first + 34].h, pos[first].h + 4);
+  EXPECT_EQ(pos[first + 34].w, pos[first].w + 6);
+  EXPECT_EQ(pos[first + 35].t, pos[first].t + 7);  // <|vision_end|>
+
+  const rt::Decision d = engine().decide(prepared);
+  EXPECT_EQ(d.input_tokens, static_cast<int>(ids.size()));
+  ASSERT_NE(d.response.find("answers"), nullptr);
+  EXPECT_EQ(d.response.find("answers")->members().size(), 2u);
+  EXPECT_NE(d.body, engine().decide(clef::json::parse(kCard)).body);
+  // The same request again: the same bytes.
+  EXPECT_EQ(
+      engine().decide(with_videos({Value::string(video_uri(ct::write_clip(square_clip())))})).body,
+      d.body);
+}
+
+TEST_F(VideoEngineTest, AFrameListEqualsTheSameFramesAsAFile) {
+  const rt::Decision file =
+      engine().decide(with_videos({Value::string(video_uri(ct::write_clip(square_clip())))}));
+  std::vector<Value> frames;
+  for (int i = 0; i < 8; ++i) {
+    frames.push_back(Value::string(
+        "data:image/png;base64," +
+        clef::vision::encode_base64(clef::vision::encode_png(ct::moving_square(64, 48, i)))));
+  }
+  const Value list = Value::object({{"frames", Value::array(frames)}, {"fps", Value::integer(4)}});
+  EXPECT_EQ(engine().decide(with_videos({list})).body, file.body);
+  // Without fps the reference assumes 24: int(8 / 24 * 2) = 0 -> 4 frames, other timestamps.
+  const Value no_fps = Value::object({{"frames", Value::array(frames)}});
+  const rt::PreparedRequest p = engine().prepare(with_videos({no_fps}));
+  EXPECT_EQ(p.images.size(), 2u);
+  EXPECT_NE(engine().decide(with_videos({no_fps})).body, file.body);
+}
+
+TEST_F(VideoEngineTest, IdenticalFramesAndMediaKwargsFollowTheRules) {
+  ct::ClipSpec still = square_clip(6, 3);
+  still.frame = [](int) { return ct::solid_frame(64, 48, 30, 160, 90); };
+  const rt::PreparedRequest p =
+      engine().prepare(with_videos({Value::string(video_uri(ct::write_clip(still)))}));
+  // 6 frames at 3 fps: int(6 / 3 * 2) = 4 -> 0 2 3 5: two patches of two identical frames.
+  ASSERT_EQ(p.images.size(), 2u);
+  for (const auto& block : p.images) EXPECT_EQ(block.image.rgb, block.second_frame.rgb);
+  // num_frames 3: 0 2 5 (2.5 -> 2), padded with frame 5 again.
+  const rt::PreparedRequest three = engine().prepare(with_videos(
+      {Value::string(video_uri(ct::write_clip(square_clip())))}, R"({"num_frames": 3})"));
+  ASSERT_EQ(three.images.size(), 2u);
+  EXPECT_EQ(three.images[1].image.rgb, three.images[1].second_frame.rgb);
+  // do_sample_frames false: all 8 frames, 4 patches; size caps the resize.
+  const rt::PreparedRequest all = engine().prepare(with_videos(
+      {Value::string(video_uri(ct::write_clip(square_clip())))},
+      R"({"do_sample_frames": false, "size": {"shortest_edge": 1024, "longest_edge": 65536}})"));
+  ASSERT_EQ(all.images.size(), 4u);
+  EXPECT_EQ(all.images[0].resized_height, 64);  // 8 x 64 x 64 = 32768 fits 65536
+}
+
+TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
+  const std::string clip = video_uri(ct::write_clip(square_clip()));
+  {
+    auto engine = rt::make_engine(ct::tiny_engine_config(false));
+    expect_refused(*engine, with_videos({Value::string(clip)}), 422, "videos", "no mmproj");
+  }
+  auto config = ct::tiny_engine_config();
+  config.max_video_seconds = 1.5;
+  config.max_video_frame_pixels = 100000;
+  config.allow_image_urls = true;
+  auto engine = rt::make_engine(config);
+  expect_refused(*engine, with_videos({Value::string(clip)}), 413, "videos.0", "limit is 1.5");
+  ct::ClipSpec big = square_clip(2, 4);
+  big.width = 512;
+  big.height = 256;
+  big.frame = [](int) { return ct::solid_frame(512, 256, 1, 2, 3); };
+  expect_refused(*engine, with_videos({Value::string(video_uri(ct::write_clip(big)))}), 413,
+                 "videos.0", "131072 pixels");
+  std::vector<std::uint8_t> bytes = ct::write_clip(square_clip(4, 4));
+  expect_refused(*engine,
+                 with_videos({Value::string(
+                     video_uri(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 50)))}),
+                 400, "videos.0", "video");
+  ct::ClipSpec huff = square_clip(4, 4);
+  huff.codec = "huffyuv";
+  huff.pixel_format = "yuv422p";
+  expect_refused(*engine, with_videos({Value::string(video_uri(ct::write_clip(huff)))}), 415,
+                 "videos.0", "huffyuv");
+  expect_refused(*engine, with_videos({Value::string("data:video/ogg;base64,AAAA")}), 415,
+                 "videos.0", "video/ogg");
+  expect_refused(*engine,
+                 with_videos({Value::string(video_uri(ct::write_clip(square_clip(1, 4))))}), 400,
+                 "videos.0", "t:1 must be larger than temporal_factor:2");
+  for (const char* url : {"http://127.0.0.1:9/a.mp4", "http://169.254.169.254/latest/meta-data",
+                          "http://10.1.2.3/v.webm"}) {
+    expect_refused(*engine, with_videos({Value::string(url)}), 400, "videos.0", "does not fetch");
+  }
+  expect_refused(*engine, with_videos({Value::string("v.mp4")}), 400, "videos.0", "data URI");
+  // A frame list whose frames differ in size.
+  const auto png = [](int w, int h) {
+    return Value::string(
+        "data:image/png;base64," +
+        clef::vision::encode_base64(clef::vision::encode_png(ct::solid_frame(w, h, 1, 1, 1))));
+  };
+  expect_refused(
+      *engine, with_videos({Value::object({{"frames", Value::array({png(32, 32), png(64, 32)})}})}),
+      400, "videos.0.frames.1", "first frame's size");
+  // The engine still answers afterwards.
+  EXPECT_NO_THROW(engine->decide(clef::json::parse(kCard)));
+  // Without URLs allowed: 422 with a stable code.
+  auto no_urls = rt::make_engine(ct::tiny_engine_config());
+  expect_refused(*no_urls, with_videos({Value::string("https://example.com/v.mp4")}), 422,
+                 "videos.0", "--allow-media-urls");
+}
+
+TEST(VideoEngineRefusals, AVideoThatCannotFitTheContextIs413) {
+  auto config = ct::tiny_engine_config();
+  config.backbone.context_size = 512;
+  auto engine = rt::make_engine(config);
+  // 8 frames, do_sample_frames off, at least 1,000,000 pixels: beta = sqrt(1e6 / (8 * 48 * 64))
+  // -> 320 x 416, 4 patches of 10 x 13 = 520 tokens: over the context before any decoding.
+  const Value big = with_videos({Value::string(video_uri(ct::write_clip(square_clip())))},
+                                R"({"do_sample_frames": false,
+                                    "size": {"shortest_edge": 1000000, "longest_edge": 9000000}})");
+  expect_refused(*engine, big, 413, "videos", "context size is 512");
+  expect_refused(*engine, big, 413, "videos", "videos.0: 4 temporal patches of 320x416 px");
+  // Media that fit, with a schema that does not: the 413 names the videos.
+  std::string words;
+  for (int i = 0; i < 400; ++i) words += " word";
+  Value long_schema = clef::json::parse(R"({"state": "s", "questions": {"q": {"type": "noul",
+      "instructions": ")" + words + R"("}}})");
+  long_schema.members().emplace_back(
+      "videos", Value::array({Value::string(video_uri(ct::write_clip(square_clip())))}));
+  expect_refused(*engine, long_schema, 413, "videos", "for the images and videos");
+}
+
+std::string run_command(const std::string& command) {
+  std::string out;
+  std::unique_ptr<FILE, decltype(&pclose)> pipe(popen(command.c_str(), "r"), &pclose);
+  if (!pipe) return out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) out.append(buf, n);
+  return out;
+}
+
+TEST_F(VideoEngineTest, ClefAskVideoGivesTheEngineAnswer) {
+  ct::TempDir tmp;
+  const std::string request = (tmp.path() / "card.json").string();
+  const std::string video = (tmp.path() / "square.mkv").string();
+  {
+    std::FILE* f = std::fopen(request.c_str(), "wb");
+    std::fputs(kCard, f);
+    std::fclose(f);
+    const std::vector<std::uint8_t> bytes = ct::write_clip(square_clip());
+    f = std::fopen(video.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  const std::string base = std::string(CLEF_BINARY_DIR) + "/clef ask --model-dir " +
+                           ct::tiny_model().backbone.parent_path().string() +
+                           " -c 4096 -t 1 --request " + request;
+  EXPECT_EQ(
+      run_command(base + " --video " + video + " 2>/dev/null"),
+      engine().decide(with_videos({Value::string(video_uri(ct::write_clip(square_clip())))})).body +
+          "\n");
+  // Not a video: refused, exit code != 0.
+  EXPECT_NE(std::system((base + " --video " + request + " >/dev/null 2>&1").c_str()), 0);
+}
+
+}  // namespace
