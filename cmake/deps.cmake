@@ -11,7 +11,9 @@ find_package(JPEG REQUIRED)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 # FFmpeg's libraries (libavformat-dev, libavcodec-dev, libswscale-dev): video demuxing, decoding
 # and the RGB conversion of request videos.
-pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
+if(CLEF_VIDEO)
+  pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
+endif()
 if(CLEF_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

@@ -188,31 +188,34 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
 std::vector<RequestImage> video_blocks(RequestVideo& v,
                                        const vision::ImageSourcePolicy& image_policy,
                                        const video::VideoProcessorConfig& config) {
-  std::vector<vision::RgbImage> sampled;
-  if (v.container) {
-    sampled = v.container->decode(v.plan.indices);
-    v.container.reset();
-  } else {
-    for (const std::int64_t index : v.plan.indices) {
-      RequestImage& r = v.listed[static_cast<std::size_t>(index)];
-      vision::RgbImage frame =
-          r.image.width > 0 ? r.image : vision::decode_image(r.bytes, image_policy.limits, r.param);
-      if (frame.width != v.width || frame.height != v.height) {
-        throw invalid_request(r.param + ": the image's header and its pixels disagree on its size",
-                              r.param);
-      }
-      sampled.push_back(std::move(frame));
-    }
-    v.listed.clear();
-  }
-  for (const vision::RgbImage& f : sampled) {
+  // Each frame is checked and resized as soon as it is decoded: only one full-size frame is held.
+  const auto resize = [&](vision::RgbImage f) {
     if (f.width != v.width || f.height != v.height) {
       throw video::bad_video(v.param + ": the video's frames change size (" +
                                  std::to_string(v.width) + "x" + std::to_string(v.height) +
-                                 " in the header, " + std::to_string(f.width) + "x" +
-                                 std::to_string(f.height) + " decoded)",
+                                 " first, " + std::to_string(f.width) + "x" +
+                                 std::to_string(f.height) + " later)",
                              v.param);
     }
+    return video::resize_frame(f, v.plan);
+  };
+  std::vector<vision::RgbImage> sampled;
+  if (v.container) {
+    sampled = v.container->decode(v.plan.indices, resize);
+    v.container.reset();
+  } else {
+    for (std::size_t k = 0; k < v.plan.indices.size(); ++k) {
+      if (k > 0 && v.plan.indices[k] == v.plan.indices[k - 1]) {
+        sampled.push_back(sampled.back());
+        continue;
+      }
+      RequestImage& r = v.listed[static_cast<std::size_t>(v.plan.indices[k])];
+      vision::RgbImage frame = r.image.width > 0
+                                   ? std::move(r.image)
+                                   : vision::decode_image(r.bytes, image_policy.limits, r.param);
+      sampled.push_back(resize(std::move(frame)));
+    }
+    v.listed.clear();
   }
   std::vector<vision::RgbImage> frames = video::processed_frames(sampled, v.plan, config);
   std::vector<RequestImage> out(static_cast<std::size_t>(v.plan.groups));

@@ -2,7 +2,7 @@
 // Request videos on their way to the record and the backbone: opened and planned from their
 // headers (so the token budget is checked before any frame is decoded), then decoded, resized and
 // cut into temporal patches, each a vision block the tower encodes from two frames
-// (decision contract section 9).
+// (decision contract section 8).
 
 #include <memory>
 #include <string>

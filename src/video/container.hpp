@@ -3,6 +3,7 @@
 // bytes in memory: what its header says, and its frames decoded in order and converted to RGB.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -47,7 +48,8 @@ struct ContentScan {
 class VideoContainer {
  public:
   /// Opens `bytes` and reads the header. Refuses a video over limits.max_encoded_bytes, a frame
-  /// larger than limits.max_frame_pixels, or a duration over limits.max_duration_s.
+  /// larger than limits.max_frame_pixels or more frames than limits.max_stream_frames (as the
+  /// header says; scan() measures duration and frames from the packets).
   VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimits& limits, std::string param);
   ~VideoContainer();
   VideoContainer(const VideoContainer&) = delete;
@@ -57,15 +59,20 @@ class VideoContainer {
 
   /// Reads every packet of the video stream without decoding (each holds one frame for every
   /// accepted codec) and returns what the reference loader's exact scan (torchcodec,
-  /// seek_mode="exact") measures. Refuses more than limits.max_stream_frames. Rewinds after.
+  /// seek_mode="exact") measures. Refuses more than limits.max_stream_frames and a span of
+  /// presentation times over limits.max_duration_s. Reopens the container after, so the next call
+  /// starts from the first packet.
   ContentScan scan();
 
   /// Decodes the stream from the start and returns the frames whose 0-based index in the
   /// decoder's output order is in `indices` (ascending; repeats allowed and repeated in the
-  /// result), converted to 8-bit RGB (convert_to_rgb24). Stops after the last index. Refuses an
-  /// index the stream does not reach (400) and more decoded frames than
+  /// result), converted to 8-bit RGB (RgbConverter) and then passed through `transform` (e.g. a
+  /// resize, so that only one full-size frame is held at a time). Stops after the last index.
+  /// Refuses an index the stream does not reach (400) and more decoded frames than
   /// limits.max_stream_frames (413).
-  std::vector<vision::RgbImage> decode(std::span<const std::int64_t> indices);
+  std::vector<vision::RgbImage> decode(
+      std::span<const std::int64_t> indices,
+      const std::function<vision::RgbImage(vision::RgbImage)>& transform = {});
 
  private:
   struct State;

@@ -99,19 +99,18 @@ VideoPlan plan_video(std::int64_t total_frames, double video_fps, int height, in
   return plan;
 }
 
+vision::RgbImage resize_frame(const vision::RgbImage& frame, const VideoPlan& plan) {
+  if (frame.width == plan.resized_width && frame.height == plan.resized_height) return frame;
+  return vision::resize_bicubic(frame, plan.resized_width, plan.resized_height,
+                                vision::ResampleKind::torch_bicubic_aa);
+}
+
 std::vector<vision::RgbImage> processed_frames(const std::vector<vision::RgbImage>& sampled,
                                                const VideoPlan& plan,
                                                const VideoProcessorConfig& config) {
   std::vector<vision::RgbImage> out;
   out.reserve(static_cast<std::size_t>(plan.groups * config.temporal_patch_size));
-  for (const vision::RgbImage& frame : sampled) {
-    if (frame.width == plan.resized_width && frame.height == plan.resized_height) {
-      out.push_back(frame);
-    } else {
-      out.push_back(vision::resize_bicubic(frame, plan.resized_width, plan.resized_height,
-                                           vision::ResampleKind::torch_bicubic_aa));
-    }
-  }
+  for (const vision::RgbImage& frame : sampled) out.push_back(resize_frame(frame, plan));
   while (!out.empty() && out.size() % static_cast<std::size_t>(config.temporal_patch_size) != 0) {
     out.push_back(out.back());
   }

@@ -2,7 +2,7 @@
 // The reference's video processor for one video (transformers 5.x, models/qwen3_vl/
 // video_processing_qwen3_vl.py, Qwen3VLVideoProcessor; Qwen3.5 uses it too): which frames, at
 // what size, how many temporal patches, their timestamps and their pixel tensor
-// (decision contract section 9).
+// (decision contract section 8).
 
 #include <cstdint>
 #include <string>
@@ -67,9 +67,12 @@ struct VideoPlan {
 VideoPlan plan_video(std::int64_t total_frames, double video_fps, int height, int width,
                      const VideoProcessorConfig& config, const std::string& param = {});
 
-/// The sampled frames resized to the plan's size (the image path's torch antialiased bicubic on
-/// 8-bit RGB, skipped when already that size) and padded to a multiple of temporal_patch_size
-/// by repeating the last frame: 2 * plan.groups frames.
+/// One decoded frame at the plan's size: the image path's torch antialiased bicubic on 8-bit RGB,
+/// skipped when the frame already has that size.
+vision::RgbImage resize_frame(const vision::RgbImage& frame, const VideoPlan& plan);
+
+/// The sampled frames resized to the plan's size (resize_frame) and padded to a multiple of
+/// temporal_patch_size by repeating the last frame: 2 * plan.groups frames.
 std::vector<vision::RgbImage> processed_frames(const std::vector<vision::RgbImage>& sampled,
                                                const VideoPlan& plan,
                                                const VideoProcessorConfig& config);

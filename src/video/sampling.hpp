@@ -1,7 +1,7 @@
 #pragma once
 // Which frames of a video the reference processor keeps, and the timestamp of each temporal
 // patch (transformers 5.x, models/qwen3_vl: Qwen3VLVideoProcessor.sample_frames and
-// Qwen3VLProcessor._calculate_timestamps; decision contract section 9).
+// Qwen3VLProcessor._calculate_timestamps; decision contract section 8).
 
 #include <cstdint>
 #include <optional>

@@ -30,11 +30,12 @@ std::vector<std::uint8_t> load_request_bytes(std::string_view source,
   if (starts_with_ci(source, "http://") || starts_with_ci(source, "https://")) {
     if (!policy.allow_urls) {
       // 422 with a stable code: well formed, but this server does not fetch (another may).
-      throw Error(ErrorKind::unprocessable, "image_urls_disabled",
-                  param +
-                      ": image URLs are not enabled on this server (it must be started with "
-                      "--allow-image-urls); send the image as a data URI",
-                  param);
+      throw Error(
+          ErrorKind::unprocessable, "image_urls_disabled",
+          param +
+              ": image URLs are not enabled on this server (it must be started with "
+              "--allow-media-urls, formerly --allow-image-urls); send the image as a data URI",
+          param);
     }
     UrlFetchPolicy url = policy.url;
     url.max_bytes = std::min(url.max_bytes, policy.limits.max_encoded_bytes);

@@ -3,6 +3,10 @@
 // and SIGTERM.
 
 #include <gtest/gtest.h>
+
+#ifdef CLEF_TEST_VIDEO
+#include "support/video_clips.hpp"
+#endif
 #include <httplib.h>
 
 #include <algorithm>
@@ -417,6 +421,77 @@ TEST(ServeBinary, ImagesAreDecidedLikeClefAskAndBadImagesAreRefused) {
   server.process().send_signal(SIGTERM);
   EXPECT_EQ(server.process().wait_exit(30s).value_or(-1), 0);
 }
+
+#ifdef CLEF_TEST_VIDEO
+/// Videos through the server (issue 18): a data-URI clip is decided and gives exactly what
+/// `clef ask --video` prints for the same file; bad videos are clear 4xx errors naming the video,
+/// and the server keeps answering.
+TEST(ServeBinary, VideosAreDecidedLikeClefAskAndBadVideosAreRefused) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  DemoServer server(tmp);
+  ASSERT_TRUE(server.ready()) << server.log();
+  test::ClipSpec spec;
+  spec.frames = 8;
+  spec.fps = 4;
+  spec.width = 64;
+  spec.height = 48;
+  spec.frame = [](int i) { return test::moving_square(64, 48, i); };
+  const std::vector<std::uint8_t> clip = test::write_clip(spec);
+  const std::string clip_bytes(clip.begin(), clip.end());
+  const std::string questions =
+      R"("questions":{"motion":{"type":"choice","criteria":{"left":"to the left",)"
+      R"("right":"to the right"}},"moving":{"type":"noul"}})";
+  auto res =
+      post(server.port(),
+           R"({"state":"Where does the square go?","videos":["data:video/x-matroska;base64,)" +
+               base64(clip_bytes) + R"("],)" + questions + "}");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+
+  const std::filesystem::path video_file = tmp.path() / "square.mkv";
+  std::ofstream(video_file, std::ios::binary) << clip_bytes;
+  const std::filesystem::path request_file = tmp.path() / "video.json";
+  std::ofstream(request_file) << R"({"state":"Where does the square go?",)" + questions + "}";
+  ChildProcess ask({kClef, "ask", "--model-dir", server.model_dir().string(), "--threads", "1",
+                    "-r", request_file.string(), "--video", video_file.string()},
+                   {}, (tmp.path() / "ask.log").string());
+  EXPECT_EQ(ask.read_line(120s), res->body);
+  EXPECT_EQ(ask.wait_exit(60s).value_or(-1), 0);
+
+  const std::pair<std::string, std::string> bad_videos[] = {
+      {R"(["data:video/mp4;base64,AAAAAAAA"])", "videos.0"},
+      {R"(["data:video/ogg;base64,AAAA"])", "videos.0"},
+      {R"(["http://169.254.169.254/latest/meta-data"])", "videos.0"},
+      {R"(["data:video/x-matroska;base64,)" + base64(clip_bytes.substr(0, 64)) + R"("])",
+       "videos.0"},
+      {R"([{"frames":[]}])", "videos.0.frames"},
+      {R"([42])", "videos.0"},
+  };
+  for (const auto& [videos, param] : bad_videos) {
+    auto bad = post(server.port(), R"({"state":"x","videos":)" + videos + "," + questions + "}");
+    ASSERT_TRUE(bad) << videos;
+    EXPECT_GE(bad->status, 400) << videos << " " << bad->body;
+    EXPECT_LT(bad->status, 500) << videos << " " << bad->body;
+    const json::Value* error = json::parse(bad->body).find("error");
+    ASSERT_NE(error, nullptr) << bad->body;
+    EXPECT_EQ(error->find("param")->as_string(), param) << bad->body;
+  }
+  auto bad_kwargs = post(
+      server.port(), R"({"state":"x","media_kwargs":{"fps":1,"num_frames":2},)" + questions + "}");
+  ASSERT_TRUE(bad_kwargs);
+  EXPECT_EQ(bad_kwargs->status, 400) << bad_kwargs->body;
+  auto again =
+      post(server.port(),
+           R"({"state":"Where does the square go?","videos":["data:video/x-matroska;base64,)" +
+               base64(clip_bytes) + R"("],)" + questions + "}");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, res->body);
+
+  server.process().send_signal(SIGTERM);
+  EXPECT_EQ(server.process().wait_exit(30s).value_or(-1), 0);
+}
+#endif
 
 }  // namespace
 }  // namespace clef::server
