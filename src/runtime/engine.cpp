@@ -108,14 +108,7 @@ class Engine final : public Decider {
       video_text_tokens += 2;  // the placeholder's own <|vision_start|> / <|vision_end|>
       for (const record::VideoGroup& g : v.groups) {
         video_text_tokens += tokenizer_.tokenize(g.timestamp).size();
-        RequestImage block;
-        block.param = v.param;
-        block.input_height = v.height;
-        block.input_width = v.width;
-        block.resized_height = v.plan.resized_height;
-        block.resized_width = v.plan.resized_width;
-        block.grid = v.plan.grid;
-        out.images.push_back(std::move(block));
+        out.images.push_back(patch_block(v));
       }
     }
     check_image_budget(out.images, video_text_tokens);

@@ -185,6 +185,17 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
   return out;
 }
 
+RequestImage patch_block(const RequestVideo& v) {
+  RequestImage b;
+  b.param = v.param;
+  b.input_height = v.height;
+  b.input_width = v.width;
+  b.resized_height = v.plan.resized_height;
+  b.resized_width = v.plan.resized_width;
+  b.grid = v.plan.grid;
+  return b;
+}
+
 std::vector<RequestImage> video_blocks(RequestVideo& v,
                                        const vision::ImageSourcePolicy& image_policy,
                                        const video::VideoProcessorConfig& config) {
@@ -222,12 +233,7 @@ std::vector<RequestImage> video_blocks(RequestVideo& v,
   const auto tp = static_cast<std::size_t>(config.temporal_patch_size);
   for (std::size_t g = 0; g < out.size(); ++g) {
     RequestImage& b = out[g];
-    b.param = v.param;
-    b.input_height = v.height;
-    b.input_width = v.width;
-    b.resized_height = v.plan.resized_height;
-    b.resized_width = v.plan.resized_width;
-    b.grid = v.plan.grid;
+    b = patch_block(v);
     b.image = std::move(frames[g * tp]);
     b.second_frame = std::move(frames[g * tp + 1]);
   }

@@ -62,6 +62,10 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
                                       const vision::ImageSourcePolicy& image_policy,
                                       const video::VideoProcessorConfig& config);
 
+/// One temporal patch of `video` as a vision block without pixels yet: its param, input and
+/// resized sizes and grid (what the token budget needs).
+RequestImage patch_block(const RequestVideo& video);
+
 /// Decodes `video`'s sampled frames, resizes and pads them (video::processed_frames) and returns
 /// one vision block per temporal patch (RequestImage with image = first frame, second_frame =
 /// second, grid = the patch's grid), in order. Releases the container.

@@ -19,6 +19,7 @@
 #include "request/parse.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/image_inputs.hpp"
+#include "support/expect_refused.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 #include "vision/base64.hpp"
@@ -99,18 +100,7 @@ class ImageEngineTest : public ::testing::Test {
 };
 std::unique_ptr<rt::Decider> ImageEngineTest::engine_;
 
-void expect_refused(rt::Decider& engine, const Value& body, int status, const std::string& param,
-                    const std::string& words) {
-  try {
-    engine.decide(body);
-    ADD_FAILURE() << "accepted a request that must be refused (" << words << ")";
-  } catch (const clef::Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    EXPECT_EQ(e.param().rfind(param, 0), 0u) << e.param() << ": " << e.what();
-    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-  }
-}
-
+using clef::test::expect_refused;
 TEST_F(ImageEngineTest, OneAndTwoImagesAreDecidedAndCountedInInputTokens) {
   const rt::Decision text = engine().decide(clef::json::parse(kCard));
   const rt::Decision one = engine().decide(with_images({uri(kArrows)}));

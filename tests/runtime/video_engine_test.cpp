@@ -14,6 +14,7 @@
 #include "record/llama_vocab.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/video_inputs.hpp"
+#include "support/expect_refused.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "support/video_clips.hpp"
 #include "util/error.hpp"
@@ -65,18 +66,7 @@ class VideoEngineTest : public ::testing::Test {
 };
 std::unique_ptr<rt::Decider> VideoEngineTest::engine_;
 
-void expect_refused(rt::Decider& engine, const Value& body, int status, const std::string& param,
-                    const std::string& words) {
-  try {
-    engine.decide(body);
-    ADD_FAILURE() << "accepted a request that must be refused (" << words << ")";
-  } catch (const clef::Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    EXPECT_EQ(e.param().rfind(param, 0), 0u) << e.param() << ": " << e.what();
-    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-  }
-}
-
+using clef::test::expect_refused;
 TEST_F(VideoEngineTest, AVideoIsWrittenAsTheProcessorWritesItAndAnswered) {
   const rt::PreparedRequest prepared =
       engine().prepare(with_videos({Value::string(video_uri(ct::write_clip(square_clip())))}));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "support/status_of.hpp"
 #include "support/video_clips.hpp"
 #include "util/error.hpp"
 
@@ -25,15 +26,7 @@ test::ClipSpec lossless(int frames, int fps, int width = 64, int height = 48) {
   return spec;
 }
 
-int status_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return 0;
-}
-
+using clef::test::status_of;
 TEST(VideoContainer, LosslessFramesComeBackExactlyInOrder) {
   const test::ClipSpec spec = lossless(9, 3);
   VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");

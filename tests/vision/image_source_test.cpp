@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/status_of.hpp"
 #include "test_files.hpp"
 #include "util/error.hpp"
 #include "vision/base64.hpp"
@@ -21,15 +22,7 @@
 namespace clef::vision {
 namespace {
 
-int status_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return 0;
-}
-
+using clef::test::status_of;
 std::string png_uri() {
   const auto bytes = test::read_bytes(test::data_path("oracle/coreai/images/gauge_300x200.png"));
   return "data:image/png;base64," + encode_base64(bytes);
