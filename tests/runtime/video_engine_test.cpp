@@ -167,6 +167,53 @@ TEST_F(VideoEngineTest, IdenticalFramesAndMediaKwargsFollowTheRules) {
   EXPECT_EQ(all.images[0].resized_height, 64);  // 8 x 64 x 64 = 32768 fits 65536
 }
 
+TEST_F(VideoEngineTest, MediaKwargsPixelsReachTheImageProcessor) {
+  // A 64 x 48 PNG: by default min_pixels 65,536 raises it to 320 x 224 (10 x 7 = 70 tokens);
+  // with min_pixels 4,096 and max_pixels 8,192 it stays 64 x 64 (2 x 2 = 4 tokens: round(48/32)).
+  const std::string png =
+      "data:image/png;base64," +
+      clef::vision::encode_base64(clef::vision::encode_png(ct::moving_square(64, 48, 1)));
+  Value body = clef::json::parse(kCard);
+  body.members().emplace_back("images", Value::array({Value::string(png)}));
+  EXPECT_EQ(engine().prepare(body).images[0].grid.n_image_tokens(), 70);
+  body.members().emplace_back("media_kwargs",
+                              clef::json::parse(R"({"min_pixels": 4096, "max_pixels": 8192})"));
+  const rt::PreparedRequest small = engine().prepare(body);
+  EXPECT_EQ(small.images[0].resized_height, 64);
+  EXPECT_EQ(small.images[0].resized_width, 64);
+  EXPECT_EQ(small.images[0].grid.n_image_tokens(), 4);
+  EXPECT_NO_THROW(engine().decide(small));
+}
+
+TEST(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdBytes) {
+  const std::string clip = video_uri(ct::write_clip(square_clip()));
+  Value first = with_videos({Value::string(clip)});
+  Value second = clef::json::parse(R"({"state": "A red square moves to the right",
+      "questions": {"count": {"type": "score", "criteria": ["none", "one", "many"]}}})");
+  second.members().emplace_back("videos", Value::array({Value::string(clip)}));
+  auto cold_config = ct::tiny_engine_config();
+  cold_config.state_cache_mb = 0;
+  const std::string cold = rt::make_engine(cold_config)->decide(second).body;
+  auto warm_config = ct::tiny_engine_config();
+  warm_config.state_cache_mb = 64;
+  auto warm = rt::make_engine(warm_config);
+  warm->decide(first);
+  const rt::Decision hit = warm->decide(second);
+  EXPECT_GT(hit.cached_tokens, 70) << "the video's two patches come from the cache";
+  EXPECT_EQ(hit.body, cold);
+  // Another video with the same token ids (same size, frame count and timestamps): no reuse of
+  // the first one's patches (their pixels are in the key).
+  ct::ClipSpec other = square_clip();
+  other.frame = [](int i) { return ct::moving_square(64, 48, 7 - i); };
+  Value third = second;
+  third.members().back().second = Value::array({Value::string(video_uri(ct::write_clip(other)))});
+  const rt::Decision miss = warm->decide(third);
+  const std::size_t first_patch = warm->prepare(third).record.images[0].first_token;
+  EXPECT_LE(static_cast<std::size_t>(miss.cached_tokens), first_patch)
+      << "at most the text before the first patch is reused";
+  EXPECT_EQ(miss.body, rt::make_engine(cold_config)->decide(third).body);
+}
+
 TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
   const std::string clip = video_uri(ct::write_clip(square_clip()));
   {
