@@ -74,7 +74,7 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
                   param);
     }
     vision::UrlFetchPolicy url = policy.url;
-    url.max_bytes = std::min(url.max_bytes, policy.limits.max_encoded_bytes);
+    url.max_bytes = policy.limits.max_encoded_bytes;  // the video limit, not the image one
     return as_video_error(param, [&] { return vision::fetch_image_url(source, url, param); });
   }
   throw invalid_request(param +

@@ -3,10 +3,12 @@
 // nested vision blocks), each temporal patch reaches the tower as two frames, a frame list equals
 // the same frames as a file, and every refusal is a clear 4xx naming the video.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "json/parse.hpp"
@@ -212,6 +214,31 @@ TEST(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdByte
   EXPECT_LE(static_cast<std::size_t>(miss.cached_tokens), first_patch)
       << "at most the text before the first patch is reused";
   EXPECT_EQ(miss.body, rt::make_engine(cold_config)->decide(third).body);
+}
+
+TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
+  const std::vector<std::uint8_t> clip = ct::write_clip(square_clip());
+  httplib::Server server;
+  server.Get("/square.mkv", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(clip.begin(), clip.end()), "video/x-matroska");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread thread([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/square.mkv";
+  auto config = ct::tiny_engine_config();
+  config.allow_image_urls = true;
+  {
+    auto engine = rt::make_engine(config);
+    expect_refused(*engine, with_videos({Value::string(url)}), 400, "videos.0", "loopback");
+  }
+  config.allow_loopback_image_urls_for_tests = true;
+  config.max_video_bytes = 30 * 1024 * 1024;  // over the image URL limit: the video one applies
+  auto engine = rt::make_engine(config);
+  EXPECT_EQ(engine->decide(with_videos({Value::string(url)})).body,
+            engine->decide(with_videos({Value::string(video_uri(clip))})).body);
+  server.stop();
+  thread.join();
 }
 
 TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
