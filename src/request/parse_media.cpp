@@ -1,6 +1,7 @@
 #include "request/parse_media.hpp"
 
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 
@@ -41,7 +42,8 @@ double positive_number(const json::Value& v, const std::string& param) {
   if (v.is_float()) {
     x = v.as_double();
   } else if (v.is_integer()) {
-    x = static_cast<double>(positive_integer(v, param));
+    // As Python's float(int): the digits' value rounded (a huge integer is inf, refused below).
+    x = std::strtod(v.integer_digits().c_str(), nullptr);
   } else {
     throw invalid_request(param + " must be a number, got " + v.type_name(), param);
   }

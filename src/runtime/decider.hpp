@@ -50,6 +50,8 @@ struct ServedLimits {
   int max_videos = 0;                   ///< videos per request (0: none accepted)
   int max_video_frames = 0;             ///< frames the processor may keep of one video
   double max_video_seconds = 0;         ///< longest video, seconds
+  std::int64_t max_video_frame_pixels = 0;  ///< largest video frame, width x height
+  std::int64_t max_video_bytes = 0;         ///< largest video file, bytes
 };
 
 /// How a decider builds its answers beyond the reference (opt-in; /v1/models says).
@@ -67,6 +69,15 @@ class Decider {
   /// calls it on its HTTP threads while decide() runs. Throws clef::Error for a request that
   /// cannot be decided (400/413/415 ...), naming the field at fault.
   virtual PreparedRequest prepare(const json::Value& body) const = 0;
+
+  /// prepare(body) for a request that may be cancelled while it is prepared (a client that hangs
+  /// up while its video is decoded: the engine then throws DecisionCancelled); the prepared
+  /// request carries `cancellation`. Default: prepare(body), then the handle is attached.
+  virtual PreparedRequest prepare(const json::Value& body, const Cancellation& cancellation) const {
+    PreparedRequest prepared = prepare(body);
+    prepared.cancellation = cancellation;
+    return prepared;
+  }
 
   /// Runs the model over a prepared request. NOT thread-safe: callers serialize decide() (the
   /// server runs all decisions on its runtime thread). Throws clef::DecisionCancelled once

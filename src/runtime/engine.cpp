@@ -59,7 +59,14 @@ class Engine final : public Decider {
   /// Thread-safe: reads only the configuration, the tokenizer (llama_tokenize on a const
   /// vocabulary) and the mmproj's processor settings.
   PreparedRequest prepare(const json::Value& body) const override {
+    return prepare(body, Cancellation{});
+  }
+
+  /// As prepare(body); reading videos asks `cancellation` (a gone client stops it), and the
+  /// prepared request keeps it.
+  PreparedRequest prepare(const json::Value& body, const Cancellation& cancellation) const override {
     const auto t0 = Clock::now();
+    const std::function<bool()> cancelled = cancellation.as_check();
     request::RequestLimits limits;
     limits.max_questions = static_cast<std::size_t>(config_.max_questions);
     limits.max_options = static_cast<std::size_t>(config_.max_options);
@@ -67,6 +74,7 @@ class Engine final : public Decider {
     limits.max_videos = static_cast<std::size_t>(config_.max_videos);
     limits.max_listed_frames = static_cast<std::size_t>(config_.max_video_frames);
     PreparedRequest out;
+    out.cancellation = cancellation;
     out.request = request::parse_request(body, limits, config_.model_name);
 
     // Images and videos: loaded and gridded from their headers first, so the token budget is
@@ -91,7 +99,8 @@ class Engine final : public Decider {
       video_processor = video_config(tower_->processor(), out.request.media_kwargs);
       const auto tv = Clock::now();
       out.images = load_images(out.request.images, image_policy_, image_processor);
-      videos = load_videos(out.request.videos, video_policy_, image_policy_, video_processor);
+      videos = load_videos(out.request.videos, video_policy_, image_policy_, video_processor,
+                           cancelled);
       out.image_prepare_ms += ms_since(tv);
     }
     const std::size_t n_still = out.images.size();
@@ -125,7 +134,8 @@ class Engine final : public Decider {
       const auto tv = Clock::now();
       std::size_t next_block = n_still;
       for (RequestVideo& v : videos) {
-        for (RequestImage& block : video_blocks(v, image_policy_, video_processor)) {
+        for (RequestImage& block :
+             video_blocks(v, video_policy_, image_policy_, video_processor, cancelled)) {
           out.images[next_block++] = std::move(block);
         }
       }
@@ -375,6 +385,8 @@ class Engine final : public Decider {
     l.max_videos = tower_ ? config_.max_videos : 0;
     l.max_video_frames = config_.max_video_frames;
     l.max_video_seconds = config_.max_video_seconds;
+    l.max_video_frame_pixels = config_.max_video_frame_pixels;
+    l.max_video_bytes = config_.max_video_bytes;
     return l;
   }
   int context_size() const override { return backbone_.context_size(); }
@@ -525,12 +537,16 @@ class Engine final : public Decider {
       }
     }
     if (config_.max_request_image_tokens > 0 && request_tokens > config_.max_request_image_tokens) {
+      const bool videos = std::any_of(images.begin(), images.end(), [](const RequestImage& b) {
+        return b.param.rfind("videos.", 0) == 0;
+      });
       throw Error(ErrorKind::payload_too_large, "image_too_large",
-                  "the images have " + std::to_string(request_tokens) + " image tokens together (" +
-                      detail + "); this server takes at most " +
+                  std::string(videos ? "the images and videos have " : "the images have ") +
+                      std::to_string(request_tokens) + " vision tokens together (" + detail +
+                      "); this server takes at most " +
                       std::to_string(config_.max_request_image_tokens) +
                       " per request (--max-request-image-tokens)",
-                  "images");
+                  videos ? "videos" : "images");
     }
   }
 

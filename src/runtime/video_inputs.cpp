@@ -19,6 +19,8 @@
 namespace clef::runtime {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr std::array<std::string_view, 7> kVideoMediaTypes = {
     "video/mp4",      "video/webm",      "video/quicktime", "video/x-matroska",
     "video/matroska", "video/x-msvideo", "video/avi"};
@@ -44,7 +46,18 @@ auto as_video_error(const std::string& param, Step&& step) {
     if (code == "invalid_image") code = "invalid_video";
     if (code == "image_too_large") code = "video_too_large";
     if (code == "unsupported_image") code = "unsupported_video";
-    throw Error(e.kind(), code, e.what(), e.param().empty() ? param : e.param());
+    // The shared data URI and URL helpers speak of images.
+    std::string message = e.what();
+    for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{"image ", "video "},
+                                   {"the image at", "the video at"},
+                                   {"image data", "video data"},
+                                   {"image URL", "video URL"}}) {
+      for (std::size_t at = 0; (at = message.find(from, at)) != std::string::npos;) {
+        message.replace(at, from.size(), to);
+        at += to.size();
+      }
+    }
+    throw Error(e.kind(), code, message, e.param().empty() ? param : e.param());
   }
 }
 
@@ -55,7 +68,9 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
       return vision::split_data_uri(source, "video", policy.limits.max_encoded_bytes, param,
                                     "data:video/mp4;base64,...");
     });
-    if (std::find(kVideoMediaTypes.begin(), kVideoMediaTypes.end(), uri.media_type) ==
+    // Media-type parameters ("video/mp4;codecs=avc1") are legal in a data URI: the type decides.
+    const std::string type = uri.media_type.substr(0, uri.media_type.find(';'));
+    if (std::find(kVideoMediaTypes.begin(), kVideoMediaTypes.end(), type) ==
         kVideoMediaTypes.end()) {
       throw video::unsupported_video(
           param + ": video media type '" + uri.media_type +
@@ -100,6 +115,108 @@ void plan(RequestVideo& v, double fps, const video::VideoProcessorConfig& config
   }
 }
 
+/// The image limits a frame of a frame list gets: the image ones, with the video frame-pixel
+/// limit when it is lower.
+vision::ImageSourcePolicy frame_policy(const vision::ImageSourcePolicy& image_policy,
+                                       const VideoSourcePolicy& policy) {
+  vision::ImageSourcePolicy p = image_policy;
+  p.limits.max_pixels = std::min(p.limits.max_pixels, policy.limits.max_frame_pixels);
+  return p;
+}
+
+/// A frame list's work so far against the video time limit, and the client's presence.
+void check_frame_work(RequestVideo& v, Clock::time_point since,
+                      const std::function<bool()>& cancelled) {
+  v.spent += Clock::now() - since;
+  if (cancelled && cancelled()) {
+    throw DecisionCancelled(v.param + ": the client closed its connection while the frames were read");
+  }
+  if (v.spent > v.time_limit) {
+    throw video::video_too_large(
+        v.param + ": reading the frames took longer than " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(v.time_limit).count()) +
+            " ms",
+        v.param);
+  }
+}
+
+/// Loads a frame list: every frame's header is checked (size limits); only the frames the
+/// processor samples are kept (URLs: only those are fetched), all of the first sampled frame's
+/// stored size; the first sampled frame is decoded (its oriented size is the video's).
+void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSourcePolicy& policy,
+                     const vision::ImageSourcePolicy& image_policy,
+                     const video::VideoProcessorConfig& config,
+                     const std::function<bool()>& cancelled) {
+  const std::size_t n = src.frames.size();
+  if (static_cast<std::int64_t>(n) > policy.limits.max_sampled_frames) {
+    throw video::video_too_large(v.param + ".frames has " + std::to_string(n) +
+                                     " frames; the limit is " +
+                                     std::to_string(policy.limits.max_sampled_frames),
+                                 v.param + ".frames");
+  }
+  v.time_limit = policy.limits.decode_timeout;
+  v.total_frames = static_cast<std::int64_t>(n);
+  // The reference's fallback for frames without metadata: 24 frames per second.
+  const double fps = src.fps.value_or(24.0);
+  const std::vector<std::int64_t> indices =
+      video::sample_frame_indices(v.total_frames, fps, config.sampling, v.param);
+  std::vector<bool> sampled(n, false);
+  for (const std::int64_t k : indices) sampled[static_cast<std::size_t>(k)] = true;
+  const vision::ImageSourcePolicy fp = frame_policy(image_policy, policy);
+  v.listed.resize(n);
+  std::size_t kept_bytes = 0;
+  int stored_w = 0;
+  int stored_h = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto since = Clock::now();
+    const bool url = starts_with_ci(src.frames[k], "http://") ||
+                     starts_with_ci(src.frames[k], "https://");
+    if (!sampled[k] && url) continue;  // never fetched: the processor does not use it
+    RequestImage& r = v.listed[k];
+    r.param = v.param + ".frames." + std::to_string(k);
+    std::vector<std::uint8_t> bytes = vision::load_request_bytes(src.frames[k], fp, r.param);
+    const auto size = vision::probe_stored_size(bytes);
+    if (size) {
+      try {
+        vision::check_dimensions(static_cast<std::uint64_t>(size->width),
+                                 static_cast<std::uint64_t>(size->height), fp.limits);
+      } catch (const Error& e) {
+        throw Error(e.kind(), e.code(), r.param + ": " + e.what(), r.param);
+      }
+    }
+    if (sampled[k]) {
+      if (!size) {  // the decoder gives the precise error
+        vision::decode_image(bytes, fp.limits, r.param);
+        throw video::bad_video(r.param + ": the image's size cannot be read", r.param);
+      }
+      if (stored_w == 0) {
+        stored_w = size->width;
+        stored_h = size->height;
+        r.image = vision::decode_image(bytes, fp.limits, r.param);  // oriented
+        v.width = r.image.width;
+        v.height = r.image.height;
+      } else if (size->width != stored_w || size->height != stored_h) {
+        throw invalid_request(r.param + " is " + std::to_string(size->width) + "x" +
+                                  std::to_string(size->height) +
+                                  "; the frames of a video must all have the first frame's size (" +
+                                  std::to_string(stored_w) + "x" + std::to_string(stored_h) + ")",
+                              r.param);
+      } else {
+        kept_bytes += bytes.size();
+        r.bytes = std::move(bytes);
+      }
+      if (kept_bytes > policy.limits.max_encoded_bytes) {
+        throw video::video_too_large(
+            v.param + ".frames: the sampled frames are over " +
+                std::to_string(policy.limits.max_encoded_bytes) + " bytes together",
+            v.param + ".frames");
+      }
+    }
+    check_frame_work(v, since, cancelled);
+  }
+  plan(v, fps, config, policy.limits);
+}
+
 }  // namespace
 
 video::VideoProcessorConfig video_config(const vision::ProcessorConfig& tower,
@@ -131,7 +248,8 @@ vision::ProcessorConfig image_config(const vision::ProcessorConfig& tower,
 std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
                                       const VideoSourcePolicy& policy,
                                       const vision::ImageSourcePolicy& image_policy,
-                                      const video::VideoProcessorConfig& config) {
+                                      const video::VideoProcessorConfig& config,
+                                      const std::function<bool()>& cancelled) {
   std::vector<RequestVideo> out(videos.size());
   for (std::size_t i = 0; i < videos.size(); ++i) {
     RequestVideo& v = out[i];
@@ -139,7 +257,7 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
     const request::Video& src = videos[i];
     if (!src.is_frame_list()) {
       v.container = std::make_unique<video::VideoContainer>(
-          load_video_bytes(src.source, policy, v.param), policy.limits, v.param);
+          load_video_bytes(src.source, policy, v.param), policy.limits, v.param, cancelled);
       const video::ContentScan scan = v.container->scan();
       v.height = v.container->info().height;
       v.width = v.container->info().width;
@@ -147,40 +265,7 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
       plan(v, scan.average_fps, config, policy.limits);
       continue;
     }
-    if (static_cast<int>(src.frames.size()) > policy.limits.max_sampled_frames) {
-      throw video::video_too_large(v.param + ".frames has " + std::to_string(src.frames.size()) +
-                                       " frames; the limit is " +
-                                       std::to_string(policy.limits.max_sampled_frames),
-                                   v.param + ".frames");
-    }
-    for (std::size_t k = 0; k < src.frames.size(); ++k) {
-      RequestImage r;
-      r.param = v.param + ".frames." + std::to_string(k);
-      r.bytes = vision::load_request_bytes(src.frames[k], image_policy, r.param);
-      if (const auto size = vision::probe_stored_size(r.bytes)) {
-        vision::check_dimensions(static_cast<std::uint64_t>(size->width),
-                                 static_cast<std::uint64_t>(size->height), image_policy.limits);
-        r.input_height = size->height;
-        r.input_width = size->width;
-      } else {
-        r.image = vision::decode_image(r.bytes, image_policy.limits, r.param);
-        r.input_height = r.image.height;
-        r.input_width = r.image.width;
-      }
-      if (k > 0 && (r.input_height != v.height || r.input_width != v.width)) {
-        throw invalid_request(r.param + " is " + std::to_string(r.input_width) + "x" +
-                                  std::to_string(r.input_height) + "; the frames of a video must " +
-                                  "all have the first frame's size (" + std::to_string(v.width) +
-                                  "x" + std::to_string(v.height) + ")",
-                              r.param);
-      }
-      v.height = r.input_height;
-      v.width = r.input_width;
-      v.listed.push_back(std::move(r));
-    }
-    v.total_frames = static_cast<std::int64_t>(v.listed.size());
-    // The reference's fallback for frames without metadata: 24 frames per second.
-    plan(v, src.fps.value_or(24.0), config, policy.limits);
+    load_frame_list(v, src, policy, image_policy, config, cancelled);
   }
   return out;
 }
@@ -196,9 +281,10 @@ RequestImage patch_block(const RequestVideo& v) {
   return b;
 }
 
-std::vector<RequestImage> video_blocks(RequestVideo& v,
+std::vector<RequestImage> video_blocks(RequestVideo& v, const VideoSourcePolicy& policy,
                                        const vision::ImageSourcePolicy& image_policy,
-                                       const video::VideoProcessorConfig& config) {
+                                       const video::VideoProcessorConfig& config,
+                                       const std::function<bool()>& cancelled) {
   // Each frame is checked and resized as soon as it is decoded: only one full-size frame is held.
   const auto resize = [&](vision::RgbImage f) {
     if (f.width != v.width || f.height != v.height) {
@@ -215,16 +301,19 @@ std::vector<RequestImage> video_blocks(RequestVideo& v,
     sampled = v.container->decode(v.plan.indices, resize);
     v.container.reset();
   } else {
+    const vision::ImageSourcePolicy fp = frame_policy(image_policy, policy);
     for (std::size_t k = 0; k < v.plan.indices.size(); ++k) {
       if (k > 0 && v.plan.indices[k] == v.plan.indices[k - 1]) {
         sampled.push_back(sampled.back());
         continue;
       }
+      const auto since = Clock::now();
       RequestImage& r = v.listed[static_cast<std::size_t>(v.plan.indices[k])];
-      vision::RgbImage frame = r.image.width > 0
-                                   ? std::move(r.image)
-                                   : vision::decode_image(r.bytes, image_policy.limits, r.param);
+      vision::RgbImage frame = r.image.width > 0 ? std::move(r.image)
+                                                 : vision::decode_image(r.bytes, fp.limits, r.param);
+      r.bytes = {};
       sampled.push_back(resize(std::move(frame)));
+      check_frame_work(v, since, cancelled);
     }
     v.listed.clear();
   }

@@ -4,6 +4,8 @@
 // cut into temporal patches, each a vision block the tower encodes from two frames
 // (decision contract section 8).
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +41,9 @@ struct RequestVideo {
   video::VideoPlan plan;
   /// What encode_record writes for it: each temporal patch's timestamp and token count.
   std::vector<record::VideoGroup> groups;
+  /// A frame list's time spent reading frames, against time_limit (VideoLimits::decode_timeout).
+  std::chrono::steady_clock::duration spent{};
+  std::chrono::steady_clock::duration time_limit{};
 };
 
 /// The video processor's settings for a request: `base` (the tower's patch and merge sizes,
@@ -52,15 +57,20 @@ video::VideoProcessorConfig video_config(const vision::ProcessorConfig& tower,
 vision::ProcessorConfig image_config(const vision::ProcessorConfig& tower,
                                      const request::MediaKwargs& kwargs);
 
-/// Opens and plans every video without decoding a frame: a file is opened (data URI
-/// video/mp4|webm|quicktime|x-matroska|x-msvideo, or an allowed URL) and scanned (frame count and
-/// average rate as the reference's loader measures them); a frame list's images are loaded and
-/// sized from their headers (all the same size). Errors name the video ("videos.0",
+/// Opens and plans every video without decoding a frame of a file: a file is opened (data URI
+/// video/mp4|webm|quicktime|x-matroska|x-msvideo, media-type parameters allowed, or an allowed
+/// URL) and scanned (frame count and average rate as the reference's loader measures them). A
+/// frame list is sampled from its length first: every frame's header is checked against the image
+/// limits and the video frame-pixel limit, only the sampled frames are kept (URL frames: only
+/// those are fetched), within the video byte and time limits, all of the first sampled frame's
+/// size; that first frame is decoded for its oriented size. `cancelled` (may be empty) is asked
+/// while reading: true throws DecisionCancelled. Errors name the video ("videos.0",
 /// "videos.0.frames.2"): 400 / 413 / 415 / 422 as the source, container and processor rules say.
 std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
                                       const VideoSourcePolicy& policy,
                                       const vision::ImageSourcePolicy& image_policy,
-                                      const video::VideoProcessorConfig& config);
+                                      const video::VideoProcessorConfig& config,
+                                      const std::function<bool()>& cancelled = {});
 
 /// One temporal patch of `video` as a vision block without pixels yet: its param, input and
 /// resized sizes and grid (what the token budget needs).
@@ -69,9 +79,10 @@ RequestImage patch_block(const RequestVideo& video);
 /// Decodes `video`'s sampled frames, resizes and pads them (video::processed_frames) and returns
 /// one vision block per temporal patch (RequestImage with image = first frame, second_frame =
 /// second, grid = the patch's grid), in order. Releases the container.
-std::vector<RequestImage> video_blocks(RequestVideo& video,
+std::vector<RequestImage> video_blocks(RequestVideo& video, const VideoSourcePolicy& policy,
                                        const vision::ImageSourcePolicy& image_policy,
-                                       const video::VideoProcessorConfig& config);
+                                       const video::VideoProcessorConfig& config,
+                                       const std::function<bool()>& cancelled = {});
 
 /// A data URI of the video file at `path` for `clef ask --video`: the media type from the file's
 /// first bytes (MP4/QuickTime, Matroska/WebM, AVI; else 415). Throws clef::Error (400 unreadable,

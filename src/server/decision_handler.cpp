@@ -51,12 +51,23 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
   try {
     const json::Value request =
         json::parse(body, json::ParseLimits{body.size(), config_.max_json_depth});
-    runtime::PreparedRequest prepared = queue_.prepare(request);
-    // Asked before the request's turn and while it is decided: the connection's own state.
-    if (req.connection_closed) {
-      prepared.cancellation = runtime::Cancellation::polling(req.connection_closed);
-    }
+    // Asked while the request is prepared (a video is read), before its turn and while it is
+    // decided: the connection's own state.
+    const runtime::Cancellation cancellation =
+        req.connection_closed ? runtime::Cancellation::polling(req.connection_closed)
+                              : runtime::Cancellation{};
+    runtime::PreparedRequest prepared = queue_.prepare(request, cancellation);
     pending = queue_.submit(std::move(prepared));
+  } catch (const DecisionCancelled& e) {
+    // The client left while its request was prepared (a video being read): 499, as a dropped one.
+    log_.event("info", std::string("client gone: preparation stopped: ") + e.what(), state.id);
+    metrics_.count_dropped();
+    HttpResponse res = answer(ErrorReply{499, "invalid_request_error", "client_closed_request",
+                                         "the client closed the connection while its request "
+                                         "was prepared",
+                                         ""});
+    res.set_header("Connection", "close");
+    return res;
   } catch (const Error& e) {
     ErrorReply reply = ErrorReply::from(e);
     if (e.kind() == ErrorKind::overloaded) reply.status = config_.overload_status;

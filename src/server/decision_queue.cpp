@@ -63,7 +63,8 @@ cache::StateCacheStats DecisionQueue::state_cache_stats() const {
   return decider_ != nullptr ? decider_->state_cache_stats() : cache::StateCacheStats{};
 }
 
-runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body) {
+runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body,
+                                                const runtime::Cancellation& cancellation) {
   const runtime::Decider* decider = nullptr;
   {
     std::lock_guard lock(mutex_);
@@ -79,7 +80,7 @@ runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body) {
       if (--queue.preparing_ == 0) queue.state_cv_.notify_all();
     }
   } leave{*this};
-  return decider->prepare(body);
+  return decider->prepare(body, cancellation);
 }
 
 std::future<DecisionOutcome> DecisionQueue::submit(runtime::PreparedRequest prepared) {

@@ -106,6 +106,8 @@ std::string models_body(const ModelInfo& model) {
             {"max_videos", number(l.max_videos)},
             {"max_video_frames", number(l.max_video_frames)},
             {"max_video_seconds", json::Value::floating(l.max_video_seconds)},
+            {"max_video_frame_pixels", number(l.max_video_frame_pixels)},
+            {"max_video_bytes", number(l.max_video_bytes)},
         }));
     // What a client needs to plan where to send a request (issue 16).
     entry.set("capabilities",

@@ -61,7 +61,7 @@ struct VideoContainer::State {
 };
 
 VideoContainer::VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimits& limits,
-                               std::string param)
+                               std::string param, std::function<bool()> cancelled)
     : state_(std::make_unique<State>()) {
   if (bytes.size() > limits.max_encoded_bytes) {
     throw video_too_large("the video is " + std::to_string(bytes.size()) + " bytes; the limit is " +
@@ -75,7 +75,7 @@ VideoContainer::VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimit
                                 "; send the frames as a frame list {\"frames\": [...], \"fps\": F}",
                             param);
   }
-  m.open(bytes, limits, param, state_->backend);
+  m.open(bytes, limits, param, cancelled, state_->backend);
 }
 
 VideoContainer::~VideoContainer() = default;

@@ -39,18 +39,21 @@ struct ContentScan {
   double average_fps = 0;
 };
 
-/// One open video. Owns its bytes. Not thread-safe. Every call is bounded by
-/// VideoLimits::decode_timeout (counted from construction) and refuses with clef::Error naming
+/// One open video. Owns its bytes. Not thread-safe. All calls together may work
+/// VideoLimits::decode_timeout on it (time between calls does not count); each refuses with
+/// clef::Error naming
 /// `param`: 400 invalid_video (not a readable container, no video stream, a frame that does not
 /// decode), 413 video_too_large (over a limit), 415 unsupported_video (a container or codec
 /// outside the accepted set: MP4/QuickTime, Matroska/WebM, AVI; H.264, HEVC, VP8, VP9, AV1,
 /// MPEG-4 part 2, MPEG-1/2, Motion JPEG, FFV1, PNG, raw video).
 class VideoContainer {
  public:
-  /// Opens `bytes` and reads the header. Refuses a video over limits.max_encoded_bytes, a frame
-  /// larger than limits.max_frame_pixels or more frames than limits.max_stream_frames (as the
-  /// header says; scan() measures duration and frames from the packets).
-  VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimits& limits, std::string param);
+  /// Opens `bytes` and reads the header. Refuses a video over limits.max_encoded_bytes or a frame
+  /// larger than limits.max_frame_pixels (scan() measures duration and frames from the packets,
+  /// and the decoder refuses a frame over the limit before allocating it). `cancelled` (may be
+  /// empty) is asked while reading: when it says true, calls throw DecisionCancelled.
+  VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimits& limits, std::string param,
+                 std::function<bool()> cancelled = {});
   ~VideoContainer();
   VideoContainer(const VideoContainer&) = delete;
   VideoContainer& operator=(const VideoContainer&) = delete;

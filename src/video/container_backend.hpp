@@ -30,7 +30,8 @@ class ContainerBackend {
 /// The module's entry point (exported unmangled as kOpenContainerSymbol): opens `bytes` as a
 /// container and sets `out`, or throws clef::Error as VideoContainer's constructor does.
 using OpenContainerFn = void(std::vector<std::uint8_t>& bytes, const VideoLimits& limits,
-                             const std::string& param, std::unique_ptr<ContainerBackend>& out);
+                             const std::string& param, const std::function<bool()>& cancelled,
+                             std::unique_ptr<ContainerBackend>& out);
 
 inline constexpr const char* kOpenContainerSymbol = "clef_video_open_container";
 

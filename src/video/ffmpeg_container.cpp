@@ -65,8 +65,25 @@ class FfmpegContainer final : public ContainerBackend {
   std::int64_t pos = 0;
   VideoLimits limits;
   std::string param;
+  /// Work on this video is bounded by limits.decode_timeout in all: each operation (open, scan,
+  /// decode) gets what earlier ones left (time spent on other videos does not count).
+  Clock::duration spent{};
   Clock::time_point deadline;
   bool timed_out = false;
+  std::function<bool()> cancelled;  ///< the client is gone (may be empty)
+  bool gone = false;
+
+  /// Starts one operation's clock; its destructor adds the time to `spent`.
+  struct Operation {
+    explicit Operation(FfmpegContainer& c) : c(c), start(Clock::now()) {
+      c.deadline = start + (c.limits.decode_timeout - c.spent);
+    }
+    ~Operation() { c.spent += Clock::now() - start; }
+    Operation(const Operation&) = delete;
+    Operation& operator=(const Operation&) = delete;
+    FfmpegContainer& c;
+    Clock::time_point start;
+  };
   std::unique_ptr<AVIOContext, IoDeleter> io;
   std::unique_ptr<AVFormatContext, FormatDeleter> format;
   int stream_index = -1;
@@ -108,11 +125,15 @@ class FfmpegContainer final : public ContainerBackend {
   static int interrupt(void* opaque) {
     auto* s = static_cast<FfmpegContainer*>(opaque);
     if (Clock::now() > s->deadline) s->timed_out = true;
-    return s->timed_out ? 1 : 0;
+    if (s->cancelled && s->cancelled()) s->gone = true;
+    return s->timed_out || s->gone ? 1 : 0;
   }
 
   void check_time() {
     if (Clock::now() > deadline) timed_out = true;
+    if (gone || (cancelled && cancelled())) {
+      throw DecisionCancelled(param + ": the client closed its connection while the video was read");
+    }
     if (timed_out) {
       throw video_too_large("decoding the video took longer than " +
                                 std::to_string(limits.decode_timeout.count()) + " ms",
@@ -212,13 +233,9 @@ class FfmpegContainer final : public ContainerBackend {
                                 " pixels; the limit is " + std::to_string(limits.max_frame_pixels),
                             param);
     }
-    // The header's duration is not trusted for the limit (a header may claim anything, and
-    // libavformat estimates a missing one from the bit rate): scan() measures the packets' span.
-    if (info_.header_frames > limits.max_stream_frames) {
-      throw video_too_large("the video has " + std::to_string(info_.header_frames) +
-                                " frames; the limit is " + std::to_string(limits.max_stream_frames),
-                            param);
-    }
+    // The header's duration and frame count are not trusted for the limits (a header may claim
+    // anything, and libavformat estimates a missing duration from the bit rate): scan() measures
+    // the packets.
   }
 
   // Back to the first packet: the container is opened again from its bytes (any demuxer can,
@@ -239,6 +256,7 @@ class FfmpegContainer final : public ContainerBackend {
 
 ContentScan FfmpegContainer::scan() {
   FfmpegContainer& s = *this;
+  const Operation op(s);
   std::unique_ptr<AVPacket, PacketDeleter> pkt(av_packet_alloc());
   // Copied: rewind() below opens the container anew, freeing its streams.
   const AVRational time_base = s.format->streams[s.stream_index]->time_base;
@@ -285,6 +303,7 @@ std::vector<vision::RgbImage> FfmpegContainer::decode(
     std::span<const std::int64_t> indices,
     const std::function<vision::RgbImage(vision::RgbImage)>& transform) {
   FfmpegContainer& s = *this;
+  const Operation op(s);
   std::vector<vision::RgbImage> out;
   if (indices.empty()) return out;
   if (!std::is_sorted(indices.begin(), indices.end()) || indices.front() < 0) {
@@ -299,6 +318,10 @@ std::vector<vision::RgbImage> FfmpegContainer::decode(
     s.fail("the video's codec parameters are unusable", e);
   }
   dec->thread_count = 1;
+  // The decoder refuses a larger frame before allocating it (a header may say 64x48 and a frame
+  // 16000x16000).
+  dec->max_pixels = static_cast<std::int64_t>(
+      std::min<std::uint64_t>(s.limits.max_frame_pixels, static_cast<std::uint64_t>(INT64_MAX)));
   dec->pkt_timebase = s.format->streams[s.stream_index]->time_base;
   AVDictionary* opts = nullptr;
   av_dict_set(&opts, "codec_whitelist", kCodecWhitelist, 0);
@@ -377,13 +400,17 @@ std::vector<vision::RgbImage> FfmpegContainer::decode(
 /// The module's entry point (container_backend.hpp: OpenContainerFn).
 extern "C" __attribute__((visibility("default"))) void clef_video_open_container(
     std::vector<std::uint8_t>& bytes, const clef::video::VideoLimits& limits,
-    const std::string& param, std::unique_ptr<clef::video::ContainerBackend>& out) {
+    const std::string& param, const std::function<bool()>& cancelled,
+    std::unique_ptr<clef::video::ContainerBackend>& out) {
   auto c = std::make_unique<clef::video::FfmpegContainer>();
   c->limits = limits;
   c->param = param;
+  c->cancelled = cancelled;
   c->bytes = std::move(bytes);
-  c->deadline = clef::video::Clock::now() + limits.decode_timeout;
   av_log_set_level(AV_LOG_QUIET);
-  c->open();
+  {
+    const clef::video::FfmpegContainer::Operation op(*c);
+    c->open();
+  }
   out = std::move(c);
 }

@@ -6,13 +6,14 @@
 #include <cstdio>
 
 #include "util/error.hpp"
+#include "video/errors.hpp"
 
 namespace clef::video {
 
 std::vector<std::int64_t> sample_frame_indices(std::int64_t total_frames, double video_fps,
                                                const SamplingParams& params,
                                                const std::string& param) {
-  if (total_frames < 1) throw invalid_request("the video has no frames", param);
+  if (total_frames < 1) throw bad_video("the video has no frames", param);
   std::vector<std::int64_t> out;
   if (!params.do_sample_frames) {
     out.resize(static_cast<std::size_t>(total_frames));
@@ -31,9 +32,19 @@ std::vector<std::int64_t> sample_frame_indices(std::int64_t total_frames, double
     if (!(video_fps > 0)) {
       throw invalid_request("the video's frame rate is unknown; sampling by fps needs it", param);
     }
-    // Python: int(total_num_frames / metadata.fps * fps) truncates toward zero.
+    // Python: int(total_num_frames / metadata.fps * fps) truncates toward zero, and raises
+    // OverflowError for an infinite quotient (a tiny frame rate, a huge fps).
     const double wanted = static_cast<double>(total_frames) / video_fps * fps;
-    n = static_cast<std::int64_t>(std::trunc(wanted));
+    if (!std::isfinite(wanted)) {
+      throw invalid_request(
+          "the frame count to sample, " + std::to_string(total_frames) + " / " +
+              std::to_string(video_fps) + " fps x " + std::to_string(fps) +
+              " fps, is not finite; the reference processor fails on it",
+          params.fps ? "media_kwargs.fps" : param);
+    }
+    // Above total_frames the count is clamped to it anyway.
+    n = wanted >= static_cast<double>(total_frames) ? total_frames
+                                                    : static_cast<std::int64_t>(std::trunc(wanted));
     n = std::min({std::max<std::int64_t>(n, params.min_frames),
                   static_cast<std::int64_t>(params.max_frames), total_frames});
   }
@@ -76,10 +87,12 @@ std::vector<double> patch_timestamps(const std::vector<std::int64_t>& indices, d
 
 std::string timestamp_text(double seconds) {
   // glibc's printf rounds the exact binary value correctly, half to even, as CPython's
-  // float.__format__ does.
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "<%.1f seconds>", seconds);
-  return buf;
+  // float.__format__ does, and writes every digit of a large value as CPython does.
+  const int n = std::snprintf(nullptr, 0, "<%.1f seconds>", seconds);
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), "<%.1f seconds>", seconds);
+  out.resize(static_cast<std::size_t>(n));
+  return out;
 }
 
 }  // namespace clef::video

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "support/video_clips.hpp"
 #include "util/error.hpp"
 #include "vision/base64.hpp"
+#include "vision/decode.hpp"
 #include "vision/encode_png.hpp"
 
 namespace {
@@ -222,6 +224,13 @@ TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   server.Get("/square.mkv", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(clip.begin(), clip.end()), "video/x-matroska");
   });
+  std::atomic<int> frame_fetches{0};
+  const std::vector<std::uint8_t> frame_png =
+      clef::vision::encode_png(ct::moving_square(64, 48, 2));
+  server.Get(R"(/frame/(\d+)\.png)", [&](const httplib::Request&, httplib::Response& res) {
+    ++frame_fetches;
+    res.set_content(std::string(frame_png.begin(), frame_png.end()), "image/png");
+  });
   const int port = server.bind_to_any_port("127.0.0.1");
   std::thread thread([&] { server.listen_after_bind(); });
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -237,8 +246,89 @@ TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   auto engine = rt::make_engine(config);
   EXPECT_EQ(engine->decide(with_videos({Value::string(url)})).body,
             engine->decide(with_videos({Value::string(video_uri(clip))})).body);
+  // A frame list of 12 URL frames at 24 fps: the processor samples 4 (int(12 / 24 * 2) = 1,
+  // raised to 4), and only those are fetched (reported: every frame was downloaded and held).
+  std::vector<Value> urls;
+  for (int i = 0; i < 12; ++i) {
+    urls.push_back(Value::string("http://127.0.0.1:" + std::to_string(port) + "/frame/" +
+                                 std::to_string(i) + ".png"));
+  }
+  const rt::PreparedRequest p =
+      engine->prepare(with_videos({Value::object({{"frames", Value::array(urls)}})}));
+  EXPECT_EQ(p.images.size(), 2u);
+  EXPECT_EQ(frame_fetches.load(), 4);
   server.stop();
   thread.join();
+}
+
+std::string file_uri(const std::string& path, const char* type) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::vector<std::uint8_t> bytes;
+  for (int c; (c = std::fgetc(f)) != EOF;) bytes.push_back(static_cast<std::uint8_t>(c));
+  std::fclose(f);
+  return std::string("data:") + type + ";base64," + clef::vision::encode_base64(bytes);
+}
+
+TEST_F(VideoEngineTest, FrameListsTurnExifFramesAndTakeMediaTypeParameters) {
+  // Reported: four identical JPEG frames with EXIF orientation 6 were refused as frames that
+  // change size (header size before the turn, decoded size after).
+  const std::string jpeg =
+      file_uri(std::string(CLEF_TEST_DATA) + "/vision/decode/jpeg_exif_orient6.jpg", "image/jpeg");
+  const Value list =
+      Value::object({{"frames", Value::array({Value::string(jpeg), Value::string(jpeg),
+                                              Value::string(jpeg), Value::string(jpeg)})},
+                     {"fps", Value::integer(2)}});
+  const rt::PreparedRequest p = engine().prepare(with_videos({list}));
+  ASSERT_EQ(p.images.size(), 2u);
+  const clef::vision::RgbImage turned =
+      clef::vision::decode_image(clef::vision::decode_base64(jpeg.substr(jpeg.find(',') + 1)));
+  EXPECT_EQ(p.images[0].input_width, turned.width);
+  EXPECT_EQ(p.images[0].input_height, turned.height);
+  EXPECT_NO_THROW(engine().decide(p));
+  // Reported: media-type parameters are legal in a data URI.
+  const std::vector<std::uint8_t> clip = ct::write_clip(square_clip());
+  EXPECT_EQ(engine()
+                .decide(with_videos({Value::string("data:video/x-matroska;codecs=ffv1;base64," +
+                                                   clef::vision::encode_base64(clip))}))
+                .body,
+            engine().decide(with_videos({Value::string(video_uri(clip))})).body);
+}
+
+TEST_F(VideoEngineTest, AGoneClientStopsTheVideoBeingRead) {
+  rt::Cancellation gone;
+  gone.cancel();
+  EXPECT_THROW(engine().prepare(
+                   with_videos({Value::string(video_uri(ct::write_clip(square_clip())))}), gone),
+               clef::DecisionCancelled);
+  // Without a video nothing is read: the request is prepared (the decision itself checks later).
+  EXPECT_NO_THROW(engine().prepare(clef::json::parse(kCard), gone));
+}
+
+TEST_F(VideoEngineTest, ReportedEdgeValuesAreClearRefusals) {
+  // fps 0 in a frame list: "above 0", not an integer range.
+  const std::string png =
+      "data:image/png;base64," +
+      clef::vision::encode_base64(clef::vision::encode_png(ct::moving_square(64, 48, 0)));
+  Value zero = Value::object({{"frames", Value::array({Value::string(png), Value::string(png)})},
+                              {"fps", Value::integer(0)}});
+  expect_refused(engine(), with_videos({zero}), 400, "videos.0.fps", "above 0");
+  // A frame rate so small that the frame count to sample is infinite: the reference fails
+  // (int(inf)); a 400, not undefined behaviour.
+  Value tiny = Value::object({{"frames", Value::array({Value::string(png), Value::string(png)})},
+                              {"fps", Value::floating(1e-320)}});
+  expect_refused(engine(), with_videos({tiny}), 400, "videos.0", "not finite");
+  // A frame header over the video frame-pixel limit names the frame.
+  std::vector<std::uint8_t> header = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n',
+                                      0,    0,   0,   13,  'I',  'H',  'D',  'R'};
+  for (std::uint32_t v : {100000u, 100000u}) {
+    for (int sh = 24; sh >= 0; sh -= 8) header.push_back(static_cast<std::uint8_t>(v >> sh));
+  }
+  for (std::uint8_t b : {8, 2, 0, 0, 0, 0, 0, 0, 0}) header.push_back(b);
+  Value huge = Value::object(
+      {{"frames",
+        Value::array({Value::string(png), Value::string("data:image/png;base64," +
+                                                        clef::vision::encode_base64(header))})}});
+  expect_refused(engine(), with_videos({huge}), 413, "videos.0.frames.1", "videos.0.frames.1");
 }
 
 TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {

@@ -93,7 +93,8 @@ TEST(InfoBodies, ModelsList) {
             R"("owned_by":"clef","context_size":16384,"limits":{"max_questions":64,)"
             R"("max_options":255,"max_images":4,"max_image_tokens":4096,)"
             R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944,)"
-            R"("max_videos":0,"max_video_frames":0,"max_video_seconds":0.0},)"
+            R"("max_videos":0,"max_video_frames":0,"max_video_seconds":0.0,)"
+            R"("max_video_frame_pixels":0,"max_video_bytes":0},)"
             R"("capabilities":{"images":true,"image_urls":false,"videos":false},)" +
                 reference_answers + "}]}");
   // Issue 18: a decider that takes videos says so and states their limits.
@@ -101,7 +102,8 @@ TEST(InfoBodies, ModelsList) {
   model.limits.max_video_frames = 768;
   model.limits.max_video_seconds = 600;
   EXPECT_NE(models_body(model).find(R"("max_videos":2,"max_video_frames":768,)"
-                                    R"("max_video_seconds":600.0},"capabilities":{"images":true,)"
+                                    R"("max_video_seconds":600.0,"max_video_frame_pixels":0,)"
+                                    R"("max_video_bytes":0},"capabilities":{"images":true,)"
                                     R"("image_urls":false,"videos":true})"),
             std::string::npos)
       << models_body(model);
