@@ -20,6 +20,7 @@
 #include "runtime/engine.hpp"
 #include "runtime/image_inputs.hpp"
 #include "support/expect_refused.hpp"
+#include "support/run_command.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 #include "vision/base64.hpp"
@@ -433,14 +434,7 @@ TEST(ImageUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   expect_refused(*engine, with_images({server.url("/missing")}), 400, "images.0", "404");
 }
 
-std::string run_command(const std::string& command) {
-  std::string out;
-  std::unique_ptr<FILE, decltype(&pclose)> pipe(popen(command.c_str(), "r"), &pclose);
-  if (!pipe) return out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) out.append(buf, n);
-  return out;
-}
+using clef::test::run_command;
 
 TEST_F(ImageEngineTest, ClefAskImageGivesTheEngineAnswer) {
   clef::test::TempDir tmp;

@@ -18,6 +18,7 @@
 #include "runtime/engine.hpp"
 #include "runtime/video_inputs.hpp"
 #include "support/expect_refused.hpp"
+#include "support/run_command.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "support/video_clips.hpp"
 #include "util/error.hpp"
@@ -407,14 +408,7 @@ TEST(VideoEngineRefusals, AVideoThatCannotFitTheContextIs413) {
   expect_refused(*engine, long_schema, 413, "videos", "for the images and videos");
 }
 
-std::string run_command(const std::string& command) {
-  std::string out;
-  std::unique_ptr<FILE, decltype(&pclose)> pipe(popen(command.c_str(), "r"), &pclose);
-  if (!pipe) return out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe.get())) > 0;) out.append(buf, n);
-  return out;
-}
+using clef::test::run_command;
 
 TEST_F(VideoEngineTest, ClefAskVideoGivesTheEngineAnswer) {
   ct::TempDir tmp;
