@@ -196,7 +196,7 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
         v.width = r.image.width;
         v.height = r.image.height;
       } else if (size->width != stored_w || size->height != stored_h) {
-        throw invalid_request(r.param + " is " + std::to_string(size->width) + "x" +
+        throw video::bad_video(r.param + " is " + std::to_string(size->width) + "x" +
                                   std::to_string(size->height) +
                                   "; the frames of a video must all have the first frame's size (" +
                                   std::to_string(stored_w) + "x" + std::to_string(stored_h) + ")",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 extern "C" {
@@ -31,6 +32,13 @@ constexpr const char* kFormatWhitelist = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,
 constexpr const char* kCodecWhitelist =
     "h264,hevc,vp8,vp9,libvpx,libvpx-vp9,av1,libdav1d,libaom-av1,mpeg4,mpeg1video,mpeg2video,"
     "mjpeg,ffv1,png,rawvideo";
+
+/// Seconds for a message: up to 6 significant digits, no trailing zeros ("2.5", "600").
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", s);
+  return buf;
+}
 
 std::string av_error_text(int err) {
   char buf[AV_ERROR_MAX_STRING_SIZE] = {};
@@ -205,8 +213,8 @@ class FfmpegContainer final : public ContainerBackend {
                 .append(",")
                 .find(std::string(",") + codec->name + ",") == std::string::npos) {
       throw unsupported_video(std::string("the video codec '") + codec_name +
-                                  "' is not supported; use H.264, HEVC, VP8, VP9, AV1, MPEG-4, "
-                                  "Motion JPEG or FFV1",
+                                  "' is not supported; use H.264, HEVC, VP8, VP9, AV1, MPEG-1/2/4, "
+                                  "Motion JPEG, FFV1, PNG or raw video",
                               param);
     }
     info_.container = fmt->iformat->name;
@@ -292,8 +300,8 @@ ContentScan FfmpegContainer::scan() {
                         ? static_cast<double>(out.frames) / (out.end_s - out.begin_s)
                         : s.info_.average_fps;
   if (out.end_s - out.begin_s > s.limits.max_duration_s) {
-    throw video_too_large("the video's frames span " + std::to_string(out.end_s - out.begin_s) +
-                              " s; the limit is " + std::to_string(s.limits.max_duration_s) + " s",
+    throw video_too_large("the video's frames span " + seconds_text(out.end_s - out.begin_s) +
+                              " s; the limit is " + seconds_text(s.limits.max_duration_s) + " s",
                           s.param);
   }
   return out;
