@@ -25,13 +25,27 @@ vision::RgbImage RgbConverter::convert(const AVFrame& frame, const std::string& 
   if (context_ == nullptr) {
     throw bad_video("a video frame could not be set up for RGB conversion", param);
   }
-  // The frame's matrix (unspecified: swscale's default, BT.601) and range; RGB out full range.
-  const int colorspace = frame.colorspace == AVCOL_SPC_UNSPECIFIED
-                             ? SWS_CS_DEFAULT
-                             : static_cast<int>(frame.colorspace);
-  const int* coefficients = sws_getCoefficients(colorspace);
-  const int src_full = frame.color_range == AVCOL_RANGE_JPEG ? 1 : 0;
-  sws_setColorspaceDetails(context_, coefficients, src_full, coefficients, 1, 0, 1 << 16, 1 << 16);
+  // As torchcodec's CPU path: the frame's own matrix (sws_getCoefficients of its colorspace;
+  // unspecified is BT.601). The source range is swscale's default for the pixel format (yuvj*:
+  // full, else limited) when the width is a multiple of 32 (torchcodec's swscale path); other
+  // widths go through its "scale=W:H:sws_flags=bilinear" filter graph, whose scale filter takes
+  // the frame's own range when the frame states one.
+  int* inv_table = nullptr;
+  int* table = nullptr;
+  int src_range = 0;
+  int dst_range = 0;
+  int brightness = 0;
+  int contrast = 0;
+  int saturation = 0;
+  if (sws_getColorspaceDetails(context_, &inv_table, &src_range, &table, &dst_range, &brightness,
+                               &contrast, &saturation) >= 0) {
+    if (frame.width % 32 != 0 && frame.color_range != AVCOL_RANGE_UNSPECIFIED) {
+      src_range = frame.color_range == AVCOL_RANGE_JPEG ? 1 : 0;
+    }
+    const int* coefficients = sws_getCoefficients(static_cast<int>(frame.colorspace));
+    sws_setColorspaceDetails(context_, coefficients, src_range, coefficients, dst_range, brightness,
+                             contrast, saturation);
+  }
   vision::RgbImage out(frame.width, frame.height);
   std::uint8_t* dst[4] = {out.rgb.data(), nullptr, nullptr, nullptr};
   int dst_stride[4] = {frame.width * 3, 0, 0, 0};

@@ -1,7 +1,7 @@
 #pragma once
 // Decoded video frames to 8-bit RGB, the way the reference's video loader converts them
-// (torchcodec's CPU path: libswscale, same size, bilinear flag, the frame's own colour matrix and
-// range, full-range RGB out).
+// (torchcodec's CPU path: libswscale, same size, bilinear flag, the frame's own colour matrix;
+// see convert() for the range).
 
 #include <string>
 
@@ -22,9 +22,10 @@ class RgbConverter {
   RgbConverter& operator=(const RgbConverter&) = delete;
 
   /// The frame's pixels as RGB (width x height, rows top to bottom). The YUV -> RGB matrix is the
-  /// frame's colorspace (BT.601 when unspecified), its range the frame's colour range (limited
-  /// unless marked full); RGB sources are repacked without change. Throws clef::Error (400
-  /// naming `param`) for a pixel format swscale cannot convert.
+  /// frame's colorspace (BT.601 when unspecified); the source range is swscale's default for the
+  /// pixel format, or the frame's stated range when its width is not a multiple of 32 (where
+  /// torchcodec converts through a scale filter); RGB sources are repacked without change.
+  /// Throws clef::Error (400 naming `param`) for a pixel format swscale cannot convert.
   vision::RgbImage convert(const AVFrame& frame, const std::string& param);
 
  private:
