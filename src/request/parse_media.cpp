@@ -1,8 +1,8 @@
 #include "request/parse_media.hpp"
 
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "util/error.hpp"

@@ -64,7 +64,8 @@ class Engine final : public Decider {
 
   /// As prepare(body); reading videos asks `cancellation` (a gone client stops it), and the
   /// prepared request keeps it.
-  PreparedRequest prepare(const json::Value& body, const Cancellation& cancellation) const override {
+  PreparedRequest prepare(const json::Value& body,
+                          const Cancellation& cancellation) const override {
     const auto t0 = Clock::now();
     const std::function<bool()> cancelled = cancellation.as_check();
     request::RequestLimits limits;
@@ -99,8 +100,8 @@ class Engine final : public Decider {
       video_processor = video_config(tower_->processor(), out.request.media_kwargs);
       const auto tv = Clock::now();
       out.images = load_images(out.request.images, image_policy_, image_processor);
-      videos = load_videos(out.request.videos, video_policy_, image_policy_, video_processor,
-                           cancelled);
+      videos =
+          load_videos(out.request.videos, video_policy_, image_policy_, video_processor, cancelled);
       out.image_prepare_ms += ms_since(tv);
     }
     const std::size_t n_still = out.images.size();

@@ -48,10 +48,11 @@ auto as_video_error(const std::string& param, Step&& step) {
     if (code == "unsupported_image") code = "unsupported_video";
     // The shared data URI and URL helpers speak of images.
     std::string message = e.what();
-    for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{"image ", "video "},
-                                   {"the image at", "the video at"},
-                                   {"image data", "video data"},
-                                   {"image URL", "video URL"}}) {
+    for (const auto& [from, to] :
+         {std::pair<std::string_view, std::string_view>{"image ", "video "},
+          {"the image at", "the video at"},
+          {"image data", "video data"},
+          {"image URL", "video URL"}}) {
       for (std::size_t at = 0; (at = message.find(from, at)) != std::string::npos;) {
         message.replace(at, from.size(), to);
         at += to.size();
@@ -129,12 +130,14 @@ void check_frame_work(RequestVideo& v, Clock::time_point since,
                       const std::function<bool()>& cancelled) {
   v.spent += Clock::now() - since;
   if (cancelled && cancelled()) {
-    throw DecisionCancelled(v.param + ": the client closed its connection while the frames were read");
+    throw DecisionCancelled(v.param +
+                            ": the client closed its connection while the frames were read");
   }
   if (v.spent > v.time_limit) {
     throw video::video_too_large(
         v.param + ": reading the frames took longer than " +
-            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(v.time_limit).count()) +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::milliseconds>(v.time_limit).count()) +
             " ms",
         v.param);
   }
@@ -169,8 +172,8 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
   int stored_h = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const auto since = Clock::now();
-    const bool url = starts_with_ci(src.frames[k], "http://") ||
-                     starts_with_ci(src.frames[k], "https://");
+    const bool url =
+        starts_with_ci(src.frames[k], "http://") || starts_with_ci(src.frames[k], "https://");
     if (!sampled[k] && url) continue;  // never fetched: the processor does not use it
     RequestImage& r = v.listed[k];
     r.param = v.param + ".frames." + std::to_string(k);
@@ -196,20 +199,20 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
         v.width = r.image.width;
         v.height = r.image.height;
       } else if (size->width != stored_w || size->height != stored_h) {
-        throw video::bad_video(r.param + " is " + std::to_string(size->width) + "x" +
-                                  std::to_string(size->height) +
-                                  "; the frames of a video must all have the first frame's size (" +
-                                  std::to_string(stored_w) + "x" + std::to_string(stored_h) + ")",
-                              r.param);
+        throw video::bad_video(
+            r.param + " is " + std::to_string(size->width) + "x" + std::to_string(size->height) +
+                "; the frames of a video must all have the first frame's size (" +
+                std::to_string(stored_w) + "x" + std::to_string(stored_h) + ")",
+            r.param);
       } else {
         kept_bytes += bytes.size();
         r.bytes = std::move(bytes);
       }
       if (kept_bytes > policy.limits.max_encoded_bytes) {
-        throw video::video_too_large(
-            v.param + ".frames: the sampled frames are over " +
-                std::to_string(policy.limits.max_encoded_bytes) + " bytes together",
-            v.param + ".frames");
+        throw video::video_too_large(v.param + ".frames: the sampled frames are over " +
+                                         std::to_string(policy.limits.max_encoded_bytes) +
+                                         " bytes together",
+                                     v.param + ".frames");
       }
     }
     check_frame_work(v, since, cancelled);
@@ -309,8 +312,9 @@ std::vector<RequestImage> video_blocks(RequestVideo& v, const VideoSourcePolicy&
       }
       const auto since = Clock::now();
       RequestImage& r = v.listed[static_cast<std::size_t>(v.plan.indices[k])];
-      vision::RgbImage frame = r.image.width > 0 ? std::move(r.image)
-                                                 : vision::decode_image(r.bytes, fp.limits, r.param);
+      vision::RgbImage frame = r.image.width > 0
+                                   ? std::move(r.image)
+                                   : vision::decode_image(r.bytes, fp.limits, r.param);
       r.bytes = {};
       sampled.push_back(resize(std::move(frame)));
       check_frame_work(v, since, cancelled);

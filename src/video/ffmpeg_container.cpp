@@ -140,7 +140,8 @@ class FfmpegContainer final : public ContainerBackend {
   void check_time() {
     if (Clock::now() > deadline) timed_out = true;
     if (gone || (cancelled && cancelled())) {
-      throw DecisionCancelled(param + ": the client closed its connection while the video was read");
+      throw DecisionCancelled(param +
+                              ": the client closed its connection while the video was read");
     }
     if (timed_out) {
       throw video_too_large("decoding the video took longer than " +

@@ -36,11 +36,10 @@ std::vector<std::int64_t> sample_frame_indices(std::int64_t total_frames, double
     // OverflowError for an infinite quotient (a tiny frame rate, a huge fps).
     const double wanted = static_cast<double>(total_frames) / video_fps * fps;
     if (!std::isfinite(wanted)) {
-      throw invalid_request(
-          "the frame count to sample, " + std::to_string(total_frames) + " / " +
-              std::to_string(video_fps) + " fps x " + std::to_string(fps) +
-              " fps, is not finite; the reference processor fails on it",
-          params.fps ? "media_kwargs.fps" : param);
+      throw invalid_request("the frame count to sample, " + std::to_string(total_frames) + " / " +
+                                std::to_string(video_fps) + " fps x " + std::to_string(fps) +
+                                " fps, is not finite; the reference processor fails on it",
+                            params.fps ? "media_kwargs.fps" : param);
     }
     // Above total_frames the count is clamped to it anyway.
     n = wanted >= static_cast<double>(total_frames) ? total_frames
