@@ -1,5 +1,5 @@
 #pragma once
-// Validation of a request's `videos` and `media_kwargs` (decision contract sections 1 and 9).
+// Validation of a request's `videos` and `media_kwargs` (decision contract sections 1 and 8).
 
 #include <vector>
 

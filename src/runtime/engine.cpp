@@ -477,13 +477,11 @@ class Engine final : public Decider {
     for (std::size_t i = 0; i < images.size(); ++i) {
       const vision::ImageGrid& g = images[i].grid;
       total += static_cast<std::size_t>(g.n_image_tokens()) + 2;
-      const bool video =
-          images[i].second_frame.width > 0 || images[i].param.rfind("videos.", 0) == 0;
-      if (video) {
+      if (images[i].video >= 0) {
         videos = true;
         // One entry per video: its temporal patches.
         std::size_t n = 1;
-        while (i + n < images.size() && images[i + n].param == images[i].param) ++n;
+        while (i + n < images.size() && images[i + n].video == images[i].video) ++n;
         detail += (detail.empty() ? "" : ", ") + images[i].param + ": " + std::to_string(n) +
                   " temporal patches of " + std::to_string(images[i].resized_height) + "x" +
                   std::to_string(images[i].resized_width) +
@@ -538,9 +536,8 @@ class Engine final : public Decider {
       }
     }
     if (config_.max_request_image_tokens > 0 && request_tokens > config_.max_request_image_tokens) {
-      const bool videos = std::any_of(images.begin(), images.end(), [](const RequestImage& b) {
-        return b.param.rfind("videos.", 0) == 0;
-      });
+      const bool videos = std::any_of(images.begin(), images.end(),
+                                      [](const RequestImage& b) { return b.video >= 0; });
       throw Error(ErrorKind::payload_too_large, "image_too_large",
                   std::string(videos ? "the images and videos have " : "the images have ") +
                       std::to_string(request_tokens) + " vision tokens together (" + detail +

@@ -33,6 +33,8 @@ struct RequestImage {
   /// A video's temporal patch: its second frame (the tower's second temporal slot), at the
   /// resized size; empty for an image (the tower repeats `image`).
   vision::RgbImage second_frame;
+  /// A video's temporal patch: the video's index in the request; -1 for an image.
+  int video = -1;
   /// cache::image_digest of the resized pixels (both frames of a temporal patch; set when the
   /// engine keeps a state cache).
   std::string digest;

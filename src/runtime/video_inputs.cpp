@@ -13,6 +13,7 @@
 #include "vision/base64.hpp"
 #include "vision/data_uri.hpp"
 #include "vision/decode.hpp"
+#include "vision/image_source.hpp"
 #include "vision/image_url.hpp"
 #include "vision/probe.hpp"
 
@@ -25,50 +26,13 @@ constexpr std::array<std::string_view, 7> kVideoMediaTypes = {
     "video/mp4",      "video/webm",      "video/quicktime", "video/x-matroska",
     "video/matroska", "video/x-msvideo", "video/avi"};
 
-bool starts_with_ci(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
-  }
-  return true;
-}
-
-/// Runs `step`; a clef::Error of the image helpers comes out as a video error of the same
-/// status naming `param`.
-template <typename Step>
-auto as_video_error(const std::string& param, Step&& step) {
-  try {
-    return step();
-  } catch (const DecisionCancelled&) {
-    throw;
-  } catch (const Error& e) {
-    std::string code = e.code();
-    if (code == "invalid_image") code = "invalid_video";
-    if (code == "image_too_large") code = "video_too_large";
-    if (code == "unsupported_image") code = "unsupported_video";
-    // The shared data URI and URL helpers speak of images.
-    std::string message = e.what();
-    for (const auto& [from, to] :
-         {std::pair<std::string_view, std::string_view>{"image ", "video "},
-          {"the image at", "the video at"},
-          {"image data", "video data"},
-          {"image URL", "video URL"}}) {
-      for (std::size_t at = 0; (at = message.find(from, at)) != std::string::npos;) {
-        message.replace(at, from.size(), to);
-        at += to.size();
-      }
-    }
-    throw Error(e.kind(), code, message, e.param().empty() ? param : e.param());
-  }
-}
-
 std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoSourcePolicy& policy,
                                            const std::string& param) {
-  if (starts_with_ci(source, "data:")) {
-    vision::DataUri uri = as_video_error(param, [&] {
-      return vision::split_data_uri(source, "video", policy.limits.max_encoded_bytes, param,
-                                    "data:video/mp4;base64,...");
-    });
+  const vision::SourceKind kind = vision::source_kind(source);
+  if (kind == vision::SourceKind::data_uri) {
+    vision::DataUri uri =
+        vision::split_data_uri(source, video::kVideoMedia, policy.limits.max_encoded_bytes, param,
+                               "data:video/mp4;base64,...");
     // Media-type parameters ("video/mp4;codecs=avc1") are legal in a data URI: the type decides.
     const std::string type = uri.media_type.substr(0, uri.media_type.find(';'));
     if (std::find(kVideoMediaTypes.begin(), kVideoMediaTypes.end(), type) ==
@@ -81,7 +45,7 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
     }
     return std::move(uri.bytes);
   }
-  if (starts_with_ci(source, "http://") || starts_with_ci(source, "https://")) {
+  if (kind == vision::SourceKind::url) {
     if (!policy.allow_urls) {
       throw Error(ErrorKind::unprocessable, "media_urls_disabled",
                   param +
@@ -91,7 +55,7 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
     }
     vision::UrlFetchPolicy url = policy.url;
     url.max_bytes = policy.limits.max_encoded_bytes;  // the video limit, not the image one
-    return as_video_error(param, [&] { return vision::fetch_image_url(source, url, param); });
+    return vision::fetch_media_url(source, url, param, video::kVideoMedia);
   }
   throw invalid_request(param +
                             ": a video must be a data URI (data:video/mp4;base64,...), a frame "
@@ -172,8 +136,7 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
   int stored_h = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const auto since = Clock::now();
-    const bool url =
-        starts_with_ci(src.frames[k], "http://") || starts_with_ci(src.frames[k], "https://");
+    const bool url = vision::source_kind(src.frames[k]) == vision::SourceKind::url;
     if (!sampled[k] && url) continue;  // never fetched: the processor does not use it
     RequestImage& r = v.listed[k];
     r.param = v.param + ".frames." + std::to_string(k);
@@ -256,6 +219,7 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
   std::vector<RequestVideo> out(videos.size());
   for (std::size_t i = 0; i < videos.size(); ++i) {
     RequestVideo& v = out[i];
+    v.index = static_cast<int>(i);
     v.param = "videos." + std::to_string(i);
     const request::Video& src = videos[i];
     if (!src.is_frame_list()) {
@@ -276,6 +240,7 @@ std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
 RequestImage patch_block(const RequestVideo& v) {
   RequestImage b;
   b.param = v.param;
+  b.video = v.index;
   b.input_height = v.height;
   b.input_width = v.width;
   b.resized_height = v.plan.resized_height;

@@ -30,6 +30,7 @@ struct VideoSourcePolicy {
 
 /// One request video, planned.
 struct RequestVideo {
+  int index = 0;      ///< i: its place in the request's videos
   std::string param;  ///< "videos.<i>"
   /// The open file (a data URI's or URL's bytes); null for a frame list.
   std::unique_ptr<video::VideoContainer> container;

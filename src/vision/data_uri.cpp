@@ -18,37 +18,39 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-DataUri split_data_uri(std::string_view uri, std::string_view what, std::size_t max_bytes,
+DataUri split_data_uri(std::string_view uri, const MediaKind& kind, std::size_t max_bytes,
                        const std::string& param, std::string_view example) {
-  const std::string w(what);
+  const std::string w(kind.noun);
   const std::string ex(example);
+  const auto invalid = [&](const std::string& message) {
+    return Error(ErrorKind::invalid_request, std::string(kind.invalid_code), message, param);
+  };
   constexpr std::string_view kScheme = "data:";
   if (uri.size() < kScheme.size() || lower(uri.substr(0, kScheme.size())) != kScheme) {
-    throw bad_image(w + " must be a data URI (" + ex + ")", param);
+    throw invalid(w + " must be a data URI (" + ex + ")");
   }
   const std::size_t comma = uri.find(',');
-  if (comma == std::string_view::npos) {
-    throw bad_image(w + " data URI has no ',' before its payload", param);
-  }
+  if (comma == std::string_view::npos) throw invalid(w + " data URI has no ',' before its payload");
   const std::string header = lower(uri.substr(kScheme.size(), comma - kScheme.size()));
   constexpr std::string_view kBase64 = ";base64";
   if (header.size() < kBase64.size() ||
       header.compare(header.size() - kBase64.size(), kBase64.size(), kBase64) != 0) {
-    throw bad_image(w + " data URI must be base64-encoded (" + ex + ")", param);
+    throw invalid(w + " data URI must be base64-encoded (" + ex + ")");
   }
   DataUri out;
   out.media_type = header.substr(0, header.size() - kBase64.size());
   const std::string_view payload = uri.substr(comma + 1);
   const std::size_t size = base64_decoded_size(payload);
   if (size > max_bytes) {
-    throw image_too_large(
+    throw Error(
+        ErrorKind::payload_too_large, std::string(kind.too_large_code),
         w + " is " + std::to_string(size) + " bytes; the limit is " + std::to_string(max_bytes),
         param);
   }
   try {
     out.bytes = decode_base64(payload);
   } catch (const Error& e) {
-    throw Error(e.kind(), e.code(), e.what(), param);
+    throw invalid(w + " " + e.what());
   }
   return out;
 }
@@ -69,7 +71,8 @@ DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits, const s
       }
     }
   }
-  return split_data_uri(uri, "image", limits.max_encoded_bytes, param, "data:image/png;base64,...");
+  return split_data_uri(uri, kImageMedia, limits.max_encoded_bytes, param,
+                        "data:image/png;base64,...");
 }
 
 }  // namespace clef::vision

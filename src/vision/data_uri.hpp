@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vision/errors.hpp"
 #include "vision/limits.hpp"
 
 namespace clef::vision {
@@ -17,11 +18,11 @@ struct DataUri {
 };
 
 /// Splits `uri` = "data:<media type>;base64,<payload>" of any media type and decodes its payload:
-/// 400 (code invalid_image, wording about `what`, e.g. "video", with `example` as the accepted
-/// form) for a URI that is not of this form or whose payload is not strict base64; 413 for a
-/// payload over `max_bytes`, refused before decoding. The media type comes back lower case,
-/// unchecked. Errors name `param`.
-DataUri split_data_uri(std::string_view uri, std::string_view what, std::size_t max_bytes,
+/// 400 (kind.invalid_code, worded about kind.noun, with `example` as the accepted form) for a URI
+/// that is not of this form or whose payload is not strict base64; 413 (kind.too_large_code) for
+/// a payload over `max_bytes`, refused before decoding. The media type comes back lower case,
+/// unchecked (parameters included). Errors name `param`.
+DataUri split_data_uri(std::string_view uri, const MediaKind& kind, std::size_t max_bytes,
                        const std::string& param, std::string_view example);
 
 /// Parses `uri` = "data:<media type>;base64,<payload>". The media type (case-insensitive) must

@@ -11,23 +11,26 @@
 #include "vision/errors.hpp"
 
 namespace clef::vision {
-namespace {
 
-bool starts_with_ci(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
-  }
-  return true;
+SourceKind source_kind(std::string_view source) noexcept {
+  const auto starts_with_ci = [&](std::string_view prefix) {
+    if (source.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(source[i])) != prefix[i]) return false;
+    }
+    return true;
+  };
+  if (starts_with_ci("data:")) return SourceKind::data_uri;
+  if (starts_with_ci("http://") || starts_with_ci("https://")) return SourceKind::url;
+  return SourceKind::other;
 }
-
-}  // namespace
 
 std::vector<std::uint8_t> load_request_bytes(std::string_view source,
                                              const ImageSourcePolicy& policy,
                                              const std::string& param) {
-  if (starts_with_ci(source, "data:")) return parse_data_uri(source, policy.limits, param).bytes;
-  if (starts_with_ci(source, "http://") || starts_with_ci(source, "https://")) {
+  const SourceKind kind = source_kind(source);
+  if (kind == SourceKind::data_uri) return parse_data_uri(source, policy.limits, param).bytes;
+  if (kind == SourceKind::url) {
     if (!policy.allow_urls) {
       // 422 with a stable code: well formed, but this server does not fetch (another may).
       throw Error(
@@ -39,7 +42,7 @@ std::vector<std::uint8_t> load_request_bytes(std::string_view source,
     }
     UrlFetchPolicy url = policy.url;
     url.max_bytes = std::min(url.max_bytes, policy.limits.max_encoded_bytes);
-    return fetch_image_url(source, url, param);
+    return fetch_media_url(source, url, param);
   }
   throw invalid_request(param +
                             ": an image must be a data URI (data:image/png|jpeg|webp;base64,...) "

@@ -20,6 +20,10 @@ struct ImageSourcePolicy {
   DecodeLimits limits;      ///< encoded size and pixel limits of every image
 };
 
+/// What a request media string is: a data URI ("data:", any case), an http(s) URL, or neither.
+enum class SourceKind { data_uri, url, other };
+SourceKind source_kind(std::string_view source) noexcept;
+
 /// The encoded bytes of request image `source`: a data URI's payload (parse_data_uri: media type
 /// image/png|jpeg|webp else 415, size limit 413), or an allowed URL's body; refusals as
 /// load_request_image. Nothing is decoded.
@@ -29,7 +33,7 @@ std::vector<std::uint8_t> load_request_bytes(std::string_view source,
 
 /// load_request_bytes then decode_image: request image `source` as RGB (decode_image: Pillow's RGB
 /// with EXIF orientation). `data:image/png|jpeg|webp;base64,...` is decoded; `http://` / `https://`
-/// is fetched with fetch_image_url when policy.allow_urls, else refused (400) before any network
+/// is fetched with fetch_media_url when policy.allow_urls, else refused (400) before any network
 /// access; anything else (file paths, other schemes) is a 400 naming the accepted forms. Errors are
 /// clef::Error naming `param` (e.g. "images.0"): 400 bad URI / URL / image, 413 too large, 415
 /// other formats.

@@ -208,8 +208,9 @@ std::optional<std::string> forbidden_address_reason(std::string_view ip, bool al
   return "'" + s + "' is not an IP address";
 }
 
-std::vector<std::uint8_t> fetch_image_url(std::string_view url, const UrlFetchPolicy& policy,
-                                          const std::string& param) {
+std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPolicy& policy,
+                                          const std::string& param, const MediaKind& kind) {
+  const std::string noun(kind.noun);
   const auto deadline = Clock::now() + policy.timeout;
   std::string current(url);
   for (int hop = 0; hop <= policy.max_redirects; ++hop) {
@@ -219,13 +220,13 @@ std::vector<std::uint8_t> fetch_image_url(std::string_view url, const UrlFetchPo
     const std::vector<std::string> addresses = resolve(u.host, u.port, param);
     for (const std::string& a : addresses) {
       if (const auto why = forbidden_address_reason(a, policy.allow_loopback_for_tests)) {
-        throw url_error(param, "image URL host '" + u.host + "' resolves to " + a + ", " + *why +
+        throw url_error(param, noun + " URL host '" + u.host + "' resolves to " + a + ", " + *why +
                                    "; clef does not fetch from such addresses");
       }
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
-    if (left.count() <= 0) throw url_error(param, "fetching the image URL timed out");
+    if (left.count() <= 0) throw url_error(param, "fetching the " + noun + " URL timed out");
 
     httplib::Client cli(u.scheme + "://" + host_for_url(u.host) + ":" + std::to_string(u.port));
     cli.set_hostname_addr_map({{u.host, addresses.front()}});
@@ -240,7 +241,7 @@ std::vector<std::uint8_t> fetch_image_url(std::string_view url, const UrlFetchPo
     bool too_big = false;
     bool timed_out = false;
     int status = 0;
-    const httplib::Headers headers = {{"Accept", "image/png, image/jpeg, image/webp"}};
+    const httplib::Headers headers = {{"Accept", std::string(kind.accept)}};
     auto res = cli.Get(
         u.target, headers,
         [&](const httplib::Response& r) {
@@ -271,25 +272,26 @@ std::vector<std::uint8_t> fetch_image_url(std::string_view url, const UrlFetchPo
           return true;
         });
     if (too_big) {
-      throw image_too_large(param + ": the image at the URL is larger than " +
-                                std::to_string(policy.max_bytes) + " bytes",
-                            param);
+      throw Error(ErrorKind::payload_too_large, std::string(kind.too_large_code),
+                  param + ": the " + noun + " at the URL is larger than " +
+                      std::to_string(policy.max_bytes) + " bytes",
+                  param);
     }
-    if (timed_out) throw url_error(param, "fetching the image URL timed out");
+    if (timed_out) throw url_error(param, "fetching the " + noun + " URL timed out");
     if (!res) {
-      throw url_error(param,
-                      "could not fetch the image URL (" + httplib::to_string(res.error()) + ")");
+      throw url_error(
+          param, "could not fetch the " + noun + " URL (" + httplib::to_string(res.error()) + ")");
     }
     if (res->status >= 300 && res->status < 400 && res->has_header("Location")) {
       current = resolve_location(u, res->get_header_value("Location"));
       continue;
     }
     if (res->status != 200) {
-      throw url_error(param, "the image URL answered HTTP " + std::to_string(res->status));
+      throw url_error(param, "the " + noun + " URL answered HTTP " + std::to_string(res->status));
     }
     return body;
   }
-  throw url_error(param, "the image URL redirects more than " +
+  throw url_error(param, "the " + noun + " URL redirects more than " +
                              std::to_string(policy.max_redirects) + " times");
 }
 

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "vision/errors.hpp"
+
 namespace clef::vision {
 
 /// Limits and switches of image URL fetching.
@@ -43,12 +45,14 @@ HttpUrl parse_http_url(std::string_view url, const std::string& param = {});
 std::optional<std::string> forbidden_address_reason(std::string_view ip,
                                                     bool allow_loopback = false);
 
-/// Fetches `url` (http or https) within `policy` and returns the body bytes. Refusals are
+/// Fetches `url` (http or https) within `policy` and returns the body bytes of a request's
+/// `kind` of media (its noun in messages, its Accept header and 413 code). Refusals are
 /// clef::Error naming `param`: 400 for a malformed URL, a host that does not resolve, a forbidden
 /// address (any resolved address forbidden refuses the URL, before connecting), too many
-/// redirects or an HTTP error status; 413 for a body over max_bytes; 504-like failures (timeout,
-/// connection refused) are 400 "could not fetch".
-std::vector<std::uint8_t> fetch_image_url(std::string_view url, const UrlFetchPolicy& policy,
-                                          const std::string& param = {});
+/// redirects or an HTTP error status; 413 (kind.too_large_code) for a body over max_bytes;
+/// 504-like failures (timeout, connection refused) are 400 "could not fetch".
+std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPolicy& policy,
+                                          const std::string& param = {},
+                                          const MediaKind& kind = kImageMedia);
 
 }  // namespace clef::vision
