@@ -63,11 +63,10 @@ class VideoContainer {
   /// Reads every packet of the video stream without decoding (each holds one frame for every
   /// accepted codec) and returns what the reference loader's exact scan (torchcodec,
   /// seek_mode="exact") measures. Refuses more than limits.max_stream_frames and a span of
-  /// presentation times over limits.max_duration_s. Reopens the container after, so the next call
-  /// starts from the first packet.
+  /// presentation times over limits.max_duration_s. Each call starts from the first packet.
   ContentScan scan();
 
-  /// Decodes the stream from the start and returns the frames whose 0-based index in the
+  /// Decodes the stream from the first packet and returns the frames whose 0-based index in the
   /// decoder's output order is in `indices` (ascending; repeats allowed and repeated in the
   /// result), converted to 8-bit RGB (RgbConverter) and then passed through `transform` (e.g. a
   /// resize, so that only one full-size frame is held at a time). Stops after the last index.

@@ -247,14 +247,19 @@ class FfmpegContainer final : public ContainerBackend {
     // the packets.
   }
 
-  // Back to the first packet: the container is opened again from its bytes (any demuxer can,
-  // where seeking to the start is not supported by all of them).
-  void rewind() {
-    format.reset();
-    io.reset();
-    pos = 0;
-    open();
+  /// Back to the first packet before an operation that reads packets, when an earlier one has
+  /// read some: the container is opened again from its bytes (any demuxer can, where seeking to
+  /// the start is not supported by all of them). The last operation leaves it where it is.
+  void start_reading() {
+    if (read_packets) {
+      format.reset();
+      io.reset();
+      pos = 0;
+      open();
+    }
+    read_packets = true;
   }
+  bool read_packets = false;  ///< an operation has read packets since the container was opened
 
   const StreamInfo& info() const noexcept override { return info_; }
   ContentScan scan() override;
@@ -266,8 +271,8 @@ class FfmpegContainer final : public ContainerBackend {
 ContentScan FfmpegContainer::scan() {
   FfmpegContainer& s = *this;
   const Operation op(s);
+  s.start_reading();
   std::unique_ptr<AVPacket, PacketDeleter> pkt(av_packet_alloc());
-  // Copied: rewind() below opens the container anew, freeing its streams.
   const AVRational time_base = s.format->streams[s.stream_index]->time_base;
   ContentScan out;
   std::int64_t begin = INT64_MAX;
@@ -292,7 +297,6 @@ ContentScan FfmpegContainer::scan() {
     }
     s.check_time();
   }
-  s.rewind();
   if (begin != INT64_MAX) {
     out.begin_s = static_cast<double>(begin) * av_q2d(time_base);
     out.end_s = static_cast<double>(end) * av_q2d(time_base);
@@ -319,6 +323,7 @@ std::vector<vision::RgbImage> FfmpegContainer::decode(
     throw Error(ErrorKind::internal, "internal", "frame indices must be ascending and >= 0",
                 s.param);
   }
+  s.start_reading();
   std::unique_ptr<AVCodecContext, CodecDeleter> dec(avcodec_alloc_context3(s.codec));
   if (!dec) throw Error(ErrorKind::internal, "internal", "out of memory", s.param);
   if (const int e =
@@ -400,7 +405,6 @@ std::vector<vision::RgbImage> FfmpegContainer::decode(
                         std::to_string(indices[next]) + " was asked for",
                     s.param);
   }
-  s.rewind();
   return out;
 }
 
