@@ -51,16 +51,7 @@ std::string video_uri(const std::vector<std::uint8_t>& bytes,
   return std::string("data:") + type + ";base64," + clef::vision::encode_base64(bytes);
 }
 
-/// 8 lossless frames of 64x48 at 4 fps (2 s): the moving square.
-ct::ClipSpec square_clip(int frames = 8, int fps = 4) {
-  ct::ClipSpec spec;
-  spec.frames = frames;
-  spec.fps = fps;
-  spec.width = 64;
-  spec.height = 48;
-  spec.frame = [](int i) { return ct::moving_square(64, 48, i); };
-  return spec;
-}
+using ct::square_clip;  // 8 lossless 64x48 frames at 4 fps (2 s): the moving square
 
 class VideoEngineTest : public ::testing::Test {
  protected:

@@ -431,13 +431,7 @@ TEST(ServeBinary, VideosAreDecidedLikeClefAskAndBadVideosAreRefused) {
   TempDir tmp;
   DemoServer server(tmp);
   ASSERT_TRUE(server.ready()) << server.log();
-  test::ClipSpec spec;
-  spec.frames = 8;
-  spec.fps = 4;
-  spec.width = 64;
-  spec.height = 48;
-  spec.frame = [](int i) { return test::moving_square(64, 48, i); };
-  const std::vector<std::uint8_t> clip = test::write_clip(spec);
+  const std::vector<std::uint8_t> clip = test::write_clip(test::square_clip(8, 4));
   const std::string clip_bytes(clip.begin(), clip.end());
   const std::string questions =
       R"("questions":{"motion":{"type":"choice","criteria":{"left":"to the left",)"

@@ -50,6 +50,16 @@ vision::RgbImage moving_square(int width, int height, int i) {
   return img;
 }
 
+ClipSpec square_clip(int frames, int fps, int width, int height) {
+  ClipSpec spec;
+  spec.frames = frames;
+  spec.fps = fps;
+  spec.width = width;
+  spec.height = height;
+  spec.frame = [width, height](int i) { return moving_square(width, height, i); };
+  return spec;
+}
+
 std::vector<std::uint8_t> write_clip(const ClipSpec& spec) {
   av_log_set_level(AV_LOG_ERROR);
   const std::filesystem::path path =

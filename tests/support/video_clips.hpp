@@ -34,6 +34,10 @@ std::vector<std::uint8_t> write_clip(const ClipSpec& spec);
 /// A width x height frame of one colour.
 vision::RgbImage solid_frame(int width, int height, std::uint8_t r, std::uint8_t g, std::uint8_t b);
 
+/// A lossless clip (FFV1 in Matroska, the spec's defaults) of `frames` moving_square frames of
+/// width x height at `fps`.
+ClipSpec square_clip(int frames = 8, int fps = 4, int width = 64, int height = 48);
+
 /// Frame i of a test pattern: a colour that changes per frame as background and a 8x8 white
 /// square that moves 4 pixels right per frame.
 vision::RgbImage moving_square(int width, int height, int i);

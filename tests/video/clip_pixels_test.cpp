@@ -82,13 +82,7 @@ TEST(ClipPixels, AMovingShapeKeepsItsPlaceInThePatchOrder) {
   // 64 x 64 frames: 2 frames sampled of 3 at 1 fps (int(3 / 1 * 2) = 6 -> min(.., 3) = 3 frames:
   // 0 1 2, padded with 2). 3 * 64 * 64 < 131,072: beta = sqrt(131072 / 12288) = 3.27 ->
   // ceil(6.53) * 32 = 224 per side; the square (8 x 8 at x = 4i, y = 4) scales by 3.5.
-  test::ClipSpec spec;
-  spec.frames = 3;
-  spec.fps = 1;
-  spec.width = 64;
-  spec.height = 64;
-  spec.frame = [](int i) { return test::moving_square(64, 64, i); };
-  const Processed p = process(spec);
+  const Processed p = process(test::square_clip(3, 1, 64, 64));
   EXPECT_EQ(p.plan.indices, (std::vector<std::int64_t>{0, 1, 2}));
   EXPECT_EQ(p.plan.resized_height, 224);
   EXPECT_EQ(p.plan.groups, 2);
@@ -117,13 +111,8 @@ TEST(ClipPixels, VariableFrameRateDatesPatchesWithTheAverageRate) {
   // 6 frames at 0, 100, 200, 1000, 1100, 1200 ms; Matroska's last frame lasts the default
   // 1 / 10 s: span 1.3 s, rate 6 / 1.3. Sampling: int(6 / (6 / 1.3) * 2) = 2 -> 4 frames:
   // linspace(0, 5, 4) = 0 2 3 5 (1.67 -> 2, 3.33 -> 3).
-  test::ClipSpec spec;
-  spec.frames = 6;
-  spec.fps = 10;
+  test::ClipSpec spec = test::square_clip(6, 10);
   spec.pts_ms = {0, 100, 200, 1000, 1100, 1200};
-  spec.frame = [](int i) { return test::moving_square(64, 48, i); };
-  spec.width = 64;
-  spec.height = 48;
   VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
   const ContentScan scan = c.scan();
   ASSERT_EQ(scan.frames, 6);

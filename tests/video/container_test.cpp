@@ -16,19 +16,9 @@
 namespace clef::video {
 namespace {
 
-test::ClipSpec lossless(int frames, int fps, int width = 64, int height = 48) {
-  test::ClipSpec spec;
-  spec.frames = frames;
-  spec.fps = fps;
-  spec.width = width;
-  spec.height = height;
-  spec.frame = [=](int i) { return test::moving_square(width, height, i); };
-  return spec;
-}
-
 using clef::test::status_of;
 TEST(VideoContainer, LosslessFramesComeBackExactlyInOrder) {
-  const test::ClipSpec spec = lossless(9, 3);
+  const test::ClipSpec spec = test::square_clip(9, 3);
   VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
   EXPECT_EQ(c.info().width, 64);
   EXPECT_EQ(c.info().height, 48);
@@ -50,7 +40,7 @@ TEST(VideoContainer, LosslessFramesComeBackExactlyInOrder) {
 TEST(VideoContainer, LossyCodecsDecodeCloseToTheirSource) {
   for (const auto& [container, codec] : std::vector<std::pair<std::string, std::string>>{
            {"mp4", "libx264"}, {"mp4", "mpeg4"}, {"webm", "libvpx"}, {"avi", "mjpeg"}}) {
-    test::ClipSpec spec = lossless(6, 6, 64, 64);
+    test::ClipSpec spec = test::square_clip(6, 6, 64, 64);
     spec.container = container;
     spec.codec = codec;
     spec.pixel_format = codec == "mjpeg" ? "yuvj420p" : "yuv420p";
@@ -69,7 +59,7 @@ TEST(VideoContainer, LossyCodecsDecodeCloseToTheirSource) {
 }
 
 TEST(VideoContainer, WebmWithoutAFrameCountIsCountedFromItsPackets) {
-  test::ClipSpec spec = lossless(7, 5, 64, 64);
+  test::ClipSpec spec = test::square_clip(7, 5, 64, 64);
   spec.container = "webm";
   spec.codec = "libvpx";
   spec.pixel_format = "yuv420p";
@@ -81,7 +71,7 @@ TEST(VideoContainer, WebmWithoutAFrameCountIsCountedFromItsPackets) {
 }
 
 TEST(VideoContainer, VariableFrameRateAveragesOverTheStreamSpan) {
-  test::ClipSpec spec = lossless(5, 10);
+  test::ClipSpec spec = test::square_clip(5, 10);
   spec.pts_ms = {0, 100, 150, 700, 800};  // the last frame lasts 1 ms in Matroska's view
   VideoContainer c(test::write_clip(spec), VideoLimits{}, "videos.0");
   const ContentScan scan = c.scan();
@@ -93,7 +83,7 @@ TEST(VideoContainer, VariableFrameRateAveragesOverTheStreamSpan) {
 }
 
 TEST(VideoContainer, CorruptAndTruncatedFilesAreRefusedWith400) {
-  std::vector<std::uint8_t> bytes = test::write_clip(lossless(6, 3));
+  std::vector<std::uint8_t> bytes = test::write_clip(test::square_clip(6, 3));
   EXPECT_EQ(status_of([&] {
               VideoContainer c(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 40), {},
                                "videos.0");
@@ -115,7 +105,7 @@ TEST(VideoContainer, CorruptAndTruncatedFilesAreRefusedWith400) {
 }
 
 TEST(VideoContainer, UnsupportedCodecsAndContainersAre415) {
-  test::ClipSpec spec = lossless(3, 3);
+  test::ClipSpec spec = test::square_clip(3, 3);
   spec.codec = "huffyuv";
   spec.pixel_format = "yuv422p";
   try {
@@ -126,13 +116,13 @@ TEST(VideoContainer, UnsupportedCodecsAndContainersAre415) {
     EXPECT_EQ(e.code(), "unsupported_video");
     EXPECT_EQ(e.param(), "videos.0");
   }
-  spec = lossless(3, 3);
+  spec = test::square_clip(3, 3);
   spec.container = "nut";
   EXPECT_EQ(status_of([&] { VideoContainer c(test::write_clip(spec), {}, "videos.0"); }), 415);
 }
 
 TEST(VideoContainer, LimitsAreCheckedBeforeDecoding) {
-  const std::vector<std::uint8_t> bytes = test::write_clip(lossless(12, 4));  // 3 s, 64x48
+  const std::vector<std::uint8_t> bytes = test::write_clip(test::square_clip(12, 4));  // 3 s, 64x48
   VideoLimits limits;
   limits.max_duration_s = 2;
   EXPECT_EQ(status_of([&] { VideoContainer(bytes, limits, "videos.0").scan(); }), 413);
@@ -155,7 +145,7 @@ TEST(VideoContainer, LimitsAreCheckedBeforeDecoding) {
 }
 
 TEST(VideoContainer, AFramePastTheEndIsRefused) {
-  VideoContainer c(test::write_clip(lossless(4, 4)), {}, "videos.0");
+  VideoContainer c(test::write_clip(test::square_clip(4, 4)), {}, "videos.0");
   EXPECT_EQ(status_of([&] { c.decode(std::vector<std::int64_t>{4}); }), 400);
 }
 
