@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -25,33 +26,34 @@ bool progress_trampoline(float progress, void* user_data) {
   throw Error(ErrorKind::internal, "backbone_failed", "prefill: " + what);
 }
 
-/// The storage of one llama_batch of one sequence, no output rows (the llama_batch fields point
-/// into it; nothing is allocated by libllama).
-class BatchStorage {
- public:
-  explicit BatchStorage(int capacity)
-      : n_seq_id_(capacity, 1), seq_ptrs_(capacity, &seq0_), logits_(capacity, 0) {}
+/// The storage of one llama_batch, no output rows (the llama_batch fields point into it; nothing
+/// is allocated by libllama): tokens or embedding rows, positions, and each token's one sequence.
+struct BatchStorage {
+  std::vector<std::int32_t> tokens;
+  std::vector<float> embd;
+  std::vector<std::int32_t> pos;
+  std::vector<llama_seq_id> seq;
+  std::vector<std::int32_t> n_seq_id;
+  std::vector<llama_seq_id*> seq_ptrs;
+  std::vector<std::int8_t> logits;
 
-  /// A batch over `n` tokens: `tokens` or `embd` (exactly one non-null) and `pos`.
-  llama_batch view(int n, const std::int32_t* tokens, const float* embd,
-                   std::vector<std::int32_t>& pos) {
+  /// The llama_batch over what was filled in (`embeddings`: embd, else tokens).
+  llama_batch view(bool embeddings) {
+    const std::size_t n = seq.size();
+    n_seq_id.assign(n, 1);
+    seq_ptrs.resize(n);
+    for (std::size_t i = 0; i < n; ++i) seq_ptrs[i] = &seq[i];
+    logits.assign(n, 0);  // no LM-head row for any token
     llama_batch b{};
-    b.n_tokens = n;
-    // libllama only reads the inputs; its llama_batch has non-const pointers.
-    b.token = const_cast<std::int32_t*>(tokens);
-    b.embd = const_cast<float*>(embd);
+    b.n_tokens = static_cast<std::int32_t>(n);
+    b.token = embeddings ? nullptr : tokens.data();
+    b.embd = embeddings ? embd.data() : nullptr;
     b.pos = pos.data();
-    b.n_seq_id = n_seq_id_.data();
-    b.seq_id = seq_ptrs_.data();
-    b.logits = logits_.data();  // no LM-head row for any token
+    b.n_seq_id = n_seq_id.data();
+    b.seq_id = seq_ptrs.data();
+    b.logits = logits.data();
     return b;
   }
-
- private:
-  llama_seq_id seq0_ = 0;
-  std::vector<std::int32_t> n_seq_id_;
-  std::vector<llama_seq_id*> seq_ptrs_;
-  std::vector<std::int8_t> logits_;
 };
 
 }  // namespace
@@ -146,6 +148,20 @@ int chunk_length(int total, int start, int chunk) {
   return chunk;
 }
 
+void check_parallel_fits(const SequenceMemory& memory, int parallel, std::uint64_t room,
+                         const std::string& device) {
+  const std::uint64_t needed = memory.per_sequence * static_cast<std::uint64_t>(parallel);
+  if (room == 0 || needed <= room) return;
+  auto mib = [](std::uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20); };
+  throw invalid_request("parallel " + std::to_string(parallel) + " needs " + mib(needed) +
+                            " MiB of sequence memory (" + mib(memory.per_sequence) +
+                            " MiB per sequence: " + std::to_string(memory.kv_bytes_per_token) +
+                            " B of KV per token of the context, " + mib(memory.recurrent_bytes) +
+                            " MiB of recurrent state); " + device + " has " + mib(room) +
+                            " MiB. Lower parallel or context_size.",
+                        "parallel");
+}
+
 int Backbone::n_layer() const noexcept {
   return llama_model_n_layer(model());
 }
@@ -205,20 +221,34 @@ void Backbone::init(LlamaModelPtr model, const std::string& name) {
   const llama_rope_type rope = llama_model_rope_type(model_.get());
   mrope_ = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
 
-  make_context();
+  make_context(1);
+  sequence_memory_ = measure_sequence_memory();
+  if (params_.parallel > 1) {
+    const device::Placement placement = device::resolve(params_.device, params_.gpu_layers);
+    // On a GPU what is free now; on the CPU the machine's memory (what else runs comes and goes).
+    const std::uint64_t room =
+        placement.gpu != nullptr ? placement.info.memory_free : placement.info.memory_total;
+    check_parallel_fits(sequence_memory_, params_.parallel, room, placement.info.name);
+    make_context(params_.parallel);
+  }
 }
 
-void Backbone::make_context() {
+void Backbone::make_context(int sequences) {
   ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
   const int threads = resolved_threads(params_);
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(params_.context_size);
+  // One KV stream of context_size cells per sequence (kv_unified off: a sequence's cells start at
+  // 0 of its own stream whatever the others hold, so its attention sums are those of a record
+  // alone).
+  cp.n_ctx = static_cast<uint32_t>(params_.context_size) * static_cast<uint32_t>(sequences);
   cp.n_batch = static_cast<uint32_t>(params_.chunk_tokens);
   cp.n_ubatch = static_cast<uint32_t>(params_.chunk_tokens);
-  cp.n_seq_max = 1;
+  cp.n_seq_max = static_cast<uint32_t>(sequences);
+  cp.kv_unified = false;
   // Hidden states come from the nextn path for every token; no token needs logits, so the
-  // output buffers are sized for one row (llama-probes.md section 2: 298 MiB -> 5.5 MiB).
-  cp.n_outputs_max = 1;
+  // output buffers are sized for one row per sequence, the least llama.cpp takes (llama-probes.md
+  // section 2: 298 MiB -> 5.5 MiB for one).
+  cp.n_outputs_max = static_cast<uint32_t>(sequences);
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.embeddings = false;
@@ -229,14 +259,47 @@ void Backbone::make_context() {
   // there for a batch (op_offload).
   cp.op_offload = device::resolve(params_.device, params_.gpu_layers).gpu != nullptr;
   ctx_.reset(llama_init_from_model(model_.get(), cp));
-  if (!ctx_) throw model_error("cannot create a llama context for '" + name_ + "'");
+  if (!ctx_) {
+    throw model_error("cannot create a llama context for '" + name_ + "' (" +
+                      std::to_string(sequences) + " x " + std::to_string(params_.context_size) +
+                      " tokens; see the log above)");
+  }
   // Unmasked: rows for every token of the last llama_decode call, whatever batch.logits says.
   llama_set_embeddings_nextn(ctx_.get(), true, false);
   longest_record_ = 0;
 }
 
 void Backbone::release_compute_memory() {
-  make_context();
+  make_context(params_.parallel);
+}
+
+SequenceMemory Backbone::measure_sequence_memory() {
+  // A 16-token record on sequence 0: its full state less its recurrent part is its KV (plus the
+  // few bytes of cell metadata llama.cpp writes per token).
+  constexpr int kTokens = kBatchRowAlignment;
+  std::vector<std::int32_t> ids(kTokens, 0);
+  std::vector<std::int32_t> pos(kTokens);
+  for (int i = 0; i < kTokens; ++i) pos[static_cast<std::size_t>(i)] = i;
+  BatchStorage storage;
+  storage.tokens = ids;
+  storage.pos = pos;
+  storage.seq.assign(kTokens, 0);
+  clear_sequence(0);
+  if (llama_decode(ctx_.get(), storage.view(false)) != 0) {
+    clear_sequence(0);
+    throw model_error("cannot run a " + std::to_string(kTokens) + "-token prefill on '" + name_ +
+                      "'");
+  }
+  const std::size_t full = llama_state_seq_get_size_ext(ctx_.get(), 0, LLAMA_STATE_SEQ_FLAGS_NONE);
+  const std::size_t recurrent =
+      llama_state_seq_get_size_ext(ctx_.get(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+  clear_sequence(0);
+  SequenceMemory m;
+  m.recurrent_bytes = recurrent;
+  m.kv_bytes_per_token = full > recurrent ? (full - recurrent + kTokens - 1) / kTokens : 0;
+  m.per_sequence =
+      m.kv_bytes_per_token * static_cast<std::uint64_t>(params_.context_size) + m.recurrent_bytes;
+  return m;
 }
 
 int Backbone::n_vocab() const noexcept {
@@ -296,7 +359,18 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      std::span<const RopePosition> positions,
                                      std::span<const EmbeddingSpan> embeddings,
                                      const PrefillOptions& reuse, const Cancelled& cancelled) {
+  Prefill prefill = start(ids, positions, embeddings, reuse, cancelled, 0);
+  return finish(prefill);
+}
+
+Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
+                        std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
+                        const Cancelled& cancelled, int seq) {
   const int total = static_cast<int>(ids.size());
+  if (seq < 0 || seq >= params_.parallel) {
+    bad_prefill("sequence " + std::to_string(seq) + " of a context of " +
+                std::to_string(params_.parallel));
+  }
   if (total == 0) throw invalid_request("a record needs at least one token");
   if (total > params_.context_size) {
     throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
@@ -321,10 +395,10 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                   ")");
     }
   }
-  const std::vector<PrefillBatch> batches =
-      prefill_batches(total, embeddings, params_.chunk_tokens, reuse.cuts);
+  Prefill p;
+  p.batches_ = prefill_batches(total, embeddings, params_.chunk_tokens, reuse.cuts);
   auto is_boundary = [&](int at) {
-    return at == total || std::any_of(batches.begin(), batches.end(),
+    return at == total || std::any_of(p.batches_.begin(), p.batches_.end(),
                                       [at](const PrefillBatch& b) { return b.start == at; });
   };
   const bool bad_checkpoint =
@@ -346,106 +420,215 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
       }
     }
   }
+  p.ids_ = ids;
+  p.positions_ = positions;
+  p.embeddings_ = embeddings;
+  p.reuse_ = reuse;
+  p.cancelled_ = cancelled;
+  p.seq_ = seq;
 
   // Fresh KV and recurrent state: nothing of the previous record may leak into this one.
-  llama_memory_clear(llama_get_memory(ctx_.get()), true);
+  clear_sequence(seq);
   longest_record_ = std::max(longest_record_, total);
 
-  HiddenStates out;
-  out.rows = total;
-  out.n_embd = n_embd_;
-  out.data.resize(static_cast<std::size_t>(total) * n_embd_);
+  p.out_.rows = total;
+  p.out_.n_embd = n_embd_;
+  p.out_.data.resize(static_cast<std::size_t>(total) * n_embd_);
   if (reuse.resume != nullptr) {
-    restore(reuse, positions);
-    std::copy(reuse.resume_rows.begin(), reuse.resume_rows.end(), out.data.begin());
+    restore(seq, reuse, positions);
+    std::copy(reuse.resume_rows.begin(), reuse.resume_rows.end(), p.out_.data.begin());
   }
-
-  BatchStorage storage(params_.chunk_tokens);
-  std::optional<AbortCallbackScope> abort_scope(std::in_place, ctx_.get(), cancelled);
-  std::size_t span_index = 0;
-  bool first_batch = true;
-  std::size_t next_snapshot = 0;
-  std::size_t next_checkpoint = 0;
-  for (const PrefillBatch& pb : batches) {
-    if (pb.start < resumed) continue;
-    if (!first_batch && reuse.preemption != nullptr && reuse.preemption->wanted()) {
-      // Others run on this context now; the memory is set back before this batch.
-      const MemorySnapshot paused = take_snapshot(pb.start, false);
-      abort_scope.reset();
-      reuse.preemption->run_others();
-      llama_memory_clear(llama_get_memory(ctx_.get()), true);
-      if (llama_state_seq_set_data(ctx_.get(), paused.data.data(), paused.data.size(), 0) !=
-          paused.data.size()) {
-        llama_memory_clear(llama_get_memory(ctx_.get()), true);
-        bad_prefill("llama.cpp did not take back a paused prefill's memory");
-      }
-      abort_scope.emplace(ctx_.get(), cancelled);
-      ++out.preemptions;
-    }
-    first_batch = false;
-    if (cancelled && abort_if_cancelled(const_cast<Cancelled*>(&cancelled))) {
-      throw_cancelled(pb.start);
-    }
-    std::vector<std::int32_t> pos = batch_positions(pb, positions);
-    const float* embd = nullptr;
-    if (pb.embeddings) {
-      while (embeddings[span_index].first + embeddings[span_index].n_tokens <= pb.start) {
-        ++span_index;
-      }
-      const EmbeddingSpan& s = embeddings[span_index];
-      embd = s.rows.data() + static_cast<std::size_t>(pb.start - s.first) * n_embd_;
-    }
-    const llama_batch b =
-        storage.view(pb.n_tokens, pb.embeddings ? nullptr : ids.data() + pb.start, embd, pos);
-    const int rc = llama_decode(ctx_.get(), b);
-    if (rc == 2 && cancelled) throw_cancelled(pb.start);  // 2: aborted by the callback
-    if (rc != 0) {
-      throw Error(ErrorKind::internal, "backbone_failed",
-                  "llama_decode failed with code " + std::to_string(rc) + " at token " +
-                      std::to_string(pb.start));
-    }
-    const float* rows = llama_get_embeddings_nextn(ctx_.get());
-    if (rows == nullptr) {
-      throw Error(ErrorKind::internal, "backbone_failed", "backbone returned no hidden states");
-    }
-    std::memcpy(out.data.data() + static_cast<std::size_t>(pb.start) * n_embd_, rows,
-                sizeof(float) * static_cast<std::size_t>(pb.n_tokens) * n_embd_);
-    const int done = pb.start + pb.n_tokens;
-    if (next_checkpoint < reuse.checkpoint_at.size() &&
-        reuse.checkpoint_at[next_checkpoint] == done) {
-      out.checkpoints.push_back(take_snapshot(done, true));
-      ++next_checkpoint;
-    }
-    if (next_snapshot < reuse.snapshot_at.size() && reuse.snapshot_at[next_snapshot] == done) {
-      out.snapshots.push_back(take_snapshot(done, false));
-      ++next_snapshot;
-    }
+  p.at_ = resumed;
+  while (p.next_batch_ < p.batches_.size() && p.batches_[p.next_batch_].start < resumed) {
+    ++p.next_batch_;
   }
-  return out;
+  return p;
 }
 
-MemorySnapshot Backbone::take_snapshot(int tokens, bool partial) {
+HiddenStates Backbone::finish(Prefill& p) {
+  const PrefillOptions& reuse = p.reuse_;
+  bool first_batch = true;
+  Prefill* self = &p;
+  while (!p.done()) {
+    const PrefillBatch& pb = p.batches_[p.next_batch_];
+    if (!first_batch && reuse.preemption != nullptr && reuse.preemption->wanted()) {
+      // Others run on this context now; the memory is set back before this batch.
+      const MemorySnapshot paused = take_snapshot(p.seq_, pb.start, false);
+      reuse.preemption->run_others();
+      clear_sequence(p.seq_);
+      if (llama_state_seq_set_data(ctx_.get(), paused.data.data(), paused.data.size(), p.seq_) !=
+          paused.data.size()) {
+        clear_sequence(p.seq_);
+        bad_prefill("llama.cpp did not take back a paused prefill's memory");
+      }
+      ++p.out_.preemptions;
+    }
+    first_batch = false;
+    if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(pb.start);
+    decode_pieces(std::span<Prefill* const>(&self, 1), pb.start + pb.n_tokens - p.at_,
+                  p.cancelled_);
+  }
+  return p.take();
+}
+
+int Backbone::next_piece(const Prefill& p, int limit) {
+  const PrefillBatch& pb = p.batches_[p.next_batch_];
+  const int left = pb.start + pb.n_tokens - p.at_;
+  if (left <= limit) return left;
+  // Never leave a 1-token tail (llama.cpp's single-token kernels round differently).
+  if (left == limit + 1) return limit > kBatchRowAlignment ? limit - kBatchRowAlignment : left;
+  return limit;
+}
+
+void Backbone::step(std::span<Prefill* const> prefills) {
+  std::vector<Prefill*> live;
+  for (Prefill* p : prefills) {
+    if (p->done()) continue;
+    if (p->cancelled_ && abort_if_cancelled(&p->cancelled_)) {
+      p->cancelled_at_ = p->at_;
+      clear_sequence(p->seq_);
+      continue;
+    }
+    live.push_back(p);
+  }
+  if (live.empty()) return;
+  const int n = static_cast<int>(live.size());
+  const int limit = std::max(kBatchRowAlignment,
+                             params_.chunk_tokens / n / kBatchRowAlignment * kBatchRowAlignment);
+  // Pieces of one length (a multiple of the row alignment) and kind share a llama_decode, in
+  // sequence order; any other piece is decoded alone.
+  std::map<std::pair<int, bool>, std::vector<Prefill*>> groups;
+  std::vector<std::pair<Prefill*, int>> alone;
+  for (Prefill* p : live) {
+    const int piece = next_piece(*p, limit);
+    if (piece % kBatchRowAlignment != 0) {
+      alone.emplace_back(p, piece);
+    } else {
+      groups[{piece, p->batches_[p->next_batch_].embeddings}].push_back(p);
+    }
+  }
+  for (auto& [key, group] : groups) {
+    std::sort(group.begin(), group.end(),
+              [](const Prefill* a, const Prefill* b) { return a->seq_ < b->seq_; });
+    // At most a chunk of tokens per llama_decode (n_batch = n_ubatch = chunk_tokens).
+    const std::size_t most =
+        static_cast<std::size_t>(std::max(1, params_.chunk_tokens / key.first));
+    for (std::size_t at = 0; at < group.size(); at += most) {
+      decode_pieces(std::span<Prefill* const>(group).subspan(at, std::min(most, group.size() - at)),
+                    key.first, {});
+    }
+  }
+  for (auto& [p, piece] : alone) {
+    Prefill* const one = p;
+    decode_pieces(std::span<Prefill* const>(&one, 1), piece, {});
+  }
+}
+
+void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cancelled& cancelled) {
+  const bool embeddings = group.front()->batches_[group.front()->next_batch_].embeddings;
+  const auto rows_each = static_cast<std::size_t>(n);
+  const std::size_t total = rows_each * group.size();
+  BatchStorage storage;
+  storage.seq.reserve(total);
+  if (embeddings) {
+    storage.embd.reserve(total * n_embd_);
+    storage.pos.resize(4 * total);
+  } else {
+    storage.tokens.reserve(total);
+  }
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    Prefill& p = *group[g];
+    const PrefillBatch& pb = p.batches_[p.next_batch_];
+    if (pb.embeddings != embeddings || p.at_ + n > pb.start + pb.n_tokens) {
+      bad_prefill("a piece of " + std::to_string(n) + " tokens does not fit its batch");
+    }
+    const PrefillBatch piece{p.at_, n, embeddings};
+    const std::vector<std::int32_t> pos = batch_positions(piece, p.positions_);
+    storage.seq.insert(storage.seq.end(), rows_each, p.seq_);
+    if (embeddings) {
+      while (p.embeddings_[p.span_index_].first + p.embeddings_[p.span_index_].n_tokens <= p.at_) {
+        ++p.span_index_;
+      }
+      const EmbeddingSpan& s = p.embeddings_[p.span_index_];
+      const float* rows = s.rows.data() + static_cast<std::size_t>(p.at_ - s.first) * n_embd_;
+      storage.embd.insert(storage.embd.end(), rows, rows + rows_each * n_embd_);
+      // Section-major over the whole batch: [t...][h...][w...][z...].
+      for (std::size_t sec = 0; sec < 4; ++sec) {
+        std::copy_n(pos.begin() + static_cast<std::ptrdiff_t>(sec * rows_each), rows_each,
+                    storage.pos.begin() + static_cast<std::ptrdiff_t>(sec * total + g * rows_each));
+      }
+    } else {
+      storage.tokens.insert(storage.tokens.end(), p.ids_.begin() + p.at_,
+                            p.ids_.begin() + p.at_ + n);
+      storage.pos.insert(storage.pos.end(), pos.begin(), pos.end());
+    }
+  }
+  const int first = group.front()->at_;
+  std::optional<AbortCallbackScope> abort_scope;
+  if (cancelled) abort_scope.emplace(ctx_.get(), cancelled);
+  const int rc = llama_decode(ctx_.get(), storage.view(embeddings));
+  abort_scope.reset();
+  if (rc == 2 && cancelled) throw_cancelled(first);  // 2: aborted by the callback
+  if (rc != 0) {
+    throw Error(ErrorKind::internal, "backbone_failed",
+                "llama_decode failed with code " + std::to_string(rc) + " at token " +
+                    std::to_string(first));
+  }
+  const float* rows = llama_get_embeddings_nextn(ctx_.get());
+  if (rows == nullptr) {
+    throw Error(ErrorKind::internal, "backbone_failed", "backbone returned no hidden states");
+  }
+  // The rows come in ubatch order: sequence by sequence, in the batch's (increasing) order.
+  for (std::size_t g = 0; g < group.size(); ++g) {
+    Prefill& p = *group[g];
+    std::memcpy(p.out_.data.data() + static_cast<std::size_t>(p.at_) * n_embd_,
+                rows + g * rows_each * n_embd_, sizeof(float) * rows_each * n_embd_);
+    p.at_ += n;
+    const PrefillBatch& pb = p.batches_[p.next_batch_];
+    if (p.at_ == pb.start + pb.n_tokens) ++p.next_batch_;
+    const PrefillOptions& reuse = p.reuse_;
+    if (p.next_checkpoint_ < reuse.checkpoint_at.size() &&
+        reuse.checkpoint_at[p.next_checkpoint_] == p.at_) {
+      p.out_.checkpoints.push_back(take_snapshot(p.seq_, p.at_, true));
+      ++p.next_checkpoint_;
+    }
+    if (p.next_snapshot_ < reuse.snapshot_at.size() &&
+        reuse.snapshot_at[p.next_snapshot_] == p.at_) {
+      p.out_.snapshots.push_back(take_snapshot(p.seq_, p.at_, false));
+      ++p.next_snapshot_;
+    }
+  }
+}
+
+void Backbone::clear_sequence(int seq) {
+  if (llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, -1, -1)) return;
+  if (params_.parallel > 1) bad_prefill("llama.cpp did not clear sequence " + std::to_string(seq));
+  llama_memory_clear(llama_get_memory(ctx_.get()), true);
+}
+
+MemorySnapshot Backbone::take_snapshot(int seq, int tokens, bool partial) {
   const llama_state_seq_flags flags =
       partial ? LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY : LLAMA_STATE_SEQ_FLAGS_NONE;
   MemorySnapshot m;
   m.tokens = tokens;
   m.partial = partial;
-  m.data.resize(llama_state_seq_get_size_ext(ctx_.get(), 0, flags));
-  if (llama_state_seq_get_data_ext(ctx_.get(), m.data.data(), m.data.size(), 0, flags) !=
+  m.data.resize(llama_state_seq_get_size_ext(ctx_.get(), seq, flags));
+  if (llama_state_seq_get_data_ext(ctx_.get(), m.data.data(), m.data.size(), seq, flags) !=
       m.data.size()) {
     bad_prefill("llama.cpp wrote a short memory snapshot");
   }
   return m;
 }
 
-int Backbone::restore(const PrefillOptions& reuse, std::span<const RopePosition> positions) {
+int Backbone::restore(int seq, const PrefillOptions& reuse,
+                      std::span<const RopePosition> positions) {
   llama_context* ctx = ctx_.get();
   auto fail = [&](const std::string& what) {
-    llama_memory_clear(llama_get_memory(ctx), true);
+    clear_sequence(seq);
     bad_prefill(what);
   };
   const MemorySnapshot& full = *reuse.resume;
-  if (llama_state_seq_set_data_ext(ctx, full.data.data(), full.data.size(), 0,
+  if (llama_state_seq_set_data_ext(ctx, full.data.data(), full.data.size(), seq,
                                    LLAMA_STATE_SEQ_FLAGS_NONE) != full.data.size()) {
     fail("llama.cpp did not take back a memory snapshot of " + std::to_string(full.tokens) +
          " tokens");
@@ -454,13 +637,13 @@ int Backbone::restore(const PrefillOptions& reuse, std::span<const RopePosition>
   // The recurrent states at c first (the recurrent memory cannot be cut back, llama-probes.md
   // section 3), then the attention KV from token c's position on.
   const MemorySnapshot& at = *reuse.resume_checkpoint;
-  if (llama_state_seq_set_data_ext(ctx, at.data.data(), at.data.size(), 0,
+  if (llama_state_seq_set_data_ext(ctx, at.data.data(), at.data.size(), seq,
                                    LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != at.data.size()) {
     fail("llama.cpp did not take back a checkpoint of " + std::to_string(at.tokens) + " tokens");
   }
   const llama_pos from =
       positions.empty() ? at.tokens : positions[static_cast<std::size_t>(at.tokens)].t;
-  if (!llama_memory_seq_rm(llama_get_memory(ctx), 0, from, -1)) {
+  if (!llama_memory_seq_rm(llama_get_memory(ctx), seq, from, -1)) {
     fail("llama.cpp did not cut the memory back to " + std::to_string(at.tokens) + " tokens");
   }
   return at.tokens;

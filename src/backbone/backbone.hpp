@@ -146,6 +146,60 @@ struct PrefillOptions {
   const Preemption* preemption = nullptr;
 };
 
+/// What one sequence of the context holds at most (Backbone::sequence_memory): the attention KV
+/// of a whole context plus the Gated DeltaNet states, measured on the loaded model.
+struct SequenceMemory {
+  std::uint64_t kv_bytes_per_token = 0;  ///< attention KV of one token, all attention layers
+  std::uint64_t recurrent_bytes = 0;     ///< conv + recurrent states of one sequence
+  std::uint64_t per_sequence = 0;        ///< kv_bytes_per_token * context_size + recurrent_bytes
+};
+
+/// Throws clef::Error (invalid_request naming "parallel") when `parallel` sequences of `memory`
+/// need more than `room` bytes (0: unknown, nothing refused); the message says what one sequence
+/// holds and what `device` has.
+void check_parallel_fits(const SequenceMemory& memory, int parallel, std::uint64_t room,
+                         const std::string& device);
+
+/// One record's prefill in progress on one sequence of the backbone's context, made by
+/// Backbone::start and advanced by Backbone::step (several records together) or Backbone::finish
+/// (alone). It refers to the inputs it was started with (ids, positions, embedding rows, the
+/// PrefillOptions and what they point to, `cancelled`): the caller keeps them alive until it is
+/// done. Movable, not copyable.
+class Prefill {
+ public:
+  /// Every token is prefilled (or the prefill was cancelled): nothing is left to decode.
+  bool done() const noexcept { return cancelled_at_ >= 0 || next_batch_ >= batches_.size(); }
+  /// Stopped because `cancelled` said so (at token cancelled_at()); its memory is cleared.
+  bool cancelled() const noexcept { return cancelled_at_ >= 0; }
+  int cancelled_at() const noexcept { return cancelled_at_; }
+  /// The context sequence (llama_seq_id) holding its memory.
+  int sequence() const noexcept { return seq_; }
+  /// Tokens whose hidden rows are known (resumed ones included).
+  int prefilled() const noexcept { return at_; }
+  int total() const noexcept { return static_cast<int>(ids_.size()); }
+  /// The hidden states once done() and not cancelled (moved out).
+  HiddenStates take() { return std::move(out_); }
+
+ private:
+  friend class Backbone;
+  Prefill() = default;
+
+  std::span<const std::int32_t> ids_;
+  std::span<const RopePosition> positions_;
+  std::span<const EmbeddingSpan> embeddings_;
+  PrefillOptions reuse_;
+  Cancelled cancelled_;
+  int seq_ = 0;
+  std::vector<PrefillBatch> batches_;  ///< the record's layout (prefill_batches)
+  std::size_t next_batch_ = 0;         ///< the layout batch the next piece comes from
+  int at_ = 0;                         ///< next token to decode
+  std::size_t span_index_ = 0;
+  std::size_t next_snapshot_ = 0;
+  std::size_t next_checkpoint_ = 0;
+  int cancelled_at_ = -1;
+  HiddenStates out_;
+};
+
 /// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
 /// decision runtime serializes calls).
 class Backbone {
@@ -210,6 +264,37 @@ class Backbone {
                              std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                              const Cancelled& cancelled = {});
 
+  /// Starts a record's prefill on context sequence `seq` (0 <= seq < params().parallel): checks
+  /// the inputs as hidden_states() does, clears that sequence's memory (only it: the others keep
+  /// theirs) and sets `reuse.resume` into it. Decodes nothing yet. Throws clef::Error like
+  /// hidden_states(); internal for a sequence out of range.
+  Prefill start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
+                std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
+                const Cancelled& cancelled, int seq);
+
+  /// Decodes the rest of `prefill` alone, one layout batch per llama_decode, pausing for
+  /// reuse.preemption as hidden_states() does, and returns its hidden states. Throws
+  /// clef::DecisionCancelled once `cancelled` says so, clef::Error (internal) when llama_decode
+  /// fails.
+  HiddenStates finish(Prefill& prefill);
+
+  /// One step of continuous batching: every prefill not done() decodes its next piece, pieces of
+  /// the same length going through ONE llama_decode as consecutive sequences. A piece is at most
+  /// max(16, chunk / n) tokens of its layout batch (n: the prefills not done), rounded down to a
+  /// multiple of kBatchRowAlignment, so every boundary stays where the record alone may have one;
+  /// a piece of another length (a layout batch's tail) is decoded on its own. So each record's
+  /// rows are the bytes it gets alone: llama.cpp splits a batch of several sequences into
+  /// ubatches of consecutive sequence ids and equal lengths (llama-batch.cpp split_equal), each
+  /// sequence keeps its own KV stream (kv_unified off) and recurrent cell, and every row of an
+  /// aligned piece takes the 16-row matrix path it takes alone. A prefill whose `cancelled` says
+  /// true is stopped before its piece (done(), cancelled(); its memory cleared); the others go
+  /// on. No preemption here. Throws clef::Error (internal) when llama_decode fails: every prefill
+  /// of the step is then unusable.
+  void step(std::span<Prefill* const> prefills);
+
+  /// What one sequence of the context holds (measured when the backbone was made).
+  const SequenceMemory& sequence_memory() const noexcept { return sequence_memory_; }
+
   /// The most tokens of a record prefilled since the context was made (0: none yet).
   int longest_record() const noexcept { return longest_record_; }
 
@@ -222,13 +307,25 @@ class Backbone {
 
  private:
   void init(LlamaModelPtr model, const std::string& name);
-  void make_context();
-  /// The memory of sequence 0 now, after its first `tokens` tokens (recurrent states only when
-  /// `partial`).
-  MemorySnapshot take_snapshot(int tokens, bool partial);
-  /// Sets sequence 0's memory from `reuse.resume` (and `reuse.resume_checkpoint`); returns the
-  /// resumed token count. Throws clef::Error (internal) when llama.cpp does not take it.
-  int restore(const PrefillOptions& reuse, std::span<const RopePosition> positions);
+  /// Makes the llama context with `sequences` sequences (n_seq_max).
+  void make_context(int sequences);
+  /// Measures sequence_memory_ on the current (one-sequence) context.
+  SequenceMemory measure_sequence_memory();
+  /// The memory of sequence `seq` now, after its first `tokens` tokens (recurrent states only
+  /// when `partial`).
+  MemorySnapshot take_snapshot(int seq, int tokens, bool partial);
+  /// Sets sequence `seq`'s memory from `reuse.resume` (and `reuse.resume_checkpoint`); returns
+  /// the resumed token count. Throws clef::Error (internal) when llama.cpp does not take it.
+  int restore(int seq, const PrefillOptions& reuse, std::span<const RopePosition> positions);
+  /// Clears one sequence's KV and recurrent state.
+  void clear_sequence(int seq);
+  /// The length of `p`'s next piece when a piece may have at most `limit` tokens (a multiple of
+  /// kBatchRowAlignment), and never a 1-token tail.
+  static int next_piece(const Prefill& p, int limit);
+  /// Decodes `n` tokens of each of `group` (sorted by sequence, all of one kind: ids or
+  /// embedding rows) in one llama_decode, copies their rows, takes their snapshots and moves
+  /// them on. `cancelled` (may be empty) is the abort callback for this call.
+  void decode_pieces(std::span<Prefill* const> group, int n, const Cancelled& cancelled);
 
   BackboneParams params_;
   LlamaModelPtr model_;
@@ -237,6 +334,7 @@ class Backbone {
   bool mrope_ = false;  ///< the model uses (I)M-RoPE: four positions per embedding
   std::string name_;    ///< the backbone's file, for messages
   int longest_record_ = 0;
+  SequenceMemory sequence_memory_;
 };
 
 }  // namespace clef::backbone

@@ -34,6 +34,11 @@ void validate(const BackboneParams& p) {
     throw invalid_request("chunk_tokens must be in 1..65536, got " + std::to_string(p.chunk_tokens),
                           "chunk_tokens");
   }
+  if (p.parallel < 1 || p.parallel > kMaxParallel) {
+    throw invalid_request("parallel must be in 1.." + std::to_string(kMaxParallel) + ", got " +
+                              std::to_string(p.parallel),
+                          "parallel");
+  }
 }
 
 int physical_cores() {

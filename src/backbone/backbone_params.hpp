@@ -7,6 +7,9 @@
 
 namespace clef::backbone {
 
+/// The most records one backbone prefills together (BackboneParams::parallel).
+inline constexpr int kMaxParallel = 64;
+
 /// Parameters for loading and running the backbone.
 struct BackboneParams {
   /// Context size in tokens: the longest record (prefix + images + state + schema + suffix).
@@ -33,6 +36,11 @@ struct BackboneParams {
   /// (kBatchRowAlignment), so answers stay those of one pass, and ggml-cpu is built without the
   /// AMX buffer type that crashed on AMX CPUs (cmake/llama.cmake). 0 keeps plain weights.
   bool weight_repacking = true;
+  /// Records prefilled together (llama.cpp n_seq_max, one KV stream of `context_size` tokens and
+  /// one recurrent state each): 1..64. 1 is one record at a time; more lets Backbone::step put
+  /// several records in one llama_decode (continuous batching). Each sequence holds its own
+  /// memory for a whole context (see Backbone::sequence_memory).
+  int parallel = 1;
   /// Called while the weights load with progress in [0, 1]; return false to abort.
   std::function<bool(float)> on_progress;
 };
