@@ -65,8 +65,15 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
       ->capture_default_str();
+  cmd.add_option("--parallel", parallel,
+                 "records prefilled together (continuous batching): each holds the memory of a "
+                 "whole context (1..64; 1: one at a time, a short request passes a long one "
+                 "between its batches)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, backbone::kMaxParallel));
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
+                 "parallel, "
                  "flash_attention=0|1, weight_repacking=0|1, device=NAME, state_cache_mb=MiB, "
                  "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
                  "when they are not 0.5/0.5)");
@@ -204,6 +211,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   p.gpu_layers = gpu_layers;
   p.device = device;
   p.chunk_tokens = chunk_tokens;
+  p.parallel = parallel;
   if (registry_context && (context_size_option == nullptr || context_size_option->count() == 0)) {
     p.context_size = *registry_context;
   }
@@ -223,6 +231,8 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.gpu_layers = parse_int_setting(name, value);
     } else if (name == "chunk_tokens") {
       p.chunk_tokens = parse_int_setting(name, value);
+    } else if (name == "parallel") {
+      p.parallel = parse_int_setting(name, value);
     } else if (name == "flash_attention") {
       p.flash_attention = parse_switch_setting(name, value);
     } else if (name == "weight_repacking") {
@@ -241,11 +251,11 @@ runtime::EngineConfig EngineOptions::to_config() const {
       }
       config.mmproj_file_normalization = value == "file";
     } else {
-      throw invalid_request(
-          "--set: unknown engine parameter '" + name +
-              "' (known: context_size, threads, gpu_layers, chunk_tokens, flash_attention, "
-              "weight_repacking, device, mmproj_normalization, state_cache_mb)",
-          "set");
+      throw invalid_request("--set: unknown engine parameter '" + name +
+                                "' (known: context_size, threads, gpu_layers, chunk_tokens, "
+                                "parallel, flash_attention, "
+                                "weight_repacking, device, mmproj_normalization, state_cache_mb)",
+                            "set");
     }
   }
   return config;

@@ -26,6 +26,7 @@ struct EngineOptions {
   int gpu_layers = -1;
   std::string device = "auto";  ///< --device: auto, cpu, or a device name (CUDA0)
   int chunk_tokens = 512;
+  int parallel = 1;                         ///< --parallel: records prefilled together
   int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)
   int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)
   std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: a quarter of RAM)

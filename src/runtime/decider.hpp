@@ -3,6 +3,8 @@
 // then decide the prepared request (the one thread that owns the model).
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "cache/state_cache.hpp"
 #include "json/value.hpp"
 #include "runtime/prepared_request.hpp"
+#include "util/error.hpp"
 
 namespace clef::runtime {
 
@@ -52,12 +55,24 @@ struct ServedLimits {
   double max_video_seconds = 0;         ///< longest video, seconds
   std::int64_t max_video_frame_pixels = 0;  ///< largest video frame, width x height
   std::int64_t max_video_bytes = 0;         ///< largest video file, bytes
+  int parallel = 1;  ///< decisions prefilled together (continuous batching), Decider::parallel()
+  /// What one of those holds at most: backbone memory of a whole context (0: not said).
+  std::uint64_t sequence_bytes = 0;
 };
 
 /// How a decider builds its answers beyond the reference (opt-in; /v1/models says).
 struct AnswerSettings {
   std::string calibration;               ///< the calibration file applied, empty: none
   std::string confidence = "reference";  ///< what `confidence` means
+};
+
+/// A decision being made beside others (Decider::begin): its prefill advances in Decider::step,
+/// Decider::finish gives its answer. Destroying it gives its place back.
+class DecisionInProgress {
+ public:
+  virtual ~DecisionInProgress() = default;
+  /// Nothing is left to prefill (done, or stopped because its client has gone): finish() it.
+  virtual bool prefilled() const = 0;
 };
 
 /// Something that decides SystemOne requests.
@@ -92,6 +107,34 @@ class Decider {
     return decide(prepared);
   }
 
+  /// How many decisions this decider prefills together (backbone::BackboneParams::parallel);
+  /// 1: one at a time through decide(), begin() is not available.
+  virtual int parallel() const { return 1; }
+
+  /// Continuous batching, on the deciding thread like decide(). Starts deciding `prepared`
+  /// (which the caller keeps alive until the decision is destroyed) beside at most parallel() - 1
+  /// others: everything before the prefill (the state cache's lookup, the vision tower).
+  /// Throws what decide() throws before its prefill; clef::Error (internal) when parallel()
+  /// decisions are already in progress or the decider does not batch.
+  virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) {
+    (void)prepared;
+    throw Error(ErrorKind::internal, "internal", "this decider does not batch decisions");
+  }
+
+  /// One step of every decision in `decisions` not prefilled() yet: their next prefill pieces,
+  /// several records in one backbone call (backbone::Backbone::step); each one's answer is the
+  /// bytes it gets from decide() alone. A decision whose client has gone stops here without
+  /// disturbing the others. Throws clef::Error (internal) when the backbone fails: every decision
+  /// of the step is then lost.
+  virtual void step(std::span<DecisionInProgress* const> decisions) { (void)decisions; }
+
+  /// The answer of a prefilled() decision (the joint schema head, the response, the state
+  /// cache). Throws clef::DecisionCancelled when its client has gone, clef::Error as decide().
+  virtual Decision finish(DecisionInProgress& decision) {
+    (void)decision;
+    throw Error(ErrorKind::internal, "internal", "this decider does not batch decisions");
+  }
+
   /// Called on the deciding thread when no request waits: a moment to give back memory a large
   /// request made the decider hold. Default: nothing.
   virtual void idle() {}
@@ -109,6 +152,9 @@ class Decider {
   /// ("CUDA0 (NVIDIA H200, ...): backbone 32/32 layers, vision tower, joint schema head on
   /// CUDA0"), or "CPU, N threads". Empty: not said.
   virtual std::string placement() const { return {}; }
+  /// What the decisions in progress may hold, for the startup log: "parallel 4 x context 16384:
+  /// 565 MiB per sequence (...)". Empty: not said.
+  virtual std::string sequence_memory() const { return {}; }
   /// The state cache's counters (default: a cache that is off). Thread-safe.
   virtual cache::StateCacheStats state_cache_stats() const { return {}; }
   /// The limits it enforces while preparing (default: only the context size).

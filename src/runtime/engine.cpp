@@ -175,105 +175,196 @@ class Engine final : public Decider {
     return decide(prepared, &preemption);
   }
 
+  int parallel() const override { return backbone_.params().parallel; }
+
+  /// Takes the lowest free sequence (so that records decoded together tend to sit on
+  /// consecutive ones, which llama.cpp puts in one ubatch) and does what decide() does before
+  /// the prefill.
+  std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) override {
+    const auto free = std::find(sequences_.begin(), sequences_.end(), false);
+    if (free == sequences_.end()) {
+      throw Error(ErrorKind::internal, "internal",
+                  "all " + std::to_string(sequences_.size()) + " sequences are in use");
+    }
+    return start_decision(prepared, nullptr, &sequences_,
+                          static_cast<int>(free - sequences_.begin()));
+  }
+
+  void step(std::span<DecisionInProgress* const> decisions) override {
+    std::vector<backbone::Prefill*> prefills;
+    for (DecisionInProgress* d : decisions) {
+      auto& p = static_cast<Pending&>(*d);
+      if (!p.prefill->done()) prefills.push_back(&*p.prefill);
+    }
+    backbone_.step(prefills);
+  }
+
+  Decision finish(DecisionInProgress& decision) override {
+    auto& p = static_cast<Pending&>(decision);
+    if (!p.prefill->done()) {
+      throw Error(ErrorKind::internal, "internal", "finish() before the prefill is done");
+    }
+    if (p.prefill->cancelled()) throw_cancelled_at(p.prefill->cancelled_at());
+    return complete(p, p.prefill->take());
+  }
+
  private:
-  Decision decide(const PreparedRequest& prepared, const backbone::Preemption* preemption) {
-    const auto t0 = Clock::now();
-    const record::Record& rec = prepared.record;
-    const std::function<bool()> cancelled = prepared.cancellation.as_check();
+  /// A decision between start_decision() and complete(): what its prefill refers to (spans,
+  /// tower rows, snapshot points, the cache hit) lives here, on the heap, so it stays put. Holds
+  /// its backbone sequence until destroyed.
+  struct Pending final : DecisionInProgress {
+    /// `used`: the engine's sequence flags when the decision holds `sequence` while it lasts
+    /// (begin()); null for decide(), which runs on sequence 0 and may pause for nested ones.
+    Pending(const PreparedRequest& p, std::vector<bool>* used, int sequence)
+        : prepared(p), sequences(used), seq(sequence) {
+      if (sequences == nullptr) return;
+      if ((*sequences)[static_cast<std::size_t>(seq)]) {
+        throw Error(ErrorKind::internal, "internal",
+                    "backbone sequence " + std::to_string(seq) + " is already in use");
+      }
+      (*sequences)[static_cast<std::size_t>(seq)] = true;
+    }
+    ~Pending() override {
+      if (sequences != nullptr) (*sequences)[static_cast<std::size_t>(seq)] = false;
+    }
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+    bool prefilled() const override { return prefill->done(); }
+
+    const PreparedRequest& prepared;
+    std::vector<bool>* sequences;
+    const int seq;
     Decision out;
+    Clock::time_point t0;
+    Clock::time_point t1;  ///< the prefill started
+    std::function<bool()> cancelled;
+    std::vector<int> points;  ///< snapshot points cutting the layout
+    int state_end = 0;        ///< the point that keeps the recurrent checkpoints, or 0
+    std::vector<backbone::EmbeddingSpan> spans;
+    std::vector<std::size_t> image_starts;
+    std::vector<std::string> digests;
+    std::vector<std::vector<float>> rows;  ///< the tower's rows per image
+    cache::CacheHit hit;
+    std::vector<int> snapshot_at;
+    std::vector<int> checkpoint_at;
+    backbone::Preemption timed;
+    double paused_ms = 0;
+    double paused_before_prefill = 0;
+    std::optional<backbone::Prefill> prefill;
+  };
+
+  [[noreturn]] static void throw_cancelled_at(int token) {
+    throw DecisionCancelled(
+        "the client closed the connection; the decision was cancelled at token " +
+        std::to_string(token));
+  }
+
+  Decision decide(const PreparedRequest& prepared, const backbone::Preemption* preemption) {
+    if (std::find(sequences_.begin(), sequences_.end(), true) != sequences_.end()) {
+      throw Error(ErrorKind::internal, "internal",
+                  "decide() while decisions begun with begin() are in progress");
+    }
+    std::unique_ptr<Pending> p = start_decision(prepared, preemption, nullptr, 0);
+    backbone::HiddenStates hidden = backbone_.finish(*p->prefill);
+    return complete(*p, std::move(hidden));
+  }
+
+  /// Everything before the prefill's batches: the cache lookup, the vision tower (checking
+  /// `prepared.cancellation` before each image), the snapshot points, and Backbone::start on
+  /// sequence `seq` (held in `sequences` while the decision lasts, when not null). Resumes from the
+  /// longest cached prefix of the record (the tower then skips the images inside it) and asks for
+  /// the record's snapshot points it will prefill. The points cut the prefill layout only where
+  /// they can be used (a state cache, or flash attention, whose kernels depend on the layout); they
+  /// are placed so that, with flash attention off, the hidden states are the same with or without
+  /// them, so the answer bytes never depend on the cache.
+  std::unique_ptr<Pending> start_decision(const PreparedRequest& prepared,
+                                          const backbone::Preemption* preemption,
+                                          std::vector<bool>* sequences, int seq) {
+    auto p = std::make_unique<Pending>(prepared, sequences, seq);
+    p->t0 = Clock::now();
+    const record::Record& rec = prepared.record;
+    p->cancelled = prepared.cancellation.as_check();
+    Decision& out = p->out;
     out.timings.tokenize_ms = prepared.tokenize_ms;
     out.timings.vision_ms = prepared.image_prepare_ms;
 
     // The prefill layout, cut at the record's snapshot points when a cache may keep them (with
     // flash attention always, so that the cache setting changes no answer). Without a cache the
     // cuts would only make more, smaller batches: each reads all the weights once more.
-    const std::vector<int> points = cache_.enabled() || backbone_.params().flash_attention
-                                        ? cache::snapshot_points(rec)
-                                        : std::vector<int>{};
+    p->points = cache_.enabled() || backbone_.params().flash_attention ? cache::snapshot_points(rec)
+                                                                       : std::vector<int>{};
     // Which snapshot, if any, is the state's end (the one that keeps the recurrent checkpoints).
-    const int state_end = cache_.enabled() ? cache::state_end_point(rec) : 0;
-    std::vector<backbone::EmbeddingSpan> spans;
-    std::vector<std::size_t> image_starts;
-    std::vector<std::string> digests;
+    p->state_end = cache_.enabled() ? cache::state_end_point(rec) : 0;
     for (std::size_t i = 0; i < prepared.images.size(); ++i) {
-      spans.push_back({static_cast<int>(rec.images[i].first_token),
-                       static_cast<int>(rec.images[i].n_tokens),
-                       {}});
-      image_starts.push_back(rec.images[i].first_token);
-      digests.push_back(prepared.images[i].digest);
+      p->spans.push_back({static_cast<int>(rec.images[i].first_token),
+                          static_cast<int>(rec.images[i].n_tokens),
+                          {}});
+      p->image_starts.push_back(rec.images[i].first_token);
+      p->digests.push_back(prepared.images[i].digest);
     }
     std::vector<int> boundaries;
-    for (const backbone::PrefillBatch& b : backbone::prefill_batches(
-             static_cast<int>(rec.ids.size()), spans, backbone_.params().chunk_tokens, points)) {
+    for (const backbone::PrefillBatch& b :
+         backbone::prefill_batches(static_cast<int>(rec.ids.size()), p->spans,
+                                   backbone_.params().chunk_tokens, p->points)) {
       boundaries.push_back(b.start);
     }
-    const cache::CacheHit hit =
-        cache_.find(rec.ids, boundaries, image_starts, digests, cache::fixed_prefix_tokens(rec));
-    const int resumed = hit.tokens;
+    p->hit = cache_.find(rec.ids, boundaries, p->image_starts, p->digests,
+                         cache::fixed_prefix_tokens(rec));
+    const int resumed = p->hit.tokens;
 
     // Time spent on others while paused is theirs, not this decision's. Others may run before
     // each tower image and between prefill batches (nothing of this record is in the backbone's
     // memory before the prefill; the prefill snapshots its own).
-    double paused_ms = 0;
-    backbone::Preemption timed;
     if (preemption != nullptr) {
-      timed.wanted = preemption->wanted;
-      timed.run_others = [&] {
+      p->timed.wanted = preemption->wanted;
+      p->timed.run_others = [preemption, raw = p.get()] {
         const auto tp = Clock::now();
         preemption->run_others();
-        paused_ms += ms_since(tp);
+        raw->paused_ms += ms_since(tp);
       };
     }
     auto pause_for_others = [&] {
-      if (preemption != nullptr && timed.wanted()) timed.run_others();
+      if (preemption != nullptr && p->timed.wanted()) p->timed.run_others();
     };
 
     // The vision tower's rows for every image block after the resumed prefix.
-    std::vector<std::vector<float>> rows(prepared.images.size());
+    p->rows.resize(prepared.images.size());
     if (!prepared.images.empty()) {
       if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
       const auto tv = Clock::now();
-      const double paused_before = paused_ms;
       for (std::size_t i = 0; i < prepared.images.size(); ++i) {
-        if (spans[i].first < resumed) continue;
+        if (p->spans[i].first < resumed) continue;
         pause_for_others();
         // One encode cannot be interrupted (clip has no abort hook); before each image it can.
-        if (cancelled()) {
+        if (p->cancelled()) {
           throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
                                   std::to_string(i));
         }
         note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak
         const RequestImage& block = prepared.images[i];
-        rows[i] = tower_->encode(block.image,
-                                 block.second_frame.width > 0 ? &block.second_frame : nullptr);
-        spans[i].rows = rows[i];
+        p->rows[i] = tower_->encode(block.image,
+                                    block.second_frame.width > 0 ? &block.second_frame : nullptr);
+        p->spans[i].rows = p->rows[i];
       }
       pause_for_others();  // the tower may have taken long: before the prefill too
-      out.timings.vision_ms += ms_since(tv) - (paused_ms - paused_before);
+      out.timings.vision_ms += ms_since(tv) - p->paused_ms;
     }
 
     // Snapshots at the points after the resumed part that are worth keeping and not kept yet;
     // with the last one, recurrent-only checkpoints at the layout boundaries inside the state.
-    std::vector<int> snapshot_at;
-    std::vector<int> checkpoint_at;
-    // The digests of the images whose blocks start among the first `n` tokens (a prefix's key).
-    auto digests_before = [&](std::size_t n) {
-      const auto inside =
-          std::lower_bound(image_starts.begin(), image_starts.end(), n) - image_starts.begin();
-      return std::span<const std::string>(digests).first(static_cast<std::size_t>(inside));
-    };
     if (cache_.enabled()) {
-      for (int p : points) {
-        if (p <= resumed || p < kMinCachedTokens) continue;
-        const auto ids = std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(p));
-        if (!cache_.contains(ids, digests_before(static_cast<std::size_t>(p)))) {
-          snapshot_at.push_back(p);
+      for (int point : p->points) {
+        if (point <= resumed || point < kMinCachedTokens) continue;
+        const auto ids =
+            std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(point));
+        if (!cache_.contains(ids, digests_before(*p, static_cast<std::size_t>(point)))) {
+          p->snapshot_at.push_back(point);
         }
       }
-      if (state_end > 0 && !snapshot_at.empty() && snapshot_at.back() == state_end) {
+      if (p->state_end > 0 && !p->snapshot_at.empty() && p->snapshot_at.back() == p->state_end) {
         std::vector<int> candidates;
         for (int b : boundaries) {
-          if (b > resumed && b > static_cast<int>(rec.state_span.begin) && b < state_end &&
+          if (b > resumed && b > static_cast<int>(rec.state_span.begin) && b < p->state_end &&
               b >= kMinCachedTokens) {
             candidates.push_back(b);
           }
@@ -283,29 +374,45 @@ class Engine final : public Decider {
         // of the layout's boundaries is safe: a resume point only has to be one of them.
         const std::size_t stride = (candidates.size() + kMaxCheckpoints - 1) / kMaxCheckpoints;
         for (std::size_t i = candidates.size(); i > 0 && stride > 0; i -= std::min(i, stride)) {
-          checkpoint_at.insert(checkpoint_at.begin(), candidates[i - 1]);
+          p->checkpoint_at.insert(p->checkpoint_at.begin(), candidates[i - 1]);
         }
       }
     }
     backbone::PrefillOptions reuse;
-    reuse.preemption = preemption != nullptr ? &timed : nullptr;
-    reuse.cuts = points;
-    reuse.snapshot_at = snapshot_at;
-    reuse.checkpoint_at = checkpoint_at;
-    if (hit) {
-      reuse.resume = &hit.entry->memory;
-      reuse.resume_checkpoint = hit.checkpoint;
-      reuse.resume_rows = std::span<const float>(hit.entry->rows)
+    reuse.preemption = preemption != nullptr ? &p->timed : nullptr;
+    reuse.cuts = p->points;
+    reuse.snapshot_at = p->snapshot_at;
+    reuse.checkpoint_at = p->checkpoint_at;
+    if (p->hit) {
+      reuse.resume = &p->hit.entry->memory;
+      reuse.resume_checkpoint = p->hit.checkpoint;
+      reuse.resume_rows = std::span<const float>(p->hit.entry->rows)
                               .first(static_cast<std::size_t>(resumed) *
                                      static_cast<std::size_t>(backbone_.n_embd()));
     }
+    p->paused_before_prefill = p->paused_ms;
+    p->t1 = Clock::now();
+    p->prefill.emplace(
+        backbone_.start(rec.ids, prepared.positions, p->spans, reuse, p->cancelled, seq));
+    return p;
+  }
 
-    const auto t1 = Clock::now();
-    backbone::HiddenStates hidden =
-        backbone_.hidden_states(rec.ids, prepared.positions, spans, reuse, cancelled);
-    out.timings.backbone_ms = ms_since(t1) - paused_ms;
-    out.timings.paused_ms = paused_ms;
-    out.cached_tokens = resumed;
+  /// The digests of the images whose blocks start among the first `n` tokens (a prefix's key).
+  static std::span<const std::string> digests_before(const Pending& p, std::size_t n) {
+    const auto inside =
+        std::lower_bound(p.image_starts.begin(), p.image_starts.end(), n) - p.image_starts.begin();
+    return std::span<const std::string>(p.digests).first(static_cast<std::size_t>(inside));
+  }
+
+  /// After the prefill: the joint schema head, the response, and the record's snapshots kept in
+  /// the state cache (only once the whole decision has succeeded).
+  Decision complete(Pending& p, backbone::HiddenStates hidden) {
+    const PreparedRequest& prepared = p.prepared;
+    const record::Record& rec = prepared.record;
+    Decision out = std::move(p.out);
+    out.timings.backbone_ms = ms_since(p.t1) - (p.paused_ms - p.paused_before_prefill);
+    out.timings.paused_ms = p.paused_ms;
+    out.cached_tokens = p.hit.tokens;
     out.preemptions = hidden.preemptions;
 
     const auto t2 = Clock::now();
@@ -319,17 +426,17 @@ class Engine final : public Decider {
     out.logits = logits;
     out.body = decision::response_body(out.response);
 
-    // Kept only once the whole decision has succeeded.
+    const int resumed = p.hit.tokens;
     for (backbone::MemorySnapshot& m : hidden.snapshots) {
       cache::CachedPrefix entry;
       const auto n = static_cast<std::size_t>(m.tokens);
       entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
-      const auto before = digests_before(n);
+      const auto before = digests_before(p, n);
       entry.image_digests.assign(before.begin(), before.end());
-      if (m.tokens == state_end) {
+      if (m.tokens == p.state_end) {
         // The resumed entry's checkpoints up to the resume point hold for this record too.
-        if (hit) {
-          for (const auto& c : hit.entry->checkpoints) {
+        if (p.hit) {
+          for (const auto& c : p.hit.entry->checkpoints) {
             if (c->tokens <= resumed && c->tokens > static_cast<int>(rec.state_span.begin)) {
               entry.checkpoints.push_back(c);
             }
@@ -346,7 +453,7 @@ class Engine final : public Decider {
       cache_.insert(std::move(entry));
     }
     out.timings.total_ms =
-        prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(t0) - paused_ms;
+        prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(p.t0) - p.paused_ms;
     return out;
   }
 
@@ -388,9 +495,22 @@ class Engine final : public Decider {
     l.max_video_seconds = config_.max_video_seconds;
     l.max_video_frame_pixels = config_.max_video_frame_pixels;
     l.max_video_bytes = config_.max_video_bytes;
+    l.parallel = backbone_.params().parallel;
+    l.sequence_bytes = backbone_.sequence_memory().per_sequence;
     return l;
   }
   int context_size() const override { return backbone_.context_size(); }
+
+  std::string sequence_memory() const override {
+    const backbone::SequenceMemory& m = backbone_.sequence_memory();
+    const int n = backbone_.params().parallel;
+    auto mib = [](std::uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
+    return "parallel " + std::to_string(n) + " x context " +
+           std::to_string(backbone_.context_size()) + ": " + mib(m.per_sequence) +
+           " per sequence (" + std::to_string(m.kv_bytes_per_token) + " B of KV per token, " +
+           mib(m.recurrent_bytes) + " of recurrent state), " +
+           mib(m.per_sequence * static_cast<std::uint64_t>(n)) + " in all";
+  }
 
   std::string placement() const override {
     if (placement_.gpu == nullptr) {
@@ -429,7 +549,8 @@ class Engine final : public Decider {
         head_(make_head(opened.head, placement_, backbone::resolved_threads(config.backbone),
                         head_device_)),
         tokenizer_(backbone_.vocab(), record::Normalization::nfc),
-        cache_(state_cache_bytes(config.state_cache_mb)) {
+        cache_(state_cache_bytes(config.state_cache_mb)),
+        sequences_(static_cast<std::size_t>(config.backbone.parallel), false) {
     if (lexical_.n_embd() != backbone_.n_embd()) {
       throw model_error("output.weight rows have " + std::to_string(lexical_.n_embd()) +
                         " values but the backbone's n_embd is " +
@@ -686,6 +807,7 @@ class Engine final : public Decider {
   decision::AnswerOptions answer_options_;            ///< points into calibration_
   std::uint64_t vision_memory_ = 0;                   ///< bytes the tower may take for one image
   bool release_pending_ = false;                      ///< a large image ran since the last idle()
+  std::vector<bool> sequences_;  ///< which backbone sequences a decision holds (parallel())
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "server/decision_queue.hpp"
 
+#include <list>
+
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -182,9 +184,13 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
     load_error_ = error.empty() ? "unknown error" : error;
     state_ = QueueState::failed;
   } else {
-    model_ = ModelInfo{
-        decider->model_name(), decider->context_size(),    ms_between(start, Clock::now()) / 1000.0,
-        decider->limits(),     decider->answer_settings(), decider->placement()};
+    model_ = ModelInfo{decider->model_name(),
+                       decider->context_size(),
+                       ms_between(start, Clock::now()) / 1000.0,
+                       decider->limits(),
+                       decider->answer_settings(),
+                       decider->placement(),
+                       decider->sequence_memory()};
     decider_ = decider.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }
@@ -193,6 +199,7 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
 }
 
 void DecisionQueue::serve(runtime::Decider& decider) {
+  if (decider.parallel() > 1) return serve_batched(decider);
   while (true) {
     Job job;
     {
@@ -215,6 +222,104 @@ void DecisionQueue::serve(runtime::Decider& decider) {
       in_flight_ = 0;
     }
     job.promise.set_value(std::move(outcome));
+  }
+}
+
+void DecisionQueue::serve_batched(runtime::Decider& decider) {
+  struct Active {
+    Job job;
+    std::unique_ptr<runtime::DecisionInProgress> decision;
+    Clock::time_point taken;
+  };
+  const auto most = static_cast<std::size_t>(decider.parallel());
+  std::list<Active> active;  // a list: an element never moves while its decision is in progress
+  // What became of `a` (its promise is set, its place given back).
+  auto settle = [](Active& a, DecisionOutcome outcome) {
+    outcome.decision_ms = ms_between(a.taken, Clock::now());
+    a.decision.reset();
+    a.job.promise.set_value(std::move(outcome));
+  };
+  auto failed_outcome = [](Clock::time_point submitted, Clock::time_point taken) {
+    DecisionOutcome o;
+    o.queue_wait_ms = ms_between(submitted, taken);
+    try {
+      throw;
+    } catch (const DecisionCancelled&) {
+      o.status = DecisionOutcome::Status::cancelled;
+    } catch (...) {
+      o.status = DecisionOutcome::Status::failed;
+    }
+    o.error = std::current_exception();
+    return o;
+  };
+  while (true) {
+    std::vector<Job> joining;
+    {
+      std::unique_lock lock(mutex_);
+      if (active.empty()) {
+        if (jobs_.empty() && !closing_) {
+          lock.unlock();
+          decider.idle();  // nothing waits and nothing is in progress
+          lock.lock();
+        }
+        work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
+        if (jobs_.empty()) return;  // closing_ and nothing left: drained
+      }
+      // New requests join at a step boundary, in arrival order, while places are free.
+      while (!jobs_.empty() && active.size() + joining.size() < most) {
+        joining.push_back(std::move(jobs_.front()));
+        jobs_.pop_front();
+      }
+      in_flight_ = static_cast<int>(active.size() + joining.size());
+    }
+    for (Job& job : joining) {
+      const auto taken = Clock::now();
+      if (job.prepared.cancellation.requested()) {
+        DecisionOutcome dropped;
+        dropped.status = DecisionOutcome::Status::dropped;
+        dropped.queue_wait_ms = ms_between(job.submitted, taken);
+        job.promise.set_value(std::move(dropped));
+        continue;
+      }
+      // In place first: the decision refers to its prepared request, which must not move.
+      Active& a = active.emplace_back(Active{std::move(job), nullptr, taken});
+      try {
+        a.decision = decider.begin(a.job.prepared);
+      } catch (...) {
+        a.job.promise.set_value(failed_outcome(a.job.submitted, taken));
+        active.pop_back();
+      }
+    }
+    std::vector<runtime::DecisionInProgress*> step;
+    for (Active& a : active) step.push_back(a.decision.get());
+    try {
+      if (!step.empty()) decider.step(step);
+    } catch (...) {
+      // The backbone failed: every decision of this step is lost, each told why.
+      for (Active& a : active) {
+        DecisionOutcome o = failed_outcome(a.job.submitted, a.taken);
+        settle(a, std::move(o));
+      }
+      active.clear();
+    }
+    for (auto it = active.begin(); it != active.end();) {
+      if (!it->decision->prefilled()) {
+        ++it;
+        continue;
+      }
+      DecisionOutcome outcome;
+      outcome.queue_wait_ms = ms_between(it->job.submitted, it->taken);
+      try {
+        outcome.decision = decider.finish(*it->decision);
+        outcome.status = DecisionOutcome::Status::decided;
+      } catch (...) {
+        outcome = failed_outcome(it->job.submitted, it->taken);
+      }
+      settle(*it, std::move(outcome));
+      it = active.erase(it);
+    }
+    std::lock_guard lock(mutex_);
+    in_flight_ = static_cast<int>(active.size());
   }
 }
 

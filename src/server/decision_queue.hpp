@@ -35,6 +35,7 @@ struct ModelInfo {
   runtime::ServedLimits limits;     ///< Decider::limits()
   runtime::AnswerSettings answers;  ///< Decider::answer_settings()
   std::string placement;            ///< Decider::placement(): where the model runs
+  std::string sequence_memory;      ///< Decider::sequence_memory()
 };
 
 /// The 503 for a request that meets the queue in `state` when it is not ready: "model_loading",
@@ -110,7 +111,8 @@ class DecisionQueue {
   /// What the factory or the warm-up decision threw, when state() is failed.
   std::string load_error() const;
   std::size_t depth() const;  ///< requests waiting
-  /// 1 while decide() runs, else 0 (a long decision paused for shorter ones counts once).
+  /// Decisions in progress: 1 while decide() runs (a long decision paused for shorter ones counts
+  /// once), else 0; with a batching decider, how many are in its batch.
   int in_flight() const;
   std::size_t capacity() const { return capacity_; }
 
@@ -124,6 +126,10 @@ class DecisionQueue {
   void run(Factory factory, json::Value warmup);
   std::unique_ptr<runtime::Decider> load(const Factory& factory, const json::Value& warmup);
   void serve(runtime::Decider& decider);
+  /// serve() for a decider with parallel() > 1: continuous batching. Up to parallel() requests
+  /// are in progress; each step advances all of them (Decider::step) and a new request joins at
+  /// the next step, so a short request does not wait for a long one to finish.
+  void serve_batched(runtime::Decider& decider);
   /// Decides `job`. When `preemptible`, its prefill pauses between batches while shorter
   /// requests wait (is_much_shorter), and run_shorter() decides them first.
   DecisionOutcome decide_one(runtime::Decider& decider, Job& job, bool preemptible);

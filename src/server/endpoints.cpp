@@ -108,6 +108,7 @@ std::string models_body(const ModelInfo& model) {
             {"max_video_seconds", json::Value::floating(l.max_video_seconds)},
             {"max_video_frame_pixels", number(l.max_video_frame_pixels)},
             {"max_video_bytes", number(l.max_video_bytes)},
+            {"parallel", number(l.parallel)},
         }));
     // What a client needs to plan where to send a request (issue 16).
     entry.set("capabilities",

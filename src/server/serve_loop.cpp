@@ -79,6 +79,9 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                " tokens, loaded in " +
                                std::to_string(model ? model->load_seconds : 0.0) + " s");
       if (model && !model->placement.empty()) events.event("info", "device: " + model->placement);
+      if (model && !model->sequence_memory.empty()) {
+        events.event("info", "memory: " + model->sequence_memory + " (--parallel)");
+      }
       const std::uint64_t cache = server->state_cache_budget();
       events.event("info", cache == 0 ? std::string("state cache off")
                                       : "state cache up to " + std::to_string(cache >> 20) +

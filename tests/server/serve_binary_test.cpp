@@ -662,14 +662,19 @@ TEST(ServeBinary, ImageBombIsRefusedBeforeDecodingAndTheServerLivesOn) {
   EXPECT_TRUE(server.process().running());
 }
 
+/// Issue 11's server test: 16 concurrent mixed requests, cold then warm, on a server with the
+/// state cache and on one that also batches them (--parallel 4), give the bytes of 16 solo runs.
 TEST(ServeBinary, SixteenMixedRequestsColdThenWarmGiveTheBytesOfSoloRunsWithoutACache) {
   if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
   TempDir tmp_solo;
   TempDir tmp_cached;
+  TempDir tmp_batched;
   DemoServer solo(tmp_solo, {"--state-cache-mb", "0"});
   DemoServer cached(tmp_cached, {"--state-cache-mb", "64"});
+  DemoServer batched(tmp_batched, {"--state-cache-mb", "64", "--parallel", "4"});
   ASSERT_TRUE(solo.ready()) << solo.log();
   ASSERT_TRUE(cached.ready()) << cached.log();
+  ASSERT_TRUE(batched.ready()) << batched.log();
 
   std::ifstream in(CLEF_TEST_DATA "/oracle/coreai/images/shapes_224.png", std::ios::binary);
   const std::string png{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -700,24 +705,33 @@ TEST(ServeBinary, SixteenMixedRequestsColdThenWarmGiveTheBytesOfSoloRunsWithoutA
       alone.push_back(one->body);
     }
   }
-  for (const char* round : {"cold", "warm"}) {
-    std::vector<std::future<httplib::Result>> together;
-    for (std::size_t i = 0; i < bodies.size(); ++i) {
-      together.push_back(
-          std::async(std::launch::async, [&, i] { return post(cached.port(), bodies[i]); }));
-    }
-    for (std::size_t i = 0; i < bodies.size(); ++i) {
-      auto r = together[i].get();
-      ASSERT_TRUE(r) << round << " " << i;
-      EXPECT_EQ(r->status, 200);
-      EXPECT_EQ(r->body, alone[i]) << round << " request " << i;
-      const int reused = std::stoi(r->get_header_value("X-Clef-Cached-Tokens", 0));
-      // Warm, every request finds at least its state's prefix (the system prefix at least).
-      if (std::string(round) == "warm") {
-        EXPECT_GT(reused, 30) << i;
+  for (DemoServer* server : {&cached, &batched}) {
+    for (const char* round : {"cold", "warm"}) {
+      SCOPED_TRACE(std::string(server == &batched ? "batched " : "cached ") + round);
+      std::vector<std::future<httplib::Result>> together;
+      for (std::size_t i = 0; i < bodies.size(); ++i) {
+        together.push_back(
+            std::async(std::launch::async, [&, i] { return post(server->port(), bodies[i]); }));
+      }
+      for (std::size_t i = 0; i < bodies.size(); ++i) {
+        auto r = together[i].get();
+        ASSERT_TRUE(r) << i;
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->body, alone[i]) << "request " << i;
+        const int reused = std::stoi(r->get_header_value("X-Clef-Cached-Tokens", 0));
+        // Warm, every request finds at least its state's prefix (the system prefix at least).
+        if (std::string(round) == "warm") {
+          EXPECT_GT(reused, 30) << i;
+        }
       }
     }
   }
+  // The batching server says what its sequences hold, at startup and in /v1/models.
+  EXPECT_NE(batched.log().find("memory: parallel 4 x context "), std::string::npos)
+      << batched.log();
+  auto models = client(batched.port())->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_NE(models->body.find(R"("parallel":4)"), std::string::npos) << models->body;
   auto metrics = client(cached.port())->Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find("clef_state_cache_hits_total "), std::string::npos);

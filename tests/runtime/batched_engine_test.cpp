@@ -1,0 +1,199 @@
+// Continuous batching end to end on the tiny test model (issue 11): decisions made together
+// (Decider::begin / step / finish on an engine with parallel > 1) answer with the bytes of the
+// same requests decided alone on a one-sequence engine without a state cache, for a mix of text
+// lengths, images, a truncated state, cache hits beside misses, and records that join mid-way;
+// a cancelled decision stops without disturbing the others.
+#include <gtest/gtest.h>
+
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "json/parse.hpp"
+#include "runtime/engine.hpp"
+#include "support/grey_png.hpp"
+#include "support/ticket_text.hpp"
+#include "support/tiny_engine_config.hpp"
+#include "util/error.hpp"
+#include "vision/base64.hpp"
+
+namespace {
+
+using clef::json::Value;
+namespace rt = clef::runtime;
+
+constexpr int kChunk = 64;
+
+rt::EngineConfig config(int parallel, std::int64_t cache_mb, int context = 1024) {
+  rt::EngineConfig c = clef::test::tiny_engine_config();
+  c.backbone.context_size = context;
+  c.backbone.chunk_tokens = kChunk;
+  c.backbone.parallel = parallel;
+  c.state_cache_mb = cache_mb;
+  return c;
+}
+
+const char* kQuestionsA = R"({
+    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
+      "criteria": {"engineering": "Software and outages", "sales": "Pricing", "support": "Help"}},
+    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
+const char* kQuestionsB = R"({
+    "urgency": {"type": "score", "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
+    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}})";
+
+Value request(const std::string& state, const char* questions, const std::string& image = {}) {
+  std::string text = R"({"state": ")" + state + R"(", "questions": )" + questions;
+  if (!image.empty()) text += R"(, "images": [")" + image + "\"]";
+  return clef::json::parse(text + "}");
+}
+
+std::string png_uri(int w, int h) {
+  const std::string png =
+      clef::test::grey_png(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(h));
+  return "data:image/png;base64," +
+         clef::vision::encode_base64(
+             {reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
+}
+
+/// A mix of requests: short and long states, two with an image, one whose state the 1,024-token
+/// context truncates, and pairs that share a state (a cache hit when the first is done first).
+std::vector<Value> mixed_requests() {
+  std::vector<Value> out;
+  out.push_back(request("Production database is down", kQuestionsA));
+  out.push_back(request(clef::test::ticket_words(150), kQuestionsB));
+  out.push_back(request("What is in the picture?", kQuestionsA, png_uri(64, 48)));
+  out.push_back(request(clef::test::ticket_words(2000), kQuestionsA));  // truncated
+  out.push_back(request(clef::test::ticket_words(150), kQuestionsA));   // shares #1's state
+  out.push_back(request("A", kQuestionsB));
+  out.push_back(request("Compare these", kQuestionsB, png_uri(40, 90)));
+  out.push_back(request(clef::test::ticket_words(37), kQuestionsB));
+  return out;
+}
+
+class BatchedEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    solo_ = rt::make_engine(config(1, 0));
+    for (const Value& body : mixed_requests()) alone_.push_back(solo_->decide(body));
+  }
+  static void TearDownTestSuite() {
+    solo_.reset();
+    alone_.clear();
+  }
+  static std::unique_ptr<rt::Decider> solo_;
+  static std::vector<rt::Decision> alone_;
+};
+std::unique_ptr<rt::Decider> BatchedEngineTest::solo_;
+std::vector<rt::Decision> BatchedEngineTest::alone_;
+
+/// One decision of a batch with what it refers to.
+struct InFlight {
+  rt::PreparedRequest prepared;
+  std::unique_ptr<rt::DecisionInProgress> decision;
+  std::size_t index = 0;
+};
+
+/// Decides `bodies` on `engine` by continuous batching: at most parallel() at once, a new one
+/// joining as soon as one is done; returns each answer body by index.
+std::vector<std::string> decide_together(rt::Decider& engine, const std::vector<Value>& bodies) {
+  std::vector<std::string> out(bodies.size());
+  std::list<InFlight> active;  // a list: a prepared request must not move while it is decided
+  std::size_t next = 0;
+  int steps = 0;
+  while (next < bodies.size() || !active.empty()) {
+    while (next < bodies.size() && active.size() < static_cast<std::size_t>(engine.parallel())) {
+      InFlight& f = active.emplace_back();
+      f.prepared = engine.prepare(bodies[next]);
+      f.index = next++;
+      f.decision = engine.begin(f.prepared);
+    }
+    std::vector<rt::DecisionInProgress*> step;
+    for (InFlight& f : active) step.push_back(f.decision.get());
+    engine.step(step);
+    ++steps;
+    for (auto it = active.begin(); it != active.end();) {
+      if (!it->decision->prefilled()) {
+        ++it;
+        continue;
+      }
+      out[it->index] = engine.finish(*it->decision).body;
+      it = active.erase(it);
+    }
+  }
+  EXPECT_GT(steps, 1);
+  return out;
+}
+
+TEST_F(BatchedEngineTest, AMixDecidedTogetherGivesTheBytesOfEachAlone) {
+  const std::vector<Value> bodies = mixed_requests();
+  for (std::int64_t cache_mb : {std::int64_t{0}, std::int64_t{64}}) {
+    SCOPED_TRACE("state cache " + std::to_string(cache_mb) + " MiB");
+    auto engine = rt::make_engine(config(4, cache_mb));
+    ASSERT_EQ(engine->parallel(), 4);
+    EXPECT_EQ(engine->limits().parallel, 4);
+    EXPECT_GT(engine->limits().sequence_bytes, 0u);
+    EXPECT_NE(engine->sequence_memory().find("parallel 4 x context 1024: "), std::string::npos)
+        << engine->sequence_memory();
+    // Twice: the second round finds every state cached (hits beside misses in one batch, since
+    // requests 1 and 4 also share a state within the round).
+    for (int round = 0; round < 2; ++round) {
+      const std::vector<std::string> got = decide_together(*engine, bodies);
+      for (std::size_t i = 0; i < bodies.size(); ++i) {
+        EXPECT_EQ(got[i], alone_[i].body) << "round " << round << ", request " << i;
+      }
+    }
+    if (cache_mb > 0) {
+      EXPECT_GT(engine->state_cache_stats().hits, 4u);
+    }
+  }
+}
+
+TEST_F(BatchedEngineTest, ACancelledDecisionStopsAndTheOthersKeepTheirBytes) {
+  auto engine = rt::make_engine(config(3, 0));
+  const std::vector<Value> bodies = mixed_requests();
+  std::list<InFlight> active;
+  for (std::size_t i : {1u, 3u, 7u}) {
+    InFlight& f = active.emplace_back();
+    f.prepared = engine->prepare(bodies[i]);
+    f.index = i;
+    f.decision = engine->begin(f.prepared);
+  }
+  // All three sequences are held now.
+  rt::PreparedRequest extra = engine->prepare(bodies[0]);
+  EXPECT_THROW(engine->begin(extra), clef::Error);
+  std::vector<rt::DecisionInProgress*> step;
+  for (InFlight& f : active) step.push_back(f.decision.get());
+  engine->step(step);
+  auto gone = std::next(active.begin());  // request 3, the long one
+  ASSERT_FALSE(gone->decision->prefilled());
+  gone->prepared.cancellation.cancel();
+  while (!std::all_of(active.begin(), active.end(),
+                      [](const InFlight& f) { return f.decision->prefilled(); })) {
+    engine->step(step);
+  }
+  EXPECT_THROW(engine->finish(*gone->decision), clef::DecisionCancelled);
+  EXPECT_EQ(engine->finish(*active.front().decision).body, alone_[1].body);
+  EXPECT_EQ(engine->finish(*active.back().decision).body, alone_[7].body);
+  // Their sequences are given back when the decisions go.
+  active.clear();
+  const std::vector<std::string> again = decide_together(*engine, {bodies[3], bodies[0]});
+  EXPECT_EQ(again[0], alone_[3].body);
+  EXPECT_EQ(again[1], alone_[0].body);
+}
+
+TEST_F(BatchedEngineTest, AOneSequenceEngineTakesOneDecisionAtATime) {
+  EXPECT_EQ(solo_->parallel(), 1);
+  const std::vector<Value> bodies = mixed_requests();
+  rt::PreparedRequest first = solo_->prepare(bodies[0]);
+  rt::PreparedRequest second = solo_->prepare(bodies[5]);
+  auto held = solo_->begin(first);
+  EXPECT_THROW(solo_->begin(second), clef::Error);
+  // decide() needs the one sequence too.
+  EXPECT_THROW(solo_->decide(second), clef::Error);
+  held.reset();
+  EXPECT_EQ(decide_together(*solo_, {bodies[0], bodies[5]}),
+            (std::vector<std::string>{alone_[0].body, alone_[5].body}));
+}
+
+}  // namespace
