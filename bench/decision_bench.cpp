@@ -280,29 +280,39 @@ BENCHMARK(BM_new_questions_warm)->Unit(benchmark::kMillisecond);
 /// the long one pauses between its batches for it).
 constexpr int kShortWords = 20;
 constexpr int kLongWords = 7300;
+constexpr int kBatchRecords = 8;
 
-clef::server::DecisionQueue& fairness_queue() {
-  static std::unique_ptr<clef::server::DecisionQueue> queue = [] {
-    auto q = std::make_unique<clef::server::DecisionQueue>(
-        [] { return clef::runtime::make_engine(fixture().config); }, 64,
-        clef::server::warmup_request());
+/// The server's queue over an engine without a state cache that decides `parallel` records
+/// together (1: one at a time, a long prefill pausing for shorter requests) with `context` tokens
+/// per record; one per (parallel, context), made on first use.
+clef::server::DecisionQueue& queue_with(int parallel, int context) {
+  static std::map<std::pair<int, int>, std::unique_ptr<clef::server::DecisionQueue>> queues;
+  auto& q = queues[{parallel, context}];
+  if (!q) {
+    clef::runtime::EngineConfig c = fixture().config;
+    c.backbone.parallel = parallel;
+    c.backbone.context_size = context;
+    q = std::make_unique<clef::server::DecisionQueue>(
+        [c] { return clef::runtime::make_engine(c); }, 64, clef::server::warmup_request());
     q->start();
     if (!q->wait_until_ready(std::chrono::minutes(10))) std::abort();
-    return q;
-  }();
-  return *queue;
+  }
+  return *q;
 }
 
+/// Args: 0 the short request alone and 1 beside the long one on a one-at-a-time queue (the long
+/// prefill pauses for it); 2 alone and 3 beside on a --parallel 2 queue (the two are batched).
 void BM_fairness(benchmark::State& state) {
   using Clock = std::chrono::steady_clock;
-  auto& q = fairness_queue();
+  auto& q = queue_with(state.range(0) >= 2 ? 2 : 1, 8192);
+  const bool beside = state.range(0) % 2 == 1;
   const clef::json::Value short_body = clef::json::parse(request_with_state(kShortWords));
   const clef::json::Value long_body = clef::json::parse(request_with_state(kLongWords));
   int short_tokens = 0;
   int long_tokens = 0;
   for (auto _ : state) {
     std::future<clef::server::DecisionOutcome> long_done;
-    if (state.range(0) == 1) {
+    if (beside) {
       auto prepared = q.prepare(long_body);
       long_tokens = prepared.input_tokens();
       long_done = q.submit(std::move(prepared));
@@ -324,12 +334,37 @@ void BM_fairness(benchmark::State& state) {
   state.counters["long_tokens"] = long_tokens;
 }
 
+/// Issue 11's batching benchmark, through the server's queue (no state cache): 8 distinct
+/// ~300-token requests submitted at once to a queue deciding one at a time (arg 1) or 8 together
+/// (arg 8, continuous batching); the time until all 8 are answered.
+void BM_batching(benchmark::State& state) {
+  const int parallel = static_cast<int>(state.range(0));
+  auto& q = queue_with(parallel, 1024);
+  std::vector<clef::json::Value> bodies;
+  for (int i = 0; i < kBatchRecords; ++i) {
+    bodies.push_back(clef::json::parse(request_with_state(kShortWords + i)));  // distinct records
+  }
+  std::size_t tokens = 0;
+  for (auto _ : state) {
+    std::vector<std::future<clef::server::DecisionOutcome>> answers;
+    tokens = 0;
+    for (const auto& body : bodies) {
+      auto prepared = q.prepare(body);
+      tokens += static_cast<std::size_t>(prepared.input_tokens());
+      answers.push_back(q.submit(std::move(prepared)));
+    }
+    for (auto& a : answers) {
+      if (a.get().status != clef::server::DecisionOutcome::Status::decided) std::abort();
+    }
+  }
+  set_counters(state, tokens);
+}
+
 /// Issue 11's batching question, asked of llama.cpp itself: 8 distinct ~300-token records
 /// prefilled one after another (arg 0: 8 llama_decode calls on one sequence) or as 8 sequences of
 /// one llama_decode (n_seq_max 8, no output rows; arg 1: one ubatch of all their tokens, arg 2:
 /// ubatches of 512 tokens, 64 of each record). The ratio is the most any batching scheduler could
 /// gain over serial decisions on this machine.
-constexpr int kBatchRecords = 8;
 
 void BM_raw_batch(benchmark::State& state) {
   auto& f = fixture();
@@ -384,9 +419,13 @@ void BM_raw_batch(benchmark::State& state) {
 
 BENCHMARK(BM_raw_batch)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
+BENCHMARK(BM_batching)->Arg(1)->Arg(kBatchRecords)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_fairness)
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
+    ->Arg(3)
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
@@ -455,13 +494,24 @@ class RatioReporter : public benchmark::ConsoleReporter {
             kBatchRecords, arg == 1 ? "all" : "512", serial / batched);
       }
     }
-    const double alone = time_of("BM_fairness", 0);
-    const double beside = time_of("BM_fairness", 1);
-    if (alone > 0 && beside > 0) {
+    const double one_by_one = time_of("BM_batching", 1);
+    const double together = time_of("BM_batching", kBatchRecords);
+    if (one_by_one > 0 && together > 0) {
       std::printf(
-          "fairness, a short request sent while a long one runs: latency / alone %.3f "
-          "(target <= 2)\n",
-          beside / alone);
+          "batching, %d distinct ~300-token requests through the queue, --parallel %d vs 1: "
+          "throughput x%.3f (target >= 1.3)\n",
+          kBatchRecords, kBatchRecords, one_by_one / together);
+    }
+    for (int arg : {0, 2}) {
+      const double alone = time_of("BM_fairness", arg);
+      const double beside = time_of("BM_fairness", arg + 1);
+      if (alone > 0 && beside > 0) {
+        std::printf(
+            "fairness (%s), a short request sent while a long one runs: latency / alone %.3f "
+            "(target <= 2)\n",
+            arg == 0 ? "--parallel 1, the long prefill pauses" : "--parallel 2, batched",
+            beside / alone);
+      }
     }
     if (cold > 0 && warm > 0) {
       std::printf(

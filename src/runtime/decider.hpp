@@ -73,6 +73,8 @@ class DecisionInProgress {
   virtual ~DecisionInProgress() = default;
   /// Nothing is left to prefill (done, or stopped because its client has gone): finish() it.
   virtual bool prefilled() const = 0;
+  /// Tokens of its record still to prefill (0 once prefilled()): what a scheduler orders by.
+  virtual int tokens_left() const = 0;
 };
 
 /// Something that decides SystemOne requests.

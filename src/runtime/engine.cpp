@@ -230,6 +230,9 @@ class Engine final : public Decider {
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
     bool prefilled() const override { return prefill->done(); }
+    int tokens_left() const override {
+      return prefill->done() ? 0 : prefill->total() - prefill->prefilled();
+    }
 
     const PreparedRequest& prepared;
     std::vector<bool>* sequences;

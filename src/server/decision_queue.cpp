@@ -1,5 +1,6 @@
 #include "server/decision_queue.hpp"
 
+#include <limits>
 #include <list>
 
 #include "util/error.hpp"
@@ -230,6 +231,7 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
     Job job;
     std::unique_ptr<runtime::DecisionInProgress> decision;
     Clock::time_point taken;
+    int steps_out = 0;  ///< steps in a row it sat out for shorter ones
   };
   const auto most = static_cast<std::size_t>(decider.parallel());
   std::list<Active> active;  // a list: an element never moves while its decision is in progress
@@ -282,7 +284,7 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
         continue;
       }
       // In place first: the decision refers to its prepared request, which must not move.
-      Active& a = active.emplace_back(Active{std::move(job), nullptr, taken});
+      Active& a = active.emplace_back(Active{std::move(job), nullptr, taken, 0});
       try {
         a.decision = decider.begin(a.job.prepared);
       } catch (...) {
@@ -290,8 +292,20 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
         active.pop_back();
       }
     }
+    // Shortest first: a decision sits this step out while another has at most half its tokens
+    // left (is_much_shorter, as a paused prefill in serve()), so a short request is not slowed by
+    // a long one's pieces; after kMostStepsOut steps out in a row it goes anyway (no starvation).
+    int fewest = std::numeric_limits<int>::max();
+    for (const Active& a : active) fewest = std::min(fewest, a.decision->tokens_left());
     std::vector<runtime::DecisionInProgress*> step;
-    for (Active& a : active) step.push_back(a.decision.get());
+    for (Active& a : active) {
+      if (is_much_shorter(fewest, a.decision->tokens_left()) && a.steps_out < kMostStepsOut) {
+        ++a.steps_out;
+        continue;
+      }
+      a.steps_out = 0;
+      step.push_back(a.decision.get());
+    }
     try {
       if (!step.empty()) decider.step(step);
     } catch (...) {

@@ -141,6 +141,8 @@ class DecisionQueue {
   static bool is_much_shorter(int tokens, int running_tokens) {
     return 2 * tokens <= running_tokens;
   }
+  /// serve_batched(): the most steps in a row a decision sits out for much shorter ones.
+  static constexpr int kMostStepsOut = 64;
 
   const std::size_t capacity_;
   mutable std::mutex mutex_;
