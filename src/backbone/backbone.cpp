@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <thread>
@@ -447,13 +448,18 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
 
 HiddenStates Backbone::finish(Prefill& p) {
   const PrefillOptions& reuse = p.reuse_;
-  bool first_batch = true;
+  // A prefill others may pause goes in pieces of at most kPausablePiece tokens, so a waiting
+  // request waits for at most one of them; with flash attention the layout's batches themselves
+  // (its kernels depend on the layout).
+  const int limit = reuse.preemption != nullptr && !params_.flash_attention
+                        ? kPausablePiece
+                        : std::numeric_limits<int>::max();
+  bool first_piece = true;
   Prefill* self = &p;
   while (!p.done()) {
-    const PrefillBatch& pb = p.batches_[p.next_batch_];
-    if (!first_batch && reuse.preemption != nullptr && reuse.preemption->wanted()) {
-      // Others run on this context now; the memory is set back before this batch.
-      const MemorySnapshot paused = take_snapshot(p.seq_, pb.start, false);
+    if (!first_piece && reuse.preemption != nullptr && reuse.preemption->wanted()) {
+      // Others run on this context now; the memory is set back before the next piece.
+      const MemorySnapshot paused = take_snapshot(p.seq_, p.at_, false);
       reuse.preemption->run_others();
       clear_sequence(p.seq_);
       if (llama_state_seq_set_data(ctx_.get(), paused.data.data(), paused.data.size(), p.seq_) !=
@@ -463,10 +469,9 @@ HiddenStates Backbone::finish(Prefill& p) {
       }
       ++p.out_.preemptions;
     }
-    first_batch = false;
-    if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(pb.start);
-    decode_pieces(std::span<Prefill* const>(&self, 1), pb.start + pb.n_tokens - p.at_,
-                  p.cancelled_);
+    first_piece = false;
+    if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(p.at_);
+    decode_pieces(std::span<Prefill* const>(&self, 1), next_piece(p, limit), p.cancelled_);
   }
   return p.take();
 }
@@ -493,8 +498,13 @@ void Backbone::step(std::span<Prefill* const> prefills) {
   }
   if (live.empty()) return;
   const int n = static_cast<int>(live.size());
-  const int limit = std::max(kBatchRowAlignment,
-                             params_.chunk_tokens / n / kBatchRowAlignment * kBatchRowAlignment);
+  // With flash attention the layout's whole batches (its kernels depend on the layout: pieces
+  // would move the rows); else at most kPausablePiece, shared among the prefills.
+  const int limit =
+      params_.flash_attention
+          ? std::numeric_limits<int>::max()
+          : std::max(kBatchRowAlignment, std::min(kPausablePiece, params_.chunk_tokens / n) /
+                                             kBatchRowAlignment * kBatchRowAlignment);
   // Pieces of one length (a multiple of the row alignment) and kind share a llama_decode, in
   // sequence order; any other piece is decoded alone.
   std::map<std::pair<int, bool>, std::vector<Prefill*>> groups;

@@ -106,15 +106,23 @@ inline constexpr int kBatchRowAlignment = 16;
 /// hidden states.
 int chunk_length(int total, int start, int chunk);
 
+/// The longest piece of a prefill that others may interrupt (Backbone::finish with a Preemption,
+/// Backbone::step), with flash attention off: a waiting request waits for at most one piece.
+/// A multiple of kBatchRowAlignment, so the rows are those of the record's own layout (measured:
+/// 256-token pieces cost ~4% of a 1,934-token prefill against 512, 128-token ones ~10%; shape-0.8b,
+/// docs/performance.md).
+inline constexpr int kPausablePiece = 256;
+
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.
 using Cancelled = std::function<bool()>;
 
-/// Lets other work use the backbone's context between two batches of a long prefill, so a short
-/// request does not wait for a long one to finish. Asked before every batch but the first one
-/// decoded: when `wanted()` says true, the prefill's memory is snapshotted, `run_others()` runs
-/// (other prefills on the same backbone, from their own fresh state), and the memory is set back
-/// before the batch: the same batches are decoded from the same memory, so the rows are the same
-/// bytes as without it. `run_others` must not itself be preempted (no nesting).
+/// Lets other work use the backbone's context between two pieces of a long prefill (at most
+/// kPausablePiece tokens each, with flash attention off), so a short request does not wait for a
+/// long one to finish. Asked before every piece but the first one decoded: when `wanted()` says
+/// true, the prefill's memory is snapshotted, `run_others()` runs (other prefills on the same
+/// backbone, from their own fresh state), and the memory is set back before the piece: the same
+/// pieces are decoded from the same memory, so the rows are the same bytes as without it.
+/// `run_others` must not itself be preempted (no nesting).
 struct Preemption {
   std::function<bool()> wanted;
   std::function<void()> run_others;
@@ -272,24 +280,26 @@ class Backbone {
                 std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                 const Cancelled& cancelled, int seq);
 
-  /// Decodes the rest of `prefill` alone, one layout batch per llama_decode, pausing for
-  /// reuse.preemption as hidden_states() does, and returns its hidden states. Throws
+  /// Decodes the rest of `prefill` alone, one layout batch per llama_decode (pieces of at most
+  /// kPausablePiece tokens when reuse.preemption is set and flash attention is off), pausing for
+  /// reuse.preemption between them, and returns its hidden states. Throws
   /// clef::DecisionCancelled once `cancelled` says so, clef::Error (internal) when llama_decode
   /// fails.
   HiddenStates finish(Prefill& prefill);
 
   /// One step of continuous batching: every prefill not done() decodes its next piece, pieces of
   /// the same length going through ONE llama_decode as consecutive sequences. A piece is at most
-  /// max(16, chunk / n) tokens of its layout batch (n: the prefills not done), rounded down to a
-  /// multiple of kBatchRowAlignment, so every boundary stays where the record alone may have one;
-  /// a piece of another length (a layout batch's tail) is decoded on its own. So each record's
-  /// rows are the bytes it gets alone: llama.cpp splits a batch of several sequences into
-  /// ubatches of consecutive sequence ids and equal lengths (llama-batch.cpp split_equal), each
-  /// sequence keeps its own KV stream (kv_unified off) and recurrent cell, and every row of an
-  /// aligned piece takes the 16-row matrix path it takes alone. A prefill whose `cancelled` says
-  /// true is stopped before its piece (done(), cancelled(); its memory cleared); the others go
-  /// on. No preemption here. Throws clef::Error (internal) when llama_decode fails: every prefill
-  /// of the step is then unusable.
+  /// max(16, min(kPausablePiece, chunk / n)) tokens of its layout batch (n: the prefills not
+  /// done), rounded down to a multiple of kBatchRowAlignment, so every boundary stays where the
+  /// record alone may have one; a piece of another length (a layout batch's tail) is decoded on its
+  /// own. With flash attention a piece is a whole layout batch (its kernels depend on the layout).
+  /// So each record's rows are the bytes it gets alone: llama.cpp splits a batch of several
+  /// sequences into ubatches of consecutive sequence ids and equal lengths (llama-batch.cpp
+  /// split_equal), each sequence keeps its own KV stream (kv_unified off) and recurrent cell, and
+  /// every row of an aligned piece takes the 16-row matrix path it takes alone. A prefill whose
+  /// `cancelled` says true is stopped before its piece (done(), cancelled(); its memory cleared);
+  /// the others go on. No preemption here. Throws clef::Error (internal) when llama_decode fails:
+  /// every prefill of the step is then unusable.
   void step(std::span<Prefill* const> prefills);
 
   /// What one sequence of the context holds (measured when the backbone was made).

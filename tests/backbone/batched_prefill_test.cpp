@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backbone/backbone.hpp"
+#include "support/q4_k_m_model.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"
 #include "util/error.hpp"
@@ -36,19 +37,7 @@ BackboneParams params(int chunk, int parallel) {
   return p;
 }
 
-/// The small preset quantized to Q4_K_M (llama.cpp repacks its weights), made once per process.
-const std::string& q4_k_m_backbone() {
-  static clef::test::TempDir dir("clef-batch-q4km");
-  static const std::string path = [] {
-    clef::testmodel::MakeOptions o;
-    o.dir = dir.path() / "model";
-    o.seed = 3;
-    o.preset = "small";
-    o.quant = "Q4_K_M";
-    return clef::testmodel::make_test_model(o).backbone.string();
-  }();
-  return path;
-}
+using clef::test::q4_k_m_backbone;
 
 /// One record's inputs: ids, and optionally an image-like span of embedding rows with M-RoPE
 /// positions (a grid of `grid_h` x `grid_w` tokens at `image_at`, text after it moved on by the
@@ -145,6 +134,49 @@ TEST_F(BatchedPrefillTest, MixedTextLengthsGiveTheBytesOfEachAlone) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
     expect_batch_invariant(solo, batched, records);
   }
+}
+
+TEST_F(BatchedPrefillTest, WithFlashAttentionWholeLayoutBatchesKeepTheBytesOfEachAlone) {
+  // Flash attention's kernels depend on the layout, so a step decodes whole layout batches then.
+  const auto& model = clef::test::tiny_model();
+  BackboneParams fa_solo = params(64, 1);
+  fa_solo.flash_attention = true;
+  BackboneParams fa_batched = params(64, 4);
+  fa_batched.flash_attention = true;
+  Backbone solo(model.backbone.string(), fa_solo);
+  Backbone batched(model.backbone.string(), fa_batched);
+  std::vector<RecordInput> records;
+  std::uint32_t seed = 61;
+  for (int length : {300, 129, 65, 300}) {
+    records.push_back(text_record(length, solo.n_vocab(), seed++));
+  }
+  expect_batch_invariant(solo, batched, records);
+}
+
+TEST_F(BatchedPrefillTest, APausableSoloPrefillGivesTheBytesOfItsLayout) {
+  // Backbone::finish with a Preemption decodes kPausablePiece pieces: the rows stay the bytes of
+  // the whole 512-token layout batches, and others run between pieces.
+  const auto& model = clef::test::tiny_model();
+  Backbone backbone(model.backbone.string(), params(512, 1));
+  const RecordInput r = text_record(1100, backbone.n_vocab(), 71);
+  const HiddenStates whole = alone(backbone, r);
+  int asked = 0;
+  int ran = 0;
+  clef::backbone::Preemption preemption;
+  preemption.wanted = [&] { return ++asked % 2 == 0; };
+  preemption.run_others = [&] {
+    ++ran;
+    alone(backbone, text_record(40, backbone.n_vocab(), 72));
+  };
+  PrefillOptions pausable;
+  pausable.preemption = &preemption;
+  const HiddenStates pieces = alone(backbone, r, pausable);
+  EXPECT_TRUE(pieces.data == whole.data);
+  // 1,100 tokens in pieces of at most 256: 5 pieces, 4 chances to pause, every second taken.
+  EXPECT_EQ(asked,
+            (1100 + clef::backbone::kPausablePiece - 1) / clef::backbone::kPausablePiece - 1);
+  EXPECT_EQ(ran, asked / 2);
+  EXPECT_EQ(pieces.preemptions, ran);
 }
 
 TEST_F(BatchedPrefillTest, AParallelContextDecidesOneRecordAsAOneSequenceContextDoes) {

@@ -13,6 +13,7 @@
 #include "backbone/backbone.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "support/q4_k_m_model.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"
 
@@ -24,20 +25,7 @@ using clef::backbone::HiddenStates;
 using clef::backbone::PrefillOptions;
 using clef::testmodel::random_token_ids;
 
-/// The small preset (n_embd 256: Q4_K's 256-value blocks fit its rows, so llama.cpp repacks them)
-/// quantized to Q4_K_M, made once per process.
-const std::string& q4_k_m_backbone() {
-  static clef::test::TempDir dir("clef-q4km");
-  static const std::string path = [] {
-    clef::testmodel::MakeOptions o;
-    o.dir = dir.path() / "model";
-    o.seed = 3;
-    o.preset = "small";
-    o.quant = "Q4_K_M";
-    return clef::testmodel::make_test_model(o).backbone.string();
-  }();
-  return path;
-}
+using clef::test::q4_k_m_backbone;
 
 BackboneParams params(int chunk, int threads = 1) {
   BackboneParams p;  // weight_repacking: the default

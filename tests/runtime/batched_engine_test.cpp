@@ -13,6 +13,7 @@
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
 #include "support/grey_png.hpp"
+#include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
@@ -34,18 +35,12 @@ rt::EngineConfig config(int parallel, std::int64_t cache_mb, int context = 1024)
   return c;
 }
 
-const char* kQuestionsA = R"({
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-      "criteria": {"engineering": "Software and outages", "sales": "Pricing", "support": "Help"}},
-    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
-const char* kQuestionsB = R"({
-    "urgency": {"type": "score", "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
-    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}})";
+const char* const kQuestionsA = clef::test::kTicketQuestionsA;
+const char* const kQuestionsB = clef::test::kTicketQuestionsB;
 
 Value request(const std::string& state, const char* questions, const std::string& image = {}) {
-  std::string text = R"({"state": ")" + state + R"(", "questions": )" + questions;
-  if (!image.empty()) text += R"(, "images": [")" + image + "\"]";
-  return clef::json::parse(text + "}");
+  return clef::test::ticket_request(
+      state, questions, image.empty() ? std::vector<std::string>{} : std::vector{image});
 }
 
 std::string png_uri(int w, int h) {

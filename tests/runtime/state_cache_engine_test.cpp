@@ -15,6 +15,7 @@
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
 #include "support/grey_png.hpp"
+#include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "vision/base64.hpp"
@@ -36,24 +37,13 @@ rt::EngineConfig config(std::int64_t cache_mb, int context = 4096) {
   return c;
 }
 
-const char* kQuestionsA = R"({
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-      "criteria": {"engineering": "Software and outages", "sales": "Pricing", "support": "Help"}},
-    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}})";
-const char* kQuestionsB = R"({
-    "urgency": {"type": "score", "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
-    "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"},
-    "tone": {"type": "choice", "criteria": {"calm": "Calm", "angry": "Angry", "lost": "Confused"}}})";
+const char* const kQuestionsA = clef::test::kTicketQuestionsA;
+const char* const kQuestionsB = clef::test::kTicketQuestionsB;
+using clef::test::ticket_request;
 
 Value request(const std::string& state, const char* questions,
               const std::vector<std::string>& images = {}) {
-  std::string text = R"({"state": ")" + state + R"(", "questions": )" + questions;
-  if (!images.empty()) {
-    text += R"(, "images": [)";
-    for (std::size_t i = 0; i < images.size(); ++i) text += (i ? ",\"" : "\"") + images[i] + "\"";
-    text += "]";
-  }
-  return clef::json::parse(text + "}");
+  return ticket_request(state, questions, images);
 }
 
 /// The first token of every batch of `rec`'s prefill layout (text-only: cut at its snapshot
