@@ -292,8 +292,8 @@ clef::server::DecisionQueue& queue_with(int parallel, int context) {
     clef::runtime::EngineConfig c = fixture().config;
     c.backbone.parallel = parallel;
     c.backbone.context_size = context;
-    q = std::make_unique<clef::server::DecisionQueue>(
-        [c] { return clef::runtime::make_engine(c); }, 64, clef::server::warmup_request());
+    q = std::make_unique<clef::server::DecisionQueue>([c] { return clef::runtime::make_engine(c); },
+                                                      64, clef::server::warmup_request());
     q->start();
     if (!q->wait_until_ready(std::chrono::minutes(10))) std::abort();
   }

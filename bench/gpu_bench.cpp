@@ -5,11 +5,13 @@
 //  - the device memory the engine holds after the longest decision (weights, KV, compute
 //    buffers), as the device reports free memory before and after;
 //  - throughput with 1 / 8 / 32 clients sending ~500-token requests at once through the server's
-//    DecisionQueue, against one at a time.
+//    DecisionQueue, deciding one record at a time and --parallel N (default 8) together
+//    (continuous batching), against one client one at a time.
 // It runs on the CPU too (--device cpu), which is how it is tested without a GPU.
 //
 //   clef_gpu_bench MODEL_DIR [--device auto|cpu|CUDA0] [--lengths 1000,4000,16000]
-//                  [--clients 1,8,32] [--chunk-tokens N] [--reps 3] [--json FILE]
+//                  [--clients 1,8,32] [--parallel 8] [--chunk-tokens N] [--reps 3]
+//                  [--json FILE]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -76,6 +78,7 @@ struct Options {
   std::string device = "auto";
   std::vector<int> lengths = {1000, 4000, 16000};
   std::vector<int> clients = {1, 8, 32};
+  int parallel = 8;      // records prefilled together in the throughput runs (--parallel)
   int chunk_tokens = 0;  // 0: the engine's default
   int reps = 3;
   std::string json_path;
@@ -98,6 +101,8 @@ Options parse_args(int argc, char** argv) {
       o.lengths = int_list(value());
     } else if (a == "--clients") {
       o.clients = int_list(value());
+    } else if (a == "--parallel") {
+      o.parallel = std::max(1, std::stoi(value()));
     } else if (a == "--chunk-tokens") {
       o.chunk_tokens = std::stoi(value());
     } else if (a == "--reps") {
@@ -114,7 +119,8 @@ Options parse_args(int argc, char** argv) {
   if (o.model_dir.empty()) {
     std::fprintf(stderr,
                  "usage: clef_gpu_bench MODEL_DIR [--device D] [--lengths 1000,4000,16000] "
-                 "[--clients 1,8,32] [--chunk-tokens N] [--reps N] [--json FILE]\n");
+                 "[--clients 1,8,32] [--parallel N] [--chunk-tokens N] [--reps N] "
+                 "[--json FILE]\n");
     std::exit(2);
   }
   return o;
@@ -227,53 +233,67 @@ int main(int argc, char** argv) {
   }
   json += "], \"engine_device_bytes\": " + std::to_string(used_after_longest);
 
-  // Throughput: clients at once through the server's queue, ~500-token requests, each different.
+  // Throughput: clients at once through the server's queue, ~500-token requests, each different,
+  // once deciding one record at a time and once `parallel` together (continuous batching).
   raw_ctx.reset();
   raw_model.reset();
-  clef::runtime::Decider* shared = engine.get();
-  clef::server::DecisionQueue queue([&engine]() { return std::move(engine); }, 64,
-                                    clef::json::parse(clef::bench::request_with_state(20)));
-  queue.start();
-  if (!queue.wait_until_ready(std::chrono::minutes(10))) {
-    std::fprintf(stderr, "the queue did not start\n");
-    return 1;
-  }
   std::vector<std::string> bodies;
-  for (int i = 0; i < 64; ++i) bodies.push_back(body_with_tokens(*shared, 500, i + 1));
-  std::printf(
-      "\n| clients | requests | seconds | requests/s | x serial |\n|---|---|---|---|---|\n");
+  for (int i = 0; i < 64; ++i) bodies.push_back(body_with_tokens(*engine, 500, i + 1));
+  engine.reset();
   json += ", \"clients\": [";
-  double serial_rate = 0;
-  for (std::size_t ci = 0; ci < o.clients.size(); ++ci) {
-    const int clients = o.clients[ci];
-    const int requests = std::max(8, clients * 2);
-    std::atomic<int> next{0};
-    const auto t0 = Clock::now();
-    std::vector<std::thread> threads;
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&] {
-        for (int i = next++; i < requests; i = next++) {
-          auto prepared =
-              queue.prepare(clef::json::parse(bodies[static_cast<std::size_t>(i) % 64]));
-          if (queue.submit(std::move(prepared)).get().status !=
-              clef::server::DecisionOutcome::Status::decided) {
-            std::abort();
-          }
-        }
-      });
+  bool first_row = true;
+  std::vector<int> parallels = {1};
+  if (o.parallel > 1) parallels.push_back(o.parallel);
+  double serial_rate = 0;  // one client, one record at a time
+  for (const int parallel : parallels) {
+    clef::runtime::EngineConfig batch_config = config;
+    batch_config.backbone.context_size = 1024;  // the ~500-token requests
+    batch_config.backbone.parallel = parallel;
+    clef::server::DecisionQueue queue(
+        [batch_config] { return clef::runtime::make_engine(batch_config); }, 64,
+        clef::json::parse(clef::bench::request_with_state(20)));
+    queue.start();
+    if (!queue.wait_until_ready(std::chrono::minutes(10))) {
+      std::fprintf(stderr, "the queue (parallel %d) did not start: %s\n", parallel,
+                   queue.load_error().c_str());
+      return 1;
     }
-    for (auto& t : threads) t.join();
-    const double seconds = ms_since(t0) / 1000.0;
-    const double rate = requests / seconds;
-    if (clients == 1 || serial_rate == 0) serial_rate = rate;
-    std::printf("| %d | %d | %.2f | %.2f | %.2f |\n", clients, requests, seconds, rate,
-                rate / serial_rate);
-    std::fflush(stdout);
-    json += std::string(ci ? ", " : "") + "{\"clients\": " + std::to_string(clients) +
-            ", \"requests_per_s\": " + std::to_string(rate) + "}";
+    std::printf(
+        "\n--parallel %d\n| clients | requests | seconds | requests/s | x serial |\n"
+        "|---|---|---|---|---|\n",
+        parallel);
+    for (const int clients : o.clients) {
+      const int requests = std::max(8, clients * 2);
+      std::atomic<int> next{0};
+      const auto t0 = Clock::now();
+      std::vector<std::thread> threads;
+      for (int c = 0; c < clients; ++c) {
+        threads.emplace_back([&] {
+          for (int i = next++; i < requests; i = next++) {
+            auto prepared =
+                queue.prepare(clef::json::parse(bodies[static_cast<std::size_t>(i) % 64]));
+            if (queue.submit(std::move(prepared)).get().status !=
+                clef::server::DecisionOutcome::Status::decided) {
+              std::abort();
+            }
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      const double seconds = ms_since(t0) / 1000.0;
+      const double rate = requests / seconds;
+      if (serial_rate == 0) serial_rate = rate;
+      std::printf("| %d | %d | %.2f | %.2f | %.2f |\n", clients, requests, seconds, rate,
+                  rate / serial_rate);
+      std::fflush(stdout);
+      json += std::string(first_row ? "" : ", ") + "{\"parallel\": " + std::to_string(parallel) +
+              ", \"clients\": " + std::to_string(clients) +
+              ", \"requests_per_s\": " + std::to_string(rate) + "}";
+      first_row = false;
+    }
+    queue.drain();
   }
   json += "]}\n";
-  queue.drain();
   if (!o.json_path.empty()) std::ofstream(o.json_path) << json;
   return 0;
 }
