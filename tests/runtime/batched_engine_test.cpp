@@ -16,6 +16,7 @@
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
+#include "testmodel/make_test_model.hpp"
 #include "util/error.hpp"
 #include "vision/base64.hpp"
 
@@ -140,6 +141,36 @@ TEST_F(BatchedEngineTest, AMixDecidedTogetherGivesTheBytesOfEachAlone) {
     }
     if (cache_mb > 0) {
       EXPECT_GT(engine->state_cache_stats().hits, 4u);
+    }
+  }
+}
+
+TEST_F(BatchedEngineTest, TheSmallModelDecidesAMixTogetherWithTheBytesOfEachAlone) {
+  // The small preset (n_embd 256, F16): other row sizes and kernels than the tiny model's.
+  static clef::test::TempDir dir("clef-batch-small");
+  clef::testmodel::MakeOptions o;
+  o.dir = dir.path() / "model";
+  o.seed = 5;
+  o.preset = "small";
+  clef::testmodel::make_test_model(o);
+  rt::EngineConfig base = rt::EngineConfig::from_model_dir(o.dir.string());
+  base.backbone.context_size = 1024;
+  base.backbone.chunk_tokens = kChunk;
+  base.backbone.threads = 1;
+  rt::EngineConfig solo_config = base;
+  solo_config.state_cache_mb = 0;
+  rt::EngineConfig batched_config = base;
+  batched_config.state_cache_mb = 64;
+  batched_config.backbone.parallel = 4;
+  auto solo = rt::make_engine(solo_config);
+  auto batched = rt::make_engine(batched_config);
+  const std::vector<Value> bodies = mixed_requests();
+  std::vector<std::string> alone;
+  for (const Value& body : bodies) alone.push_back(solo->decide(body).body);
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<std::string> got = decide_together(*batched, bodies);
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      EXPECT_EQ(got[i], alone[i]) << "round " << round << ", request " << i;
     }
   }
 }

@@ -94,18 +94,19 @@ TEST(InfoBodies, ModelsList) {
             R"("max_options":255,"max_images":4,"max_image_tokens":4096,)"
             R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944,)"
             R"("max_videos":0,"max_video_frames":0,"max_video_seconds":0.0,)"
-            R"("max_video_frame_pixels":0,"max_video_bytes":0},)"
+            R"("max_video_frame_pixels":0,"max_video_bytes":0,"parallel":1},)"
             R"("capabilities":{"images":true,"image_urls":false,"videos":false},)" +
                 reference_answers + "}]}");
   // Issue 18: a decider that takes videos says so and states their limits.
   model.limits.max_videos = 2;
   model.limits.max_video_frames = 768;
   model.limits.max_video_seconds = 600;
-  EXPECT_NE(models_body(model).find(R"("max_videos":2,"max_video_frames":768,)"
-                                    R"("max_video_seconds":600.0,"max_video_frame_pixels":0,)"
-                                    R"("max_video_bytes":0},"capabilities":{"images":true,)"
-                                    R"("image_urls":false,"videos":true})"),
-            std::string::npos)
+  EXPECT_NE(
+      models_body(model).find(R"("max_videos":2,"max_video_frames":768,)"
+                              R"("max_video_seconds":600.0,"max_video_frame_pixels":0,)"
+                              R"("max_video_bytes":0,"parallel":1},"capabilities":{"images":true,)"
+                              R"("image_urls":false,"videos":true})"),
+      std::string::npos)
       << models_body(model);
   // Issue 14: an active calibration and another confidence are said.
   model.limits = {};
