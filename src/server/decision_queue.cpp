@@ -235,10 +235,15 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
   };
   const auto most = static_cast<std::size_t>(decider.parallel());
   std::list<Active> active;  // a list: an element never moves while its decision is in progress
-  // What became of `a` (its promise is set, its place given back).
-  auto settle = [](Active& a, DecisionOutcome outcome) {
+  // What became of `a`: its place is given back (and no longer counted in flight) before its
+  // promise is set.
+  auto settle = [this](Active& a, DecisionOutcome outcome) {
     outcome.decision_ms = ms_between(a.taken, Clock::now());
     a.decision.reset();
+    {
+      std::lock_guard lock(mutex_);
+      --in_flight_;
+    }
     a.job.promise.set_value(std::move(outcome));
   };
   auto failed_outcome = [](Clock::time_point submitted, Clock::time_point taken) {
@@ -276,10 +281,15 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
     }
     for (Job& job : joining) {
       const auto taken = Clock::now();
+      auto leave = [this] {
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+      };
       if (job.prepared.cancellation.requested()) {
         DecisionOutcome dropped;
         dropped.status = DecisionOutcome::Status::dropped;
         dropped.queue_wait_ms = ms_between(job.submitted, taken);
+        leave();
         job.promise.set_value(std::move(dropped));
         continue;
       }
@@ -288,7 +298,9 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
       try {
         a.decision = decider.begin(a.job.prepared);
       } catch (...) {
-        a.job.promise.set_value(failed_outcome(a.job.submitted, taken));
+        DecisionOutcome failed = failed_outcome(a.job.submitted, taken);
+        leave();
+        a.job.promise.set_value(std::move(failed));
         active.pop_back();
       }
     }
@@ -299,7 +311,9 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
     for (const Active& a : active) fewest = std::min(fewest, a.decision->tokens_left());
     std::vector<runtime::DecisionInProgress*> step;
     for (Active& a : active) {
-      if (is_much_shorter(fewest, a.decision->tokens_left()) && a.steps_out < kMostStepsOut) {
+      // One whose client has gone steps anyway: the step stops it and gives its place back.
+      if (is_much_shorter(fewest, a.decision->tokens_left()) && a.steps_out < kMostStepsOut &&
+          !a.job.prepared.cancellation.requested()) {
         ++a.steps_out;
         continue;
       }
@@ -332,8 +346,6 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
       settle(*it, std::move(outcome));
       it = active.erase(it);
     }
-    std::lock_guard lock(mutex_);
-    in_flight_ = static_cast<int>(active.size());
   }
 }
 
