@@ -1,6 +1,7 @@
 #include "backbone/backbone.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -149,17 +150,27 @@ int chunk_length(int total, int start, int chunk) {
   return chunk;
 }
 
+std::string mebibytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1u << 20));
+  return text;
+}
+
+std::string describe_sequence_memory(const SequenceMemory& memory, int parallel) {
+  return mebibytes(memory.per_sequence) + " per sequence (" +
+         std::to_string(memory.kv_bytes_per_token) + " B of KV per token of the context, " +
+         mebibytes(memory.recurrent_bytes) + " of recurrent state), " +
+         mebibytes(memory.per_sequence * static_cast<std::uint64_t>(parallel)) + " in all";
+}
+
 void check_parallel_fits(const SequenceMemory& memory, int parallel, std::uint64_t room,
                          const std::string& device) {
   const std::uint64_t needed = memory.per_sequence * static_cast<std::uint64_t>(parallel);
   if (room == 0 || needed <= room) return;
-  auto mib = [](std::uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20); };
-  throw invalid_request("parallel " + std::to_string(parallel) + " needs " + mib(needed) +
-                            " MiB of sequence memory (" + mib(memory.per_sequence) +
-                            " MiB per sequence: " + std::to_string(memory.kv_bytes_per_token) +
-                            " B of KV per token of the context, " + mib(memory.recurrent_bytes) +
-                            " MiB of recurrent state); " + device + " has " + mib(room) +
-                            " MiB. Lower parallel or context_size.",
+  throw invalid_request("parallel " + std::to_string(parallel) + " needs " + mebibytes(needed) +
+                            " of sequence memory (" + describe_sequence_memory(memory, parallel) +
+                            "); " + device + " has " + mebibytes(room) +
+                            ". Lower parallel or context_size.",
                         "parallel");
 }
 
@@ -260,11 +271,16 @@ void Backbone::make_context(int sequences) {
   // there for a batch (op_offload).
   cp.op_offload = device::resolve(params_.device, params_.gpu_layers).gpu != nullptr;
   ctx_.reset(llama_init_from_model(model_.get(), cp));
-  if (!ctx_) {
-    throw model_error("cannot create a llama context for '" + name_ + "' (" +
-                      std::to_string(sequences) + " x " + std::to_string(params_.context_size) +
-                      " tokens; see the log above)");
+  if (!ctx_ && sequences > 1) {
+    throw invalid_request("cannot create a llama context of " + std::to_string(sequences) +
+                              " sequences x " + std::to_string(params_.context_size) +
+                              " tokens for '" + name_ + "' (" +
+                              describe_sequence_memory(sequence_memory_, sequences) +
+                              "; see the log above). Lower parallel or context_size.",
+                          "parallel");
   }
+  if (!ctx_)
+    throw model_error("cannot create a llama context for '" + name_ + "' (see the log above)");
   // Unmasked: rows for every token of the last llama_decode call, whatever batch.logits says.
   llama_set_embeddings_nextn(ctx_.get(), true, false);
   longest_record_ = 0;
@@ -275,9 +291,10 @@ void Backbone::release_compute_memory() {
 }
 
 SequenceMemory Backbone::measure_sequence_memory() {
-  // A 16-token record on sequence 0: its full state less its recurrent part is its KV (plus the
-  // few bytes of cell metadata llama.cpp writes per token).
-  constexpr int kTokens = kBatchRowAlignment;
+  // A record of up to 16 tokens (one batch: at most chunk_tokens) on sequence 0: its full state
+  // less its recurrent part is its KV (plus the few bytes of cell metadata llama.cpp writes per
+  // token).
+  const int kTokens = std::min(kBatchRowAlignment, params_.chunk_tokens);
   std::vector<std::int32_t> ids(kTokens, 0);
   std::vector<std::int32_t> pos(kTokens);
   for (int i = 0; i < kTokens; ++i) pos[static_cast<std::size_t>(i)] = i;

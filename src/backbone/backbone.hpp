@@ -162,6 +162,13 @@ struct SequenceMemory {
   std::uint64_t per_sequence = 0;        ///< kv_bytes_per_token * context_size + recurrent_bytes
 };
 
+/// `bytes` as "12.3 MiB".
+std::string mebibytes(std::uint64_t bytes);
+
+/// "212.3 MiB per sequence (12322 B of KV per token of the context, 20.1 MiB of recurrent state),
+/// 849.2 MiB in all" for `parallel` sequences of `memory`.
+std::string describe_sequence_memory(const SequenceMemory& memory, int parallel);
+
 /// Throws clef::Error (invalid_request naming "parallel") when `parallel` sequences of `memory`
 /// need more than `room` bytes (0: unknown, nothing refused); the message says what one sequence
 /// holds and what `device` has.

@@ -505,14 +505,10 @@ class Engine final : public Decider {
   int context_size() const override { return backbone_.context_size(); }
 
   std::string sequence_memory() const override {
-    const backbone::SequenceMemory& m = backbone_.sequence_memory();
     const int n = backbone_.params().parallel;
-    auto mib = [](std::uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
     return "parallel " + std::to_string(n) + " x context " +
-           std::to_string(backbone_.context_size()) + ": " + mib(m.per_sequence) +
-           " per sequence (" + std::to_string(m.kv_bytes_per_token) + " B of KV per token, " +
-           mib(m.recurrent_bytes) + " of recurrent state), " +
-           mib(m.per_sequence * static_cast<std::uint64_t>(n)) + " in all";
+           std::to_string(backbone_.context_size()) + ": " +
+           backbone::describe_sequence_memory(backbone_.sequence_memory(), n);
   }
 
   std::string placement() const override {
