@@ -187,21 +187,36 @@ class Engine final : public Decider {
                   "all " + std::to_string(sequences_.size()) + " sequences are in use");
     }
     return start_decision(prepared, nullptr, &sequences_,
-                          static_cast<int>(free - sequences_.begin()));
+                          static_cast<int>(free - sequences_.begin()), true);
   }
 
+  /// At most one vision-tower image per step (an encode cannot be interrupted), so a request
+  /// with images holds the others up for one image at a time, as with --parallel 1; a decision
+  /// whose images are all encoded starts its prefill and steps with the others.
   void step(std::span<DecisionInProgress* const> decisions) override {
+    bool encoded = false;
+    for (DecisionInProgress* d : decisions) {
+      auto& p = static_cast<Pending&>(*d);
+      if (p.prefill || p.error) continue;
+      try {
+        if (!encoded && p.next_image < p.prepared.images.size()) encoded = encode_next_image(p);
+        if (p.next_image == p.prepared.images.size()) start_prefill(p);
+      } catch (...) {
+        p.error = std::current_exception();  // this decision only
+      }
+    }
     std::vector<backbone::Prefill*> prefills;
     for (DecisionInProgress* d : decisions) {
       auto& p = static_cast<Pending&>(*d);
-      if (!p.prefill->done()) prefills.push_back(&*p.prefill);
+      if (p.prefill && !p.prefill->done()) prefills.push_back(&*p.prefill);
     }
     backbone_.step(prefills);
   }
 
   Decision finish(DecisionInProgress& decision) override {
     auto& p = static_cast<Pending&>(decision);
-    if (!p.prefill->done()) {
+    if (p.error) std::rethrow_exception(p.error);
+    if (!p.prefill || !p.prefill->done()) {
       throw Error(ErrorKind::internal, "internal", "finish() before the prefill is done");
     }
     if (p.prefill->cancelled()) throw_cancelled_at(p.prefill->cancelled_at());
@@ -229,9 +244,11 @@ class Engine final : public Decider {
     }
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
-    bool prefilled() const override { return prefill->done(); }
+    bool prefilled() const override { return error || (prefill && prefill->done()); }
     int tokens_left() const override {
-      return prefill->done() ? 0 : prefill->total() - prefill->prefilled();
+      if (prefilled()) return 0;
+      const int total = static_cast<int>(prepared.record.ids.size());
+      return prefill ? total - prefill->prefilled() : total - hit.tokens;
     }
 
     const PreparedRequest& prepared;
@@ -253,7 +270,10 @@ class Engine final : public Decider {
     backbone::Preemption timed;
     double paused_ms = 0;
     double paused_before_prefill = 0;
-    std::optional<backbone::Prefill> prefill;
+    backbone::PrefillOptions reuse;  ///< what the prefill starts with
+    std::size_t next_image = 0;      ///< the first image whose tower rows are not made yet
+    std::optional<backbone::Prefill> prefill;  ///< started once every image is encoded
+    std::exception_ptr error;  ///< what failed it before its prefill (begin()'s images), if so
   };
 
   [[noreturn]] static void throw_cancelled_at(int token) {
@@ -282,7 +302,8 @@ class Engine final : public Decider {
   /// them, so the answer bytes never depend on the cache.
   std::unique_ptr<Pending> start_decision(const PreparedRequest& prepared,
                                           const backbone::Preemption* preemption,
-                                          std::vector<bool>* sequences, int seq) {
+                                          std::vector<bool>* sequences, int seq,
+                                          bool defer_images = false) {
     auto p = std::make_unique<Pending>(prepared, sequences, seq);
     p->t0 = Clock::now();
     const record::Record& rec = prepared.record;
@@ -330,27 +351,18 @@ class Engine final : public Decider {
       if (preemption != nullptr && p->timed.wanted()) p->timed.run_others();
     };
 
-    // The vision tower's rows for every image block after the resumed prefix.
+    // The vision tower's rows for every image block after the resumed prefix (deferred: one per
+    // step(), then the prefill starts there).
     p->rows.resize(prepared.images.size());
-    if (!prepared.images.empty()) {
-      if (!tower_) throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
-      const auto tv = Clock::now();
-      for (std::size_t i = 0; i < prepared.images.size(); ++i) {
-        if (p->spans[i].first < resumed) continue;
+    if (!prepared.images.empty() && !tower_) {
+      throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
+    }
+    if (!defer_images) {
+      while (p->next_image < prepared.images.size()) {
         pause_for_others();
-        // One encode cannot be interrupted (clip has no abort hook); before each image it can.
-        if (p->cancelled()) {
-          throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
-                                  std::to_string(i));
-        }
-        note_vision_memory(prepared.images[i]);  // first: a cancelled encode keeps it at peak
-        const RequestImage& block = prepared.images[i];
-        p->rows[i] = tower_->encode(block.image,
-                                    block.second_frame.width > 0 ? &block.second_frame : nullptr);
-        p->spans[i].rows = p->rows[i];
+        encode_next_image(*p);
       }
-      pause_for_others();  // the tower may have taken long: before the prefill too
-      out.timings.vision_ms += ms_since(tv) - p->paused_ms;
+      if (!prepared.images.empty()) pause_for_others();  // before the prefill too
     }
 
     // Snapshots at the points after the resumed part that are worth keeping and not kept yet;
@@ -381,7 +393,7 @@ class Engine final : public Decider {
         }
       }
     }
-    backbone::PrefillOptions reuse;
+    backbone::PrefillOptions& reuse = p->reuse;
     reuse.preemption = preemption != nullptr ? &p->timed : nullptr;
     reuse.cuts = p->points;
     reuse.snapshot_at = p->snapshot_at;
@@ -393,11 +405,45 @@ class Engine final : public Decider {
                               .first(static_cast<std::size_t>(resumed) *
                                      static_cast<std::size_t>(backbone_.n_embd()));
     }
-    p->paused_before_prefill = p->paused_ms;
-    p->t1 = Clock::now();
-    p->prefill.emplace(
-        backbone_.start(rec.ids, prepared.positions, p->spans, reuse, p->cancelled, seq));
+    if (!defer_images) start_prefill(*p);
     return p;
+  }
+
+  /// Encodes the next image of `p` after its resumed prefix with the vision tower (skipping those
+  /// inside it), checking its cancellation first; one encode cannot be interrupted (clip has no
+  /// abort hook). Returns whether an image was encoded (false: the rest were resumed). Throws
+  /// DecisionCancelled, or what the tower throws.
+  bool encode_next_image(Pending& p) {
+    const std::vector<RequestImage>& images = p.prepared.images;
+    while (p.next_image < images.size() && p.spans[p.next_image].first < p.hit.tokens) {
+      ++p.next_image;
+    }
+    if (p.next_image == images.size()) return false;
+    const std::size_t i = p.next_image;
+    if (p.cancelled()) {
+      throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
+                              std::to_string(i));
+    }
+    const auto tv = Clock::now();
+    note_vision_memory(images[i]);  // first: a cancelled encode keeps it at peak
+    const RequestImage& block = images[i];
+    p.rows[i] =
+        tower_->encode(block.image, block.second_frame.width > 0 ? &block.second_frame : nullptr);
+    p.spans[i].rows = p.rows[i];
+    p.out.timings.vision_ms += ms_since(tv);
+    ++p.next_image;
+    while (p.next_image < images.size() && p.spans[p.next_image].first < p.hit.tokens) {
+      ++p.next_image;
+    }
+    return true;
+  }
+
+  /// Backbone::start for `p` once its images are encoded.
+  void start_prefill(Pending& p) {
+    p.paused_before_prefill = p.paused_ms;
+    p.t1 = Clock::now();
+    p.prefill.emplace(backbone_.start(p.prepared.record.ids, p.prepared.positions, p.spans, p.reuse,
+                                      p.cancelled, p.seq));
   }
 
   /// The digests of the images whose blocks start among the first `n` tokens (a prefix's key).

@@ -208,6 +208,34 @@ TEST_F(BatchedEngineTest, ACancelledDecisionStopsAndTheOthersKeepTheirBytes) {
   EXPECT_EQ(again[1], alone_[0].body);
 }
 
+/// Reported: a request's images were all encoded when it joined, holding every other decision
+/// up meanwhile (a short request waited 25 s behind two 2048x2048 images with --parallel 4). The
+/// tower now takes one image per step, and the others step between them.
+TEST_F(BatchedEngineTest, ImagesAreEncodedOnePerStepWhileTheOthersGoOn) {
+  auto engine = rt::make_engine(config(2, 0));
+  const std::vector<Value> bodies = mixed_requests();
+  const Value three_images = clef::json::parse(
+      R"({"state": "Compare", "questions": {"q": {"type": "noul"}}, "images": [")" +
+      png_uri(64, 64) + R"(", ")" + png_uri(32, 96) + R"(", ")" + png_uri(80, 40) + R"("]})");
+  const std::string images_alone = solo_->decide(three_images).body;
+  rt::PreparedRequest text = engine->prepare(bodies[1]);
+  rt::PreparedRequest images = engine->prepare(three_images);
+  auto t = engine->begin(text);
+  auto im = engine->begin(images);
+  const int text_left = t->tokens_left();
+  const int images_left = im->tokens_left();
+  std::vector<rt::DecisionInProgress*> both{t.get(), im.get()};
+  engine->step(both);
+  // One image encoded, the prefill not started: the text record went on.
+  EXPECT_LT(t->tokens_left(), text_left);
+  EXPECT_EQ(im->tokens_left(), images_left);
+  engine->step(both);
+  EXPECT_EQ(im->tokens_left(), images_left);  // the second image
+  while (!t->prefilled() || !im->prefilled()) engine->step(both);
+  EXPECT_EQ(engine->finish(*t).body, alone_[1].body);
+  EXPECT_EQ(engine->finish(*im).body, images_alone);
+}
+
 TEST_F(BatchedEngineTest, AOneSequenceEngineTakesOneDecisionAtATime) {
   EXPECT_EQ(solo_->parallel(), 1);
   const std::vector<Value> bodies = mixed_requests();
