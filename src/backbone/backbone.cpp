@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -295,12 +296,10 @@ SequenceMemory Backbone::measure_sequence_memory() {
   // less its recurrent part is its KV (plus the few bytes of cell metadata llama.cpp writes per
   // token).
   const int kTokens = std::min(kBatchRowAlignment, params_.chunk_tokens);
-  std::vector<std::int32_t> ids(kTokens, 0);
-  std::vector<std::int32_t> pos(kTokens);
-  for (int i = 0; i < kTokens; ++i) pos[static_cast<std::size_t>(i)] = i;
   BatchStorage storage;
-  storage.tokens = ids;
-  storage.pos = pos;
+  storage.tokens.assign(kTokens, 0);
+  storage.pos.resize(kTokens);
+  std::iota(storage.pos.begin(), storage.pos.end(), 0);
   storage.seq.assign(kTokens, 0);
   clear_sequence(0);
   if (llama_decode(ctx_.get(), storage.view(false)) != 0) {
@@ -479,8 +478,7 @@ HiddenStates Backbone::finish(Prefill& p) {
       const MemorySnapshot paused = take_snapshot(p.seq_, p.at_, false);
       reuse.preemption->run_others();
       clear_sequence(p.seq_);
-      if (llama_state_seq_set_data(ctx_.get(), paused.data.data(), paused.data.size(), p.seq_) !=
-          paused.data.size()) {
+      if (!set_memory(p.seq_, paused, false)) {
         clear_sequence(p.seq_);
         bad_prefill("llama.cpp did not take back a paused prefill's memory");
       }
@@ -647,16 +645,21 @@ MemorySnapshot Backbone::take_snapshot(int seq, int tokens, bool partial) {
   return m;
 }
 
+bool Backbone::set_memory(int seq, const MemorySnapshot& m, bool partial) {
+  const llama_state_seq_flags flags =
+      partial ? LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY : LLAMA_STATE_SEQ_FLAGS_NONE;
+  return llama_state_seq_set_data_ext(ctx_.get(), m.data.data(), m.data.size(), seq, flags) ==
+         m.data.size();
+}
+
 int Backbone::restore(int seq, const PrefillOptions& reuse,
                       std::span<const RopePosition> positions) {
-  llama_context* ctx = ctx_.get();
   auto fail = [&](const std::string& what) {
     clear_sequence(seq);
     bad_prefill(what);
   };
   const MemorySnapshot& full = *reuse.resume;
-  if (llama_state_seq_set_data_ext(ctx, full.data.data(), full.data.size(), seq,
-                                   LLAMA_STATE_SEQ_FLAGS_NONE) != full.data.size()) {
+  if (!set_memory(seq, full, false)) {
     fail("llama.cpp did not take back a memory snapshot of " + std::to_string(full.tokens) +
          " tokens");
   }
@@ -664,13 +667,12 @@ int Backbone::restore(int seq, const PrefillOptions& reuse,
   // The recurrent states at c first (the recurrent memory cannot be cut back, llama-probes.md
   // section 3), then the attention KV from token c's position on.
   const MemorySnapshot& at = *reuse.resume_checkpoint;
-  if (llama_state_seq_set_data_ext(ctx, at.data.data(), at.data.size(), seq,
-                                   LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) != at.data.size()) {
+  if (!set_memory(seq, at, true)) {
     fail("llama.cpp did not take back a checkpoint of " + std::to_string(at.tokens) + " tokens");
   }
   const llama_pos from =
       positions.empty() ? at.tokens : positions[static_cast<std::size_t>(at.tokens)].t;
-  if (!llama_memory_seq_rm(llama_get_memory(ctx), seq, from, -1)) {
+  if (!llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, from, -1)) {
     fail("llama.cpp did not cut the memory back to " + std::to_string(at.tokens) + " tokens");
   }
   return at.tokens;

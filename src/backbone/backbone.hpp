@@ -331,6 +331,9 @@ class Backbone {
   /// The memory of sequence `seq` now, after its first `tokens` tokens (recurrent states only
   /// when `partial`).
   MemorySnapshot take_snapshot(int seq, int tokens, bool partial);
+  /// Sets sequence `seq`'s memory from `m` as a full snapshot, or as recurrent states only when
+  /// `partial` (llama.cpp refuses a snapshot of the other kind); false when it does not take it.
+  bool set_memory(int seq, const MemorySnapshot& m, bool partial);
   /// Sets sequence `seq`'s memory from `reuse.resume` (and `reuse.resume_checkpoint`); returns
   /// the resumed token count. Throws clef::Error (internal) when llama.cpp does not take it.
   int restore(int seq, const PrefillOptions& reuse, std::span<const RopePosition> positions);
