@@ -110,24 +110,24 @@ class Decider {
   }
 
   /// How many decisions this decider prefills together (backbone::BackboneParams::parallel);
-  /// 1: one at a time through decide(), begin() is not available.
+  /// 1: one at a time (the server then uses decide(); begin() still takes one).
   virtual int parallel() const { return 1; }
 
   /// Continuous batching, on the deciding thread like decide(). Starts deciding `prepared`
   /// (which the caller keeps alive until the decision is destroyed) beside at most parallel() - 1
-  /// others: everything before the prefill (the state cache's lookup, the vision tower).
-  /// Throws what decide() throws before its prefill; clef::Error (internal) when parallel()
-  /// decisions are already in progress or the decider does not batch.
+  /// others: the state cache's lookup and the snapshot points; its images go through the vision
+  /// tower in step(), one per step. Throws what decide() throws before its images; clef::Error
+  /// (internal) when parallel() decisions are already in progress or the decider does not batch.
   virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) {
     (void)prepared;
     throw Error(ErrorKind::internal, "internal", "this decider does not batch decisions");
   }
 
-  /// One step of every decision in `decisions` not prefilled() yet: their next prefill pieces,
-  /// several records in one backbone call (backbone::Backbone::step); each one's answer is the
-  /// bytes it gets from decide() alone. A decision whose client has gone stops here without
-  /// disturbing the others. Throws clef::Error (internal) when the backbone fails: every decision
-  /// of the step is then lost.
+  /// One step of every decision in `decisions` not prefilled() yet: at most one vision-tower image
+  /// among them, then their next prefill pieces, several records in one backbone call
+  /// (backbone::Backbone::step); each one's answer is the bytes it gets from decide() alone. A
+  /// decision whose client has gone stops here without disturbing the others. Throws clef::Error
+  /// (internal) when the backbone fails: every decision of the step is then lost.
   virtual void step(std::span<DecisionInProgress* const> decisions) { (void)decisions; }
 
   /// The answer of a prefilled() decision (the joint schema head, the response, the state

@@ -199,7 +199,10 @@ class Engine final : public Decider {
       auto& p = static_cast<Pending&>(*d);
       if (p.prefill || p.error) continue;
       try {
-        if (!encoded && p.next_image < p.prepared.images.size()) encoded = encode_next_image(p);
+        if (!encoded && p.next_image < p.prepared.images.size()) {
+          encode_next_image(p);
+          encoded = true;
+        }
         if (p.next_image == p.prepared.images.size()) start_prefill(p);
       } catch (...) {
         p.error = std::current_exception();  // this decision only
@@ -352,8 +355,13 @@ class Engine final : public Decider {
     };
 
     // The vision tower's rows for every image block after the resumed prefix (deferred: one per
-    // step(), then the prefill starts there).
+    // step(), then the prefill starts there). Images are in record order: those inside the
+    // resumed prefix come first and need no rows.
     p->rows.resize(prepared.images.size());
+    p->next_image =
+        static_cast<std::size_t>(std::lower_bound(p->image_starts.begin(), p->image_starts.end(),
+                                                  static_cast<std::size_t>(resumed)) -
+                                 p->image_starts.begin());
     if (!prepared.images.empty() && !tower_) {
       throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
     }
@@ -409,16 +417,11 @@ class Engine final : public Decider {
     return p;
   }
 
-  /// Encodes the next image of `p` after its resumed prefix with the vision tower (skipping those
-  /// inside it), checking its cancellation first; one encode cannot be interrupted (clip has no
-  /// abort hook). Returns whether an image was encoded (false: the rest were resumed). Throws
+  /// Encodes `p`'s next image (p.next_image < its images) with the vision tower, checking its
+  /// cancellation first; one encode cannot be interrupted (clip has no abort hook). Throws
   /// DecisionCancelled, or what the tower throws.
-  bool encode_next_image(Pending& p) {
+  void encode_next_image(Pending& p) {
     const std::vector<RequestImage>& images = p.prepared.images;
-    while (p.next_image < images.size() && p.spans[p.next_image].first < p.hit.tokens) {
-      ++p.next_image;
-    }
-    if (p.next_image == images.size()) return false;
     const std::size_t i = p.next_image;
     if (p.cancelled()) {
       throw DecisionCancelled("the decision was cancelled before the vision tower's image " +
@@ -432,10 +435,6 @@ class Engine final : public Decider {
     p.spans[i].rows = p.rows[i];
     p.out.timings.vision_ms += ms_since(tv);
     ++p.next_image;
-    while (p.next_image < images.size() && p.spans[p.next_image].first < p.hit.tokens) {
-      ++p.next_image;
-    }
-    return true;
   }
 
   /// Backbone::start for `p` once its images are encoded.
