@@ -15,6 +15,19 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+/// Inside a catch handler: `outcome` takes the exception being handled, as cancelled (a
+/// DecisionCancelled: the client has gone) or failed.
+void take_current_exception(DecisionOutcome& outcome) {
+  try {
+    throw;
+  } catch (const DecisionCancelled&) {
+    outcome.status = DecisionOutcome::Status::cancelled;
+  } catch (...) {
+    outcome.status = DecisionOutcome::Status::failed;
+  }
+  outcome.error = std::current_exception();
+}
+
 }  // namespace
 
 Error unavailable_error(QueueState state) {
@@ -235,29 +248,19 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
   };
   const auto most = static_cast<std::size_t>(decider.parallel());
   std::list<Active> active;  // a list: an element never moves while its decision is in progress
-  // What became of `a`: its place is given back (and no longer counted in flight) before its
+  // A request taken from the queue leaves the batch (no longer counted in flight) before its
   // promise is set.
-  auto settle = [this](Active& a, DecisionOutcome outcome) {
+  auto leave = [this] {
+    std::lock_guard lock(mutex_);
+    --in_flight_;
+  };
+  // What became of `a`: its place is given back, then its promise is set.
+  auto settle = [&leave](Active& a, DecisionOutcome outcome) {
+    outcome.queue_wait_ms = ms_between(a.job.submitted, a.taken);
     outcome.decision_ms = ms_between(a.taken, Clock::now());
     a.decision.reset();
-    {
-      std::lock_guard lock(mutex_);
-      --in_flight_;
-    }
+    leave();
     a.job.promise.set_value(std::move(outcome));
-  };
-  auto failed_outcome = [](Clock::time_point submitted, Clock::time_point taken) {
-    DecisionOutcome o;
-    o.queue_wait_ms = ms_between(submitted, taken);
-    try {
-      throw;
-    } catch (const DecisionCancelled&) {
-      o.status = DecisionOutcome::Status::cancelled;
-    } catch (...) {
-      o.status = DecisionOutcome::Status::failed;
-    }
-    o.error = std::current_exception();
-    return o;
   };
   while (true) {
     std::vector<Job> joining;
@@ -281,10 +284,6 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
     }
     for (Job& job : joining) {
       const auto taken = Clock::now();
-      auto leave = [this] {
-        std::lock_guard lock(mutex_);
-        --in_flight_;
-      };
       if (job.prepared.cancellation.requested()) {
         DecisionOutcome dropped;
         dropped.status = DecisionOutcome::Status::dropped;
@@ -298,9 +297,9 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
       try {
         a.decision = decider.begin(a.job.prepared);
       } catch (...) {
-        DecisionOutcome failed = failed_outcome(a.job.submitted, taken);
-        leave();
-        a.job.promise.set_value(std::move(failed));
+        DecisionOutcome failed;
+        take_current_exception(failed);
+        settle(a, std::move(failed));
         active.pop_back();
       }
     }
@@ -325,8 +324,9 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
     } catch (...) {
       // The backbone failed: every decision of this step is lost, each told why.
       for (Active& a : active) {
-        DecisionOutcome o = failed_outcome(a.job.submitted, a.taken);
-        settle(a, std::move(o));
+        DecisionOutcome failed;
+        take_current_exception(failed);
+        settle(a, std::move(failed));
       }
       active.clear();
     }
@@ -336,12 +336,11 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
         continue;
       }
       DecisionOutcome outcome;
-      outcome.queue_wait_ms = ms_between(it->job.submitted, it->taken);
       try {
         outcome.decision = decider.finish(*it->decision);
         outcome.status = DecisionOutcome::Status::decided;
       } catch (...) {
-        outcome = failed_outcome(it->job.submitted, it->taken);
+        take_current_exception(outcome);
       }
       settle(*it, std::move(outcome));
       it = active.erase(it);
@@ -375,12 +374,8 @@ DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job, b
     }
     paused_ms = outcome.decision.timings.paused_ms;
     outcome.status = DecisionOutcome::Status::decided;
-  } catch (const DecisionCancelled&) {
-    outcome.status = DecisionOutcome::Status::cancelled;
-    outcome.error = std::current_exception();
   } catch (...) {
-    outcome.status = DecisionOutcome::Status::failed;
-    outcome.error = std::current_exception();
+    take_current_exception(outcome);
   }
   outcome.decision_ms = ms_between(taken, Clock::now()) - paused_ms;
   return outcome;

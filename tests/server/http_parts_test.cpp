@@ -80,7 +80,7 @@ TEST(InfoBodies, HealthStates) {
 }
 
 TEST(InfoBodies, ModelsList) {
-  ModelInfo model{"clef-flash", 16384, 1.0, {}, {}, {}};
+  ModelInfo model{"clef-flash", 16384, 1.0, {}, {}, {}, {}};
   const std::string reference_answers =
       R"("answers":{"calibration":null,"confidence":"reference"})";
   EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
