@@ -5,7 +5,11 @@ if(NOT EXISTS "${CLEF_LLAMA_DIR}/CMakeLists.txt")
   message(FATAL_ERROR "llama.cpp not found in ${CLEF_LLAMA_DIR}: run ./scripts/setup (or ./scripts/fetch-llama) first")
 endif()
 
-set(BUILD_SHARED_LIBS OFF CACHE BOOL "" FORCE)
+# Shared libraries (issue 27): a ggml backend shipped prebuilt (libggml-vulkan.so of the same pinned
+# tree, from npm) is a module that NEEDs libggml-base.so. With ggml-base a shared library of the
+# same source, the module binds to clef's one copy (its fp16 tables, logger and backend registry)
+# instead of loading a second. libllama, libmtmd and ggml-cpu follow (llama.cpp's own default).
+set(BUILD_SHARED_LIBS ON CACHE BOOL "" FORCE)
 foreach(opt LLAMA_BUILD_TESTS LLAMA_BUILD_TOOLS LLAMA_BUILD_EXAMPLES LLAMA_BUILD_SERVER
             LLAMA_BUILD_APP LLAMA_BUILD_COMMON LLAMA_OPENSSL LLAMA_SUBPROCESS LLAMA_ALL_WARNINGS
             LLAMA_BUILD_UI MTMD_VIDEO GGML_BUILD_TESTS GGML_BUILD_EXAMPLES)
@@ -37,6 +41,13 @@ foreach(opt GGML_AMX_TILE GGML_AMX_INT8 GGML_AMX_BF16)
 endforeach()
 
 add_subdirectory("${CLEF_LLAMA_DIR}" "${CMAKE_BINARY_DIR}/llama.cpp" EXCLUDE_FROM_ALL SYSTEM)
+
+# The prebuilt backend modules NEED "libggml-base.so", unversioned (their build's soname): the
+# dynamic loader matches that name against the sonames already loaded, so clef's ggml-base carries
+# exactly that soname (ggml's own CMake would make it libggml-base.so.0, and the module would then
+# load the copy beside it). device_test checks that one copy is mapped.
+set_property(TARGET ggml-base PROPERTY VERSION)
+set_property(TARGET ggml-base PROPERTY SOVERSION)
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|i[3-6]86)$" AND NOT MSVC)
   # Appended after ggml's own -march flags, so these win on an AMX CPU with GGML_NATIVE.

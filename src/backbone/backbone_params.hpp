@@ -22,7 +22,7 @@ struct BackboneParams {
   int gpu_layers = -1;
   /// Where the backbone (and with it the vision tower and the joint schema head) runs: "auto"
   /// (the first GPU of a CLEF_CUDA build when there is one), "cpu", or a device name such as
-  /// "CUDA0" (device::resolve).
+  /// "Vulkan0", "CUDA0" (device::resolve).
   std::string device = "auto";
   /// Prefill chunk (llama.cpp n_batch = n_ubatch) in tokens. Chunks always start at multiples of
   /// this size from token 0, so a record's hidden states depend only on the record itself.

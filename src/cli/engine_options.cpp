@@ -60,8 +60,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
           ->capture_default_str();
   cmd.add_option("--device", device,
                  "where the backbone, vision tower and joint schema head run: auto (the first "
-                 "GPU of a CUDA build, else the CPU), cpu, or a device name such as CUDA0 "
-                 "(clef info lists them)")
+                 "GPU: CUDA in a CUDA build, else Vulkan; else the CPU; a CPU-type Vulkan "
+                 "device such as lavapipe only with CLEF_VK_ALLOW_CPU_DEVICE=1), cpu, or a "
+                 "device name such as Vulkan0 or CUDA0 (clef info lists them)")
       ->capture_default_str();
   cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
       ->capture_default_str();

@@ -24,7 +24,7 @@ struct EngineOptions {
   int context_size = 16384;
   int threads = 0;
   int gpu_layers = -1;
-  std::string device = "auto";  ///< --device: auto, cpu, or a device name (CUDA0)
+  std::string device = "auto";  ///< --device: auto, cpu, or a device name (Vulkan0, CUDA0)
   int chunk_tokens = 512;
   int parallel = 1;                         ///< --parallel: records prefilled together
   int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)

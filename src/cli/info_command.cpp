@@ -8,6 +8,7 @@
 
 #include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
+#include "device/backends.hpp"
 #include "device/device.hpp"
 #include "info/model_info.hpp"
 #include "util/byte_size.hpp"
@@ -40,12 +41,20 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
     std::cout << info::format_report(info::inspect_model(p));
     std::cout << "\ndevices of this build:\n";
     for (const device::DeviceInfo& d : device::list()) {
-      std::cout << "  " << d.name << (d.gpu ? " (GPU)" : "") << ": " << d.description;
+      std::cout << "  " << d.name
+                << (d.cpu_type ? " (GPU on the CPU: used when named, or by auto with "
+                                 "CLEF_VK_ALLOW_CPU_DEVICE=1)"
+                    : d.gpu    ? " (GPU)"
+                               : "")
+                << ": " << d.description;
       if (d.memory_total > 0) {
         std::cout << ", " << util::human_bytes(d.memory_total) << " ("
                   << util::human_bytes(d.memory_free) << " free)";
       }
       std::cout << "\n";
+    }
+    if (const device::LoadedBackends& loaded = device::load_backends(); !loaded.vulkan) {
+      std::cout << "  (no Vulkan devices: " << loaded.vulkan_note << ")\n";
     }
     const device::Placement placement = device::resolve(*device, *gpu_layers);
     std::cout << "placement (--device " << *device << ", --gpu-layers " << *gpu_layers

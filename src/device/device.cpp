@@ -5,6 +5,7 @@
 #include <cctype>
 #include <map>
 
+#include "device/backends.hpp"
 #include "util/byte_size.hpp"
 #include "util/error.hpp"
 
@@ -22,6 +23,7 @@ DeviceInfo info_of(ggml_backend_dev_t dev) {
   d.name = ggml_backend_dev_name(dev);
   d.description = ggml_backend_dev_description(dev);
   d.gpu = is_gpu(dev);
+  d.cpu_type = d.gpu && is_cpu_type(dev);
   ggml_backend_dev_memory(dev, &d.memory_free, &d.memory_total);
   return d;
 }
@@ -42,6 +44,7 @@ ggml_backend_dev_t cpu_device() {
 }  // namespace
 
 std::vector<DeviceInfo> list() {
+  load_backends();
   std::vector<DeviceInfo> out;
   for (std::size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     out.push_back(info_of(ggml_backend_dev_get(i)));
@@ -53,16 +56,19 @@ Placement resolve(std::string_view device, int gpu_layers) {
   Placement cpu;
   cpu.info = info_of(cpu_device());
   const std::string wanted = lower(device);
-  if (wanted == "cpu") return cpu;
+  if (wanted == "cpu") return cpu;  // the CPU alone: no backend module is loaded for it
+  load_backends();
+  const bool software_ok = cpu_type_devices_allowed();
   ggml_backend_dev_t chosen = nullptr;
   std::string known = "auto, cpu";
   for (std::size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t dev = ggml_backend_dev_get(i);
     if (!is_gpu(dev)) continue;
     known += std::string(", ") + ggml_backend_dev_name(dev);
-    if (chosen == nullptr && (wanted == "auto" || wanted == lower(ggml_backend_dev_name(dev)))) {
-      chosen = dev;
-    }
+    // auto never lands on a software rasterizer (lavapipe) unless CLEF_VK_ALLOW_CPU_DEVICE=1.
+    const bool pick = wanted == "auto" ? software_ok || !is_cpu_type(dev)
+                                       : wanted == lower(ggml_backend_dev_name(dev));
+    if (chosen == nullptr && pick) chosen = dev;
   }
   if (chosen == nullptr && wanted != "auto") {
     throw invalid_request(

@@ -1,7 +1,8 @@
 #pragma once
-// Where the model runs: the ggml backend devices this build offers (the CPU, and a GPU when clef
-// is built with CLEF_CUDA=ON) and the one `--device` picks for the backbone, the vision tower
-// and the joint schema head together.
+// Where the model runs: the ggml backend devices this build offers (the CPU; Vulkan devices through
+// the prebuilt Vulkan backend module, backends.hpp; CUDA GPUs when clef is built with
+// CLEF_CUDA=ON) and the one `--device` picks for the backbone, the vision tower and the joint
+// schema head together.
 
 #include <cstddef>
 #include <string>
@@ -17,11 +18,13 @@ struct DeviceInfo {
   std::string name;              ///< ggml's name, e.g. "CPU", "CUDA0"
   std::string description;       ///< e.g. the GPU's product name
   bool gpu = false;              ///< a GPU (or integrated GPU) device
+  bool cpu_type = false;         ///< a GPU device that is software on the CPU (Vulkan lavapipe)
   std::size_t memory_free = 0;   ///< bytes, as the device reports them (0: unknown)
   std::size_t memory_total = 0;  ///< bytes
 };
 
-/// Every device of this build, in ggml's order (GPUs first when there are any).
+/// Every device of this build, in ggml's order (compiled-in GPUs, the CPU, then the devices of
+/// loaded backend modules: Vulkan0, ...). Loads the backend modules (load_backends).
 std::vector<DeviceInfo> list();
 
 /// The device chosen for a model: a GPU, or the CPU (gpu == nullptr).
@@ -33,9 +36,10 @@ struct Placement {
 };
 
 /// The placement a `--device` value and `gpu_layers` give:
-///  - "auto": the first GPU when there is one and gpu_layers != 0, else the CPU;
-///  - "cpu": the CPU, whatever gpu_layers says (no offload);
-///  - a device name ("CUDA0", any case): that device, which must be a GPU.
+///  - "auto": the first GPU when there is one and gpu_layers != 0, else the CPU; a CPU-type
+///    Vulkan device (lavapipe) only with CLEF_VK_ALLOW_CPU_DEVICE=1;
+///  - "cpu": the CPU, whatever gpu_layers says (no offload; no backend module is loaded);
+///  - a device name ("CUDA0", "Vulkan0", any case): that device, which must be a GPU.
 /// gpu_layers 0 keeps the backbone on the CPU even with a GPU device named (the tower and head
 /// follow the backbone). Throws clef::Error (invalid_request, param "device") for an unknown
 /// name, listing the devices there are.

@@ -622,8 +622,8 @@ class Engine final : public Decider {
       tower_ = std::make_unique<vision::VisionTower>(
           config.mmproj_path, llama_model_n_embd_inp(backbone_.model()), std::move(tp));
     }
-    vision_memory_ =
-        config.max_vision_memory > 0 ? config.max_vision_memory : physical_memory_bytes() / 4;
+    vision_memory_ = config.max_vision_memory > 0 ? config.max_vision_memory
+                                                  : default_vision_memory(placement_);
     answer_options_.confidence = decision::parse_confidence_kind(config.confidence);
     if (!config.calibration_path.empty()) {
       calibration_ = decision::load_calibration(config.calibration_path);
@@ -696,7 +696,11 @@ class Engine final : public Decider {
         throw Error(ErrorKind::payload_too_large, "image_too_large",
                     image.param + " is " + size + ": the vision tower would need about " +
                         gib(bytes) + " of memory for it, over the " + gib(vision_memory_) +
-                        " this server allows (--max-vision-memory); send a smaller image",
+                        " this server allows (--max-vision-memory" +
+                        (config_.max_vision_memory == 0 && placement_.gpu != nullptr
+                             ? "; by default what " + placement_.info.name + " has free"
+                             : std::string()) +
+                        "); send a smaller image",
                     image.param);
       }
     }
@@ -755,6 +759,19 @@ class Engine final : public Decider {
       where = "CPU";
     }
     return head::JointSchemaHead(weights, threads);
+  }
+
+  /// The vision tower's memory for one image by default: a quarter of physical memory, and on a
+  /// device at most what the device has free once the backbone and the head are on it (an image
+  /// over that is a 413 naming it, not a failed allocation on the device).
+  static std::uint64_t default_vision_memory(const device::Placement& placement) {
+    std::uint64_t bytes = physical_memory_bytes() / 4;
+    if (placement.gpu != nullptr) {
+      std::size_t free = 0, total = 0;
+      ggml_backend_dev_memory(placement.gpu, &free, &total);
+      if (free > 0) bytes = std::min<std::uint64_t>(bytes, free);
+    }
+    return bytes;
   }
 
   static std::string gib(std::uint64_t bytes) {

@@ -1,11 +1,20 @@
 // The devices of this build and what `--device` picks: the CPU always, a GPU only when one is
-// there (a CLEF_CUDA build on a machine with an NVIDIA GPU), an unknown name refused naming the
-// field and the devices there are.
+// there (a Vulkan GPU, or a CLEF_CUDA build on a machine with an NVIDIA GPU), a CPU-type Vulkan
+// device (lavapipe) only when named or allowed, the prebuilt Vulkan backend bound to clef's one
+// libggml-base.so, an unknown name refused naming the field and the devices there are.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
 
+#include "device/backends.hpp"
 #include "device/device.hpp"
+#include "device/vulkan_probe.hpp"
 #include "util/error.hpp"
 
 namespace clef::device {
@@ -13,7 +22,44 @@ namespace {
 
 bool has_gpu() {
   const auto all = list();
-  return std::any_of(all.begin(), all.end(), [](const DeviceInfo& d) { return d.gpu; });
+  return std::any_of(all.begin(), all.end(), [](const DeviceInfo& d) {
+    return d.gpu && (!d.cpu_type || cpu_type_devices_allowed());
+  });
+}
+
+/// Sets an environment variable for one scope (these tests run one at a time per process).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+/// The files mapped into this process whose names contain `part`.
+std::set<std::string> mapped(const std::string& part) {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> out;
+  for (std::string line; std::getline(maps, line);) {
+    const auto slash = line.find('/');
+    if (slash != std::string::npos && line.find(part, slash) != std::string::npos) {
+      out.insert(line.substr(slash));
+    }
+  }
+  return out;
 }
 
 TEST(Devices, TheCpuIsAlwaysListed) {
@@ -67,6 +113,60 @@ TEST(Devices, AnUnknownDeviceIsRefusedNamingTheField) {
     EXPECT_NE(std::string(e.what()).find("tpu7"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("auto, cpu"), std::string::npos);
   }
+}
+
+TEST(Devices, VulkanDevicesAreListedWhereTheLoaderHasThem) {
+  const VulkanProbe probe = probe_vulkan();
+  const LoadedBackends& loaded = load_backends();
+  if (!CLEF_HAS_VULKAN_MODULE || probe.devices.empty()) {
+    EXPECT_FALSE(loaded.vulkan_note.empty());
+    GTEST_SKIP() << "no Vulkan here: " << (probe.error.empty() ? loaded.vulkan_note : probe.error);
+  }
+  ASSERT_TRUE(loaded.vulkan) << loaded.vulkan_note;
+  const auto all = list();
+  const auto vk = std::find_if(all.begin(), all.end(),
+                               [](const DeviceInfo& d) { return d.name == "Vulkan0"; });
+  ASSERT_NE(vk, all.end());
+  EXPECT_TRUE(vk->gpu);
+  EXPECT_GT(vk->memory_total, 0u);
+  for (const DeviceInfo& d : all) std::cout << "[device] " << d.name << ": " << d.description
+                                            << (d.cpu_type ? " (CPU type)" : "") << "\n";
+}
+
+TEST(Devices, TheVulkanBackendBindsToClefsOwnGgmlBase) {
+  const LoadedBackends& loaded = load_backends();
+  if (!loaded.vulkan) GTEST_SKIP() << loaded.vulkan_note;
+  // One libggml-base.so in the process: clef's, which the module's NEEDED entry resolved to.
+  const std::set<std::string> bases = mapped("libggml-base");
+  ASSERT_EQ(bases.size(), 1u) << "ggml-base mapped more than once";
+  EXPECT_EQ(bases.begin()->rfind(CLEF_BINARY_DIR, 0), 0u) << *bases.begin() << " is not clef's";
+  EXPECT_EQ(mapped("libggml-vulkan.so").size(), 1u);
+  EXPECT_NE(loaded.vulkan_module.find("libggml-vulkan.so"), std::string::npos);
+}
+
+TEST(Devices, AutoTakesASoftwareVulkanDeviceOnlyWhenAllowed) {
+  const auto all = list();
+  const auto software = std::find_if(all.begin(), all.end(),
+                                     [](const DeviceInfo& d) { return d.cpu_type; });
+  if (software == all.end()) GTEST_SKIP() << "no CPU-type Vulkan device here";
+  const bool other_gpu = std::any_of(all.begin(), all.end(), [](const DeviceInfo& d) {
+    return d.gpu && !d.cpu_type;
+  });
+  {
+    ScopedEnv off("CLEF_VK_ALLOW_CPU_DEVICE", "0");
+    const Placement p = resolve("auto", -1);
+    if (!other_gpu) EXPECT_EQ(p.gpu, nullptr) << "auto took " << describe(p);
+    if (p.gpu != nullptr) EXPECT_FALSE(p.info.cpu_type);
+    // Named, it is used.
+    const Placement named = resolve(software->name, -1);
+    ASSERT_NE(named.gpu, nullptr);
+    EXPECT_EQ(named.info.name, software->name);
+    EXPECT_TRUE(named.info.cpu_type);
+  }
+  ScopedEnv on("CLEF_VK_ALLOW_CPU_DEVICE", "1");
+  const Placement p = resolve("auto", -1);
+  ASSERT_NE(p.gpu, nullptr);
+  if (!other_gpu) EXPECT_EQ(p.info.name, software->name);
 }
 
 }  // namespace

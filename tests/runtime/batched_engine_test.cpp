@@ -12,7 +12,7 @@
 
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
-#include "support/grey_png.hpp"
+#include "support/batched_decisions.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
@@ -38,34 +38,9 @@ rt::EngineConfig config(int parallel, std::int64_t cache_mb, int context = 1024)
 
 const char* const kQuestionsA = clef::test::kTicketQuestionsA;
 const char* const kQuestionsB = clef::test::kTicketQuestionsB;
-
-Value request(const std::string& state, const char* questions, const std::string& image = {}) {
-  return clef::test::ticket_request(
-      state, questions, image.empty() ? std::vector<std::string>{} : std::vector{image});
-}
-
-std::string png_uri(int w, int h) {
-  const std::string png =
-      clef::test::grey_png(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(h));
-  return "data:image/png;base64," +
-         clef::vision::encode_base64(
-             {reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
-}
-
-/// A mix of requests: short and long states, two with an image, one whose state the 1,024-token
-/// context truncates, and pairs that share a state (a cache hit when the first is done first).
-std::vector<Value> mixed_requests() {
-  std::vector<Value> out;
-  out.push_back(request("Production database is down", kQuestionsA));
-  out.push_back(request(clef::test::ticket_words(150), kQuestionsB));
-  out.push_back(request("What is in the picture?", kQuestionsA, png_uri(64, 48)));
-  out.push_back(request(clef::test::ticket_words(2000), kQuestionsA));  // truncated
-  out.push_back(request(clef::test::ticket_words(150), kQuestionsA));   // shares #1's state
-  out.push_back(request("A", kQuestionsB));
-  out.push_back(request("Compare these", kQuestionsB, png_uri(40, 90)));
-  out.push_back(request(clef::test::ticket_words(37), kQuestionsB));
-  return out;
-}
+using clef::test::decide_together;
+using clef::test::InFlight;
+using clef::test::mixed_requests;
 
 class BatchedEngineTest : public ::testing::Test {
  protected:
@@ -82,44 +57,6 @@ class BatchedEngineTest : public ::testing::Test {
 };
 std::unique_ptr<rt::Decider> BatchedEngineTest::solo_;
 std::vector<rt::Decision> BatchedEngineTest::alone_;
-
-/// One decision of a batch with what it refers to.
-struct InFlight {
-  rt::PreparedRequest prepared;
-  std::unique_ptr<rt::DecisionInProgress> decision;
-  std::size_t index = 0;
-};
-
-/// Decides `bodies` on `engine` by continuous batching: at most parallel() at once, a new one
-/// joining as soon as one is done; returns each answer body by index.
-std::vector<std::string> decide_together(rt::Decider& engine, const std::vector<Value>& bodies) {
-  std::vector<std::string> out(bodies.size());
-  std::list<InFlight> active;  // a list: a prepared request must not move while it is decided
-  std::size_t next = 0;
-  int steps = 0;
-  while (next < bodies.size() || !active.empty()) {
-    while (next < bodies.size() && active.size() < static_cast<std::size_t>(engine.parallel())) {
-      InFlight& f = active.emplace_back();
-      f.prepared = engine.prepare(bodies[next]);
-      f.index = next++;
-      f.decision = engine.begin(f.prepared);
-    }
-    std::vector<rt::DecisionInProgress*> step;
-    for (InFlight& f : active) step.push_back(f.decision.get());
-    engine.step(step);
-    ++steps;
-    for (auto it = active.begin(); it != active.end();) {
-      if (!it->decision->prefilled()) {
-        ++it;
-        continue;
-      }
-      out[it->index] = engine.finish(*it->decision).body;
-      it = active.erase(it);
-    }
-  }
-  EXPECT_GT(steps, 1);
-  return out;
-}
 
 TEST_F(BatchedEngineTest, AMixDecidedTogetherGivesTheBytesOfEachAlone) {
   const std::vector<Value> bodies = mixed_requests();
@@ -216,7 +153,7 @@ TEST_F(BatchedEngineTest, ImagesAreEncodedOnePerStepWhileTheOthersGoOn) {
   const std::vector<Value> bodies = mixed_requests();
   const Value three_images = clef::json::parse(
       R"({"state": "Compare", "questions": {"q": {"type": "noul"}}, "images": [")" +
-      png_uri(64, 64) + R"(", ")" + png_uri(32, 96) + R"(", ")" + png_uri(80, 40) + R"("]})");
+      clef::test::grey_png_uri(64, 64) + R"(", ")" + clef::test::grey_png_uri(32, 96) + R"(", ")" + clef::test::grey_png_uri(80, 40) + R"("]})");
   const std::string images_alone = solo_->decide(three_images).body;
   rt::PreparedRequest text = engine->prepare(bodies[1]);
   rt::PreparedRequest images = engine->prepare(three_images);
