@@ -16,6 +16,7 @@
 
 #include "device/device.hpp"
 #include "util/error.hpp"
+#include "util/physical_memory.hpp"
 
 namespace clef::backbone {
 namespace {
@@ -246,8 +247,30 @@ void Backbone::init(LlamaModelPtr model, const std::string& name) {
   }
 }
 
+namespace {
+/// Host bytes ggml's scheduler takes at once for a context of `chunk_tokens`-token batches.
+std::uint64_t scheduler_metadata_bytes(int chunk_tokens) {
+  // llama_context::graph_max_nodes for qwen35: 40 graph nodes per token of a batch; ggml's
+  // scheduler then sizes its context for one split per node, each with up to
+  // GGML_SCHED_MAX_SPLIT_INPUTS (30) inputs copied twice (ggml-backend.cpp,
+  // ggml_backend_sched_new), and allocates it at once.
+  constexpr std::uint64_t kNodesPerToken = 40, kSplitInputs = 30;
+  return static_cast<std::uint64_t>(chunk_tokens) * kNodesPerToken * kSplitInputs * 2 *
+         sizeof(ggml_tensor);
+}
+}  // namespace
+
 void Backbone::make_context(int sequences) {
   ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
+  // ggml aborts the process when its scheduler's metadata cannot be allocated: refuse first.
+  if (const std::uint64_t meta = scheduler_metadata_bytes(params_.chunk_tokens);
+      meta > util::physical_memory_bytes() / 2) {
+    throw invalid_request("chunk_tokens " + std::to_string(params_.chunk_tokens) +
+                              " needs " + mebibytes(meta) +
+                              " of ggml scheduler metadata (40 graph nodes a token), over half "
+                              "of this machine's memory; lower chunk_tokens",
+                          "chunk_tokens");
+  }
   const int threads = resolved_threads(params_);
   llama_context_params cp = llama_context_default_params();
   // One KV stream of context_size cells per sequence (kv_unified off: a sequence's cells start at

@@ -29,6 +29,7 @@
 #include "runtime/image_inputs.hpp"
 #include "runtime/video_inputs.hpp"
 #include "util/error.hpp"
+#include "util/physical_memory.hpp"
 #include "vision/tower.hpp"
 #include "vision/tower_memory.hpp"
 
@@ -37,13 +38,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The machine's physical memory (sysconf), bytes; 8 GiB when it cannot be read.
-std::uint64_t physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return std::uint64_t{8} << 30;
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-}
+using util::physical_memory_bytes;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

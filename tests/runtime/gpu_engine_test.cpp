@@ -204,7 +204,10 @@ TEST(GpuEngine, AConfigurationTooLargeForTheGpuIsRefused) {
     FAIL() << "an engine that cannot fit was made";
   } catch (const clef::Error& e) {
     std::cout << "[gpu] refused: " << e.what() << "\n";
-    EXPECT_EQ(e.kind(), clef::ErrorKind::model_error);
+    // Refused before ggml would abort on its scheduler's metadata (chunk_tokens), or by the
+    // device's memory (a model error).
+    EXPECT_TRUE(e.kind() == clef::ErrorKind::model_error || e.param() == "chunk_tokens")
+        << e.what();
   }
   // The GPU is usable again.
   auto small = rt::make_engine(on("auto"));
@@ -246,7 +249,8 @@ TEST(GpuEngine, ContinuousBatchingOnTheDeviceGivesTheBytesOfSoloDeviceRuns) {
     auto solo = rt::make_engine(config(1, 0));
     for (const Value& body : bodies) alone.push_back(solo->decide(body).body);
   }
-  // On lavapipe one batched engine with the cache (its second round: hits beside misses).
+  // On lavapipe one batched engine with the cache, one round (requests 0 and 7, 1 and 3 share a
+  // state: hits beside misses when the first of a pair is done first).
   std::vector<std::int64_t> caches{64};
   if (!software_device()) caches.insert(caches.begin(), 0);
   for (std::int64_t cache_mb : caches) {
@@ -254,7 +258,7 @@ TEST(GpuEngine, ContinuousBatchingOnTheDeviceGivesTheBytesOfSoloDeviceRuns) {
     auto batched = rt::make_engine(config(4, cache_mb));
     ASSERT_EQ(batched->parallel(), 4);
     std::cout << "[gpu] " << batched->placement() << "; " << batched->sequence_memory() << "\n";
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < sized(2, 1); ++round) {
       const std::vector<std::string> got = clef::test::decide_together(*batched, bodies);
       for (std::size_t i = 0; i < bodies.size(); ++i) {
         EXPECT_EQ(got[i], alone[i]) << "round " << round << ", request " << i;
@@ -316,19 +320,21 @@ TEST(GpuEngine, AnImageTooLargeForTheDeviceIsRefusedAndTheEngineGoesOn) {
   } catch (const clef::Error& e) {
     std::cout << "[gpu] refused: " << e.what() << "\n";
     EXPECT_EQ(e.kind(), clef::ErrorKind::payload_too_large) << e.what();
-    EXPECT_EQ(e.param(), "images[0]") << e.what();
+    EXPECT_EQ(e.param(), "images.0") << e.what();
   }
   EXPECT_EQ(gpu->decide(before).body, expected);
 }
 
 /// The parity corpus: fixture requests (text and JSON states, and images in the g256 and native
-/// arms) and long ticket states.
+/// arms) and long ticket states. On lavapipe, where a token costs ~70 ms: a text and a JSON state
+/// of the fixture, a ticket state of 300 words and a small image (see docs/performance.md for a
+/// lavapipe crash met with `clef verify` on the fixture).
 std::vector<Value> parity_corpus() {
   const clef::eval::Fixture fixture = clef::eval::load_fixture(
       std::string(CLEF_TEST_DATA) + "/oracle/coreai/fixture.json");
   std::vector<Value> out;
-  for (const auto& [arm, count] : {std::pair{"text", sized(24, 4)}, std::pair{"g256", sized(4, 1)},
-                                   std::pair{"native", sized(2, 1)}}) {
+  for (const auto& [arm, count] : {std::pair{"text", sized(24, 2)}, std::pair{"g256", sized(4, 0)},
+                                   std::pair{"native", sized(2, 0)}}) {
     clef::eval::VerifyOptions o;
     o.arms = {arm};
     int taken = 0;
@@ -342,8 +348,12 @@ std::vector<Value> parity_corpus() {
       }
     }
   }
-  for (int words : {sized(1500, 500), sized(4000, 0)}) {
+  for (int words : {sized(1500, 300), sized(4000, 0)}) {
     if (words > 0) out.push_back(request(words, kQuestions));
+  }
+  if (software_device()) {
+    out.push_back(clef::test::ticket_request("What is in the picture?", kQuestions,
+                                             {clef::test::grey_png_uri(64, 64)}));
   }
   return out;
 }
