@@ -265,8 +265,8 @@ void Backbone::make_context(int sequences) {
   // ggml aborts the process when its scheduler's metadata cannot be allocated: refuse first.
   if (const std::uint64_t meta = scheduler_metadata_bytes(params_.chunk_tokens);
       meta > util::physical_memory_bytes() / 2) {
-    throw invalid_request("chunk_tokens " + std::to_string(params_.chunk_tokens) +
-                              " needs " + mebibytes(meta) +
+    throw invalid_request("chunk_tokens " + std::to_string(params_.chunk_tokens) + " needs " +
+                              mebibytes(meta) +
                               " of ggml scheduler metadata (40 graph nodes a token), over half "
                               "of this machine's memory; lower chunk_tokens",
                           "chunk_tokens");

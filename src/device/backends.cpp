@@ -80,8 +80,8 @@ LoadedBackends load() {
   out.vulkan = true;
   for (std::size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) {
     // Without GGML_VK_VISIBLE_DEVICES ggml-vulkan lists GPUs only.
-    const bool cpu = i < order.size() && order[i] < probe.devices.size() &&
-                     probe.devices[order[i]].cpu_type;
+    const bool cpu =
+        i < order.size() && order[i] < probe.devices.size() && probe.devices[order[i]].cpu_type;
     out.vulkan_cpu_type.push_back(cpu);
   }
   if (out.vulkan_cpu_type.empty()) out.vulkan_note = "the Vulkan backend lists no device";

@@ -1,6 +1,6 @@
 #pragma once
-// ggml's device backends that are not compiled into clef: the Vulkan backend, a module prebuilt from
-// the pinned llama.cpp tree (scripts/fetch-vulkan) and loaded once per process with ggml's
+// ggml's device backends that are not compiled into clef: the Vulkan backend, a module prebuilt
+// from the pinned llama.cpp tree (scripts/fetch-vulkan) and loaded once per process with ggml's
 // ggml_backend_load(). It binds to clef's own libggml-base.so (one copy of ggml's state).
 
 #include <string>

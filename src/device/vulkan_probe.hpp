@@ -12,16 +12,16 @@ namespace clef::device {
 
 /// One Vulkan physical device, in the loader's order (its index is GGML_VK_VISIBLE_DEVICES's).
 struct VulkanPhysicalDevice {
-  std::string name;           ///< VkPhysicalDeviceProperties::deviceName
-  bool cpu_type = false;      ///< VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe, SwiftShader)
-  bool gpu_type = false;      ///< a discrete or integrated GPU
+  std::string name;       ///< VkPhysicalDeviceProperties::deviceName
+  bool cpu_type = false;  ///< VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe, SwiftShader)
+  bool gpu_type = false;  ///< a discrete or integrated GPU
 };
 
 /// What the probe found: the devices, or why there are none.
 struct VulkanProbe {
-  bool loader = false;                       ///< libvulkan.so.1 was loaded and made an instance
+  bool loader = false;  ///< libvulkan.so.1 was loaded and made an instance
   std::vector<VulkanPhysicalDevice> devices;
-  std::string error;                         ///< why loader is false or devices is empty
+  std::string error;  ///< why loader is false or devices is empty
 };
 
 /// Enumerates the physical devices (vkCreateInstance with no layers or extensions). Never throws:

@@ -617,8 +617,8 @@ class Engine final : public Decider {
       tower_ = std::make_unique<vision::VisionTower>(
           config.mmproj_path, llama_model_n_embd_inp(backbone_.model()), std::move(tp));
     }
-    vision_memory_ = config.max_vision_memory > 0 ? config.max_vision_memory
-                                                  : default_vision_memory(placement_);
+    vision_memory_ =
+        config.max_vision_memory > 0 ? config.max_vision_memory : default_vision_memory(placement_);
     answer_options_.confidence = decision::parse_confidence_kind(config.confidence);
     if (!config.calibration_path.empty()) {
       calibration_ = decision::load_calibration(config.calibration_path);

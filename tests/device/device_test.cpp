@@ -124,13 +124,14 @@ TEST(Devices, VulkanDevicesAreListedWhereTheLoaderHasThem) {
   }
   ASSERT_TRUE(loaded.vulkan) << loaded.vulkan_note;
   const auto all = list();
-  const auto vk = std::find_if(all.begin(), all.end(),
-                               [](const DeviceInfo& d) { return d.name == "Vulkan0"; });
+  const auto vk =
+      std::find_if(all.begin(), all.end(), [](const DeviceInfo& d) { return d.name == "Vulkan0"; });
   ASSERT_NE(vk, all.end());
   EXPECT_TRUE(vk->gpu);
   EXPECT_GT(vk->memory_total, 0u);
-  for (const DeviceInfo& d : all) std::cout << "[device] " << d.name << ": " << d.description
-                                            << (d.cpu_type ? " (CPU type)" : "") << "\n";
+  for (const DeviceInfo& d : all)
+    std::cout << "[device] " << d.name << ": " << d.description << (d.cpu_type ? " (CPU type)" : "")
+              << "\n";
 }
 
 TEST(Devices, TheVulkanBackendBindsToClefsOwnGgmlBase) {
@@ -146,17 +147,20 @@ TEST(Devices, TheVulkanBackendBindsToClefsOwnGgmlBase) {
 
 TEST(Devices, AutoTakesASoftwareVulkanDeviceOnlyWhenAllowed) {
   const auto all = list();
-  const auto software = std::find_if(all.begin(), all.end(),
-                                     [](const DeviceInfo& d) { return d.cpu_type; });
+  const auto software =
+      std::find_if(all.begin(), all.end(), [](const DeviceInfo& d) { return d.cpu_type; });
   if (software == all.end()) GTEST_SKIP() << "no CPU-type Vulkan device here";
-  const bool other_gpu = std::any_of(all.begin(), all.end(), [](const DeviceInfo& d) {
-    return d.gpu && !d.cpu_type;
-  });
+  const bool other_gpu =
+      std::any_of(all.begin(), all.end(), [](const DeviceInfo& d) { return d.gpu && !d.cpu_type; });
   {
     ScopedEnv off("CLEF_VK_ALLOW_CPU_DEVICE", "0");
     const Placement p = resolve("auto", -1);
-    if (!other_gpu) EXPECT_EQ(p.gpu, nullptr) << "auto took " << describe(p);
-    if (p.gpu != nullptr) EXPECT_FALSE(p.info.cpu_type);
+    if (!other_gpu) {
+      EXPECT_EQ(p.gpu, nullptr) << "auto took " << describe(p);
+    }
+    if (p.gpu != nullptr) {
+      EXPECT_FALSE(p.info.cpu_type);
+    }
     // Named, it is used.
     const Placement named = resolve(software->name, -1);
     ASSERT_NE(named.gpu, nullptr);
@@ -166,7 +170,9 @@ TEST(Devices, AutoTakesASoftwareVulkanDeviceOnlyWhenAllowed) {
   ScopedEnv on("CLEF_VK_ALLOW_CPU_DEVICE", "1");
   const Placement p = resolve("auto", -1);
   ASSERT_NE(p.gpu, nullptr);
-  if (!other_gpu) EXPECT_EQ(p.info.name, software->name);
+  if (!other_gpu) {
+    EXPECT_EQ(p.info.name, software->name);
+  }
 }
 
 }  // namespace

@@ -153,7 +153,8 @@ TEST_F(BatchedEngineTest, ImagesAreEncodedOnePerStepWhileTheOthersGoOn) {
   const std::vector<Value> bodies = mixed_requests();
   const Value three_images = clef::json::parse(
       R"({"state": "Compare", "questions": {"q": {"type": "noul"}}, "images": [")" +
-      clef::test::grey_png_uri(64, 64) + R"(", ")" + clef::test::grey_png_uri(32, 96) + R"(", ")" + clef::test::grey_png_uri(80, 40) + R"("]})");
+      clef::test::grey_png_uri(64, 64) + R"(", ")" + clef::test::grey_png_uri(32, 96) + R"(", ")" +
+      clef::test::grey_png_uri(80, 40) + R"("]})");
   const std::string images_alone = solo_->decide(three_images).body;
   rt::PreparedRequest text = engine->prepare(bodies[1]);
   rt::PreparedRequest images = engine->prepare(three_images);

@@ -26,8 +26,8 @@ struct Parity {
   double sum_dp = 0;
   std::size_t options = 0;
   std::size_t questions = 0;
-  std::size_t clear = 0;             ///< questions whose reference top-2 margin is above 0.02
-  std::size_t argmax_differs = 0;    ///< of the clear ones
+  std::size_t clear = 0;           ///< questions whose reference top-2 margin is above 0.02
+  std::size_t argmax_differs = 0;  ///< of the clear ones
 
   /// Adds one decision's questions: `reference` and `other` are Decision::logits.
   void add(const std::vector<std::vector<float>>& reference,
