@@ -84,6 +84,14 @@ void replace_header(httplib::Response& res, const std::string& name, const std::
   res.set_header(name, value);
 }
 
+/// Sets the request's id on `res` under both names clients read: `X-Request-Id` (clef's log and
+/// HAProxy) and `x-typesafe-request-id` (what TypeSafe's JS and Python SDKs expose as the
+/// response's request id), the same value in both.
+void set_request_id(httplib::Response& res, const std::string& id) {
+  replace_header(res, "X-Request-Id", id);
+  replace_header(res, "x-typesafe-request-id", id);
+}
+
 void apply(const HttpResponse& from, const RequestState& state, httplib::Response& res) {
   res.status = from.status;
   res.set_content(from.body, from.content_type);
@@ -92,7 +100,7 @@ void apply(const HttpResponse& from, const RequestState& state, httplib::Respons
     if (from.status >= 400 && name == "Connection") continue;
     replace_header(res, name, value);
   }
-  replace_header(res, "X-Request-Id", state.id);
+  set_request_id(res, state.id);
 }
 
 void install_routes(httplib::Server& http, ServerCore& core) {
@@ -124,7 +132,7 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   http.set_pre_routing_handler([&core](const Request& req, Response& res) {
     const HttpRequest view = view_of(req);
     RequestState& state = state_of(core, req, res);
-    replace_header(res, "X-Request-Id", state.id);
+    set_request_id(res, state.id);
     std::optional<HttpResponse> refused = core.pre_route(view, state);
     if (!refused) return HandlerResponse::Unhandled;
     apply(*refused, state, res);
@@ -142,7 +150,7 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   });
   http.set_post_routing_handler([&core](const Request& req, Response& res) {
     RequestState& state = state_of(core, req, res);
-    if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", state.id);
+    if (!res.has_header("X-Request-Id")) set_request_id(res, state.id);
     if (res.get_header_value("Connection") == "close") res.headers.erase("Keep-Alive");
     core.finish(req.method, req.path, state, res.status);
   });

@@ -217,6 +217,7 @@ HttpResponse ServerCore::early_reply(int status) {
   finish("-", "-", state, status);  // the request line may not even have arrived whole
   HttpResponse res = library_refusal(status);
   res.set_header("X-Request-Id", state.id);
+  res.set_header("x-typesafe-request-id", state.id);  // as http_server's set_request_id
   return res;
 }
 

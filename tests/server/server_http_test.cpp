@@ -42,6 +42,8 @@ void expect_error(const httplib::Result& res, int status, const std::string& cod
   EXPECT_EQ(res->status, status) << res->body;
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
   EXPECT_FALSE(res->get_header_value("X-Request-Id").empty());
+  // TypeSafe's SDKs read the id from x-typesafe-request-id: the same id.
+  EXPECT_EQ(res->get_header_value("x-typesafe-request-id"), res->get_header_value("X-Request-Id"));
   json::Value body = json::parse(res->body);
   const json::Value* error = body.find("error");
   ASSERT_NE(error, nullptr) << res->body;
@@ -140,6 +142,8 @@ TEST(ServerHttp, BothDecisionPathsAnswerTheDecidersBytes) {
   EXPECT_EQ(b->body, a->body);
   EXPECT_EQ(json::parse(a->body).find("model")->as_string(), "fake-model");
   EXPECT_NE(a->get_header_value("X-Request-Id"), b->get_header_value("X-Request-Id"));
+  EXPECT_EQ(a->get_header_value("x-typesafe-request-id"), a->get_header_value("X-Request-Id"));
+  EXPECT_EQ(b->get_header_value("x-typesafe-request-id"), b->get_header_value("X-Request-Id"));
 }
 
 TEST(ServerHttp, ModelDefaultsToTheServedNameAndIsEchoed) {
