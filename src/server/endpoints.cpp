@@ -123,9 +123,19 @@ std::string models_body(const ModelInfo& model) {
                                                 ? json::Value::null()
                                                 : json::Value::string(model.answers.calibration)},
                             {"confidence", json::Value::string(model.answers.confidence)}}));
+  // TypeSafe's SDKs and n8n node read `models: [{name, description, release_date}]` (their
+  // ModelCard); the same model, beside the OpenAI list. clef does not know a release date: "".
+  std::string description = "typed decisions served by clef";
+  if (!model.placement.empty()) description += " (" + model.placement + ")";
+  auto card = json::Value::object({
+      {"name", json::Value::string(model.name)},
+      {"description", json::Value::string(description)},
+      {"release_date", json::Value::string("")},
+  });
   return json::dumps_unsorted(json::Value::object({
       {"object", json::Value::string("list")},
       {"data", json::Value::array({std::move(entry)})},
+      {"models", json::Value::array({std::move(card)})},
   }));
 }
 

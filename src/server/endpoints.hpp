@@ -40,13 +40,14 @@ int health_status(Health health) noexcept;
 /// {"status":"ok"|"loading"|"draining"|"failed"}
 std::string health_body(Health health);
 
-/// OpenAI-style model list with one entry:
+/// OpenAI-style model list with one entry, then the same model as TypeSafe's SDKs read it:
 /// {"object":"list","data":[{"id":name,"object":"model","owned_by":"clef","context_size":N,
 ///  "limits":{"max_questions","max_options","max_images","max_image_tokens",
 ///  "max_request_image_tokens","max_vision_memory_bytes"}, "capabilities":{"images","image_urls",
-///  "videos"}, "answers":{"calibration","confidence"}}]} ("limits", "capabilities" only when the
-///  decider
-/// states them; 0 means no limit beyond the context, max_images 0: no images without an mmproj).
+///  "videos"}, "device", "answers":{"calibration","confidence"}}],
+///  "models":[{"name":name,"description","release_date":""}]} ("limits", "capabilities" only
+/// when the decider states them; 0 means no limit beyond the context, max_images 0: no images
+/// without an mmproj).
 std::string models_body(const ModelInfo& model);
 
 }  // namespace clef::server

@@ -83,9 +83,13 @@ TEST(InfoBodies, ModelsList) {
   ModelInfo model{"clef-flash", 16384, 1.0, {}, {}, {}, {}};
   const std::string reference_answers =
       R"("answers":{"calibration":null,"confidence":"reference"})";
+  // TypeSafe's SDKs read `models` (their ModelCard): the same model, after the OpenAI list.
+  const std::string card =
+      R"(,"models":[{"name":"clef-flash","description":"typed decisions served by clef",)"
+      R"("release_date":""}]})";
   EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
                                 R"("owned_by":"clef","context_size":16384,)" +
-                                    reference_answers + "}]}");
+                                    reference_answers + "}]" + card);
   // A decider that states its limits: they are listed (issue 13: the image caps a client meets).
   model.limits = {16384, 64, 255, 4, 4096, 8192, std::uint64_t{6} << 30};
   EXPECT_EQ(models_body(model),
@@ -96,7 +100,7 @@ TEST(InfoBodies, ModelsList) {
             R"("max_videos":0,"max_video_frames":0,"max_video_seconds":0.0,)"
             R"("max_video_frame_pixels":0,"max_video_bytes":0,"parallel":1},)"
             R"("capabilities":{"images":true,"image_urls":false,"videos":false},)" +
-                reference_answers + "}]}");
+                reference_answers + "}]" + card);
   // Issue 18: a decider that takes videos says so and states their limits.
   model.limits.max_videos = 2;
   model.limits.max_video_frames = 768;
@@ -114,14 +118,18 @@ TEST(InfoBodies, ModelsList) {
   EXPECT_EQ(models_body(model),
             R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
             R"("owned_by":"clef","context_size":16384,"answers":{"calibration":)"
-            R"("/etc/clef/cal.json","confidence":"entropy"}}]})");
+            R"("/etc/clef/cal.json","confidence":"entropy"}}])" +
+                card);
   // Issue 15: where the model runs.
   model.answers = {};
   model.placement = "CPU, 2 threads";
   EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
                                 R"("owned_by":"clef","context_size":16384,)"
                                 R"("device":"CPU, 2 threads",)" +
-                                    reference_answers + "}]}");
+                                    reference_answers +
+                                    R"(}],"models":[{"name":"clef-flash","description":)"
+                                    R"j("typed decisions served by clef (CPU, 2 threads)",)j"
+                                    R"("release_date":""}]})");
 }
 
 TEST(RequestIds, UniqueAndClientIdsKeptWhenSane) {

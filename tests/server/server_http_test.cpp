@@ -109,7 +109,9 @@ TEST(ServerHttp, HealthModelsAndMetrics) {
   EXPECT_EQ(models->status, 200);
   EXPECT_EQ(models->body, R"({"object":"list","data":[{"id":"fake-model","object":"model",)"
                           R"("owned_by":"clef","context_size":4096,"answers":)"
-                          R"({"calibration":null,"confidence":"reference"}}]})");
+                          R"({"calibration":null,"confidence":"reference"}}],)"
+                          R"("models":[{"name":"fake-model","description":)"
+                          R"("typed decisions served by clef","release_date":""}]})");
 
   auto decided = post(f, kCard);
   ASSERT_TRUE(decided);
