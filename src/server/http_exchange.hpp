@@ -18,6 +18,10 @@
 
 namespace clef::server {
 
+/// The response headers that carry a request's id, the same value in each: `X-Request-Id`
+/// (clef's log, HAProxy) and `x-typesafe-request-id` (what TypeSafe's SDKs read).
+inline constexpr std::string_view kRequestIdHeaders[] = {"X-Request-Id", "x-typesafe-request-id"};
+
 /// What clef learns about one request on its way through the server, for the log and metrics.
 /// Created when the request's headers have been parsed; travels with the request.
 struct RequestState {

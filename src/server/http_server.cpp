@@ -84,12 +84,9 @@ void replace_header(httplib::Response& res, const std::string& name, const std::
   res.set_header(name, value);
 }
 
-/// Sets the request's id on `res` under both names clients read: `X-Request-Id` (clef's log and
-/// HAProxy) and `x-typesafe-request-id` (what TypeSafe's JS and Python SDKs expose as the
-/// response's request id), the same value in both.
+/// Sets the request's id on `res` under every name in kRequestIdHeaders.
 void set_request_id(httplib::Response& res, const std::string& id) {
-  replace_header(res, "X-Request-Id", id);
-  replace_header(res, "x-typesafe-request-id", id);
+  for (std::string_view name : kRequestIdHeaders) replace_header(res, std::string(name), id);
 }
 
 void apply(const HttpResponse& from, const RequestState& state, httplib::Response& res) {

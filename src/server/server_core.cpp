@@ -216,8 +216,7 @@ HttpResponse ServerCore::early_reply(int status) {
   state.id = ids_.next();
   finish("-", "-", state, status);  // the request line may not even have arrived whole
   HttpResponse res = library_refusal(status);
-  res.set_header("X-Request-Id", state.id);
-  res.set_header("x-typesafe-request-id", state.id);  // as http_server's set_request_id
+  for (std::string_view name : kRequestIdHeaders) res.set_header(std::string(name), state.id);
   return res;
 }
 
