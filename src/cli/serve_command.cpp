@@ -155,6 +155,12 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--busy-status", s.overload_status, "status when the queue is full")
       ->check(CLI::IsMember({429, 503}))
       ->capture_default_str();
+  cmd->add_option("--validation-status", s.validation_status,
+                  "status of well-formed JSON with fields the contract refuses (code "
+                  "invalid_request): 400 as the contract says, 422 as TypeSafe's hosted API and "
+                  "its SDKs (UnprocessableEntityError); malformed JSON stays 400")
+      ->check(CLI::IsMember({400, 422}))
+      ->capture_default_str();
   cmd->add_option("--log-format", options->log_format, "request log on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

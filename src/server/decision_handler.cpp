@@ -71,6 +71,10 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
   } catch (const Error& e) {
     ErrorReply reply = ErrorReply::from(e);
     if (e.kind() == ErrorKind::overloaded) reply.status = config_.overload_status;
+    // A field the contract refuses in well-formed JSON (not invalid_json): --validation-status.
+    if (e.code() == "invalid_request" && reply.status == 400) {
+      reply.status = config_.validation_status;
+    }
     if (e.status() >= 500 && e.kind() != ErrorKind::unavailable) {
       log_.event("error", std::string("request preparation failed: ") + e.what(), state.id);
       reply = ErrorReply::internal(state.id);

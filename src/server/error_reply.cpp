@@ -103,7 +103,9 @@ std::string ErrorReply::body() const {
       {"code", json::Value::string(code)},
       {"param", param.empty() ? json::Value::null() : json::Value::string(param)},
   });
-  return json::dumps_unsorted(json::Value::object({{"error", std::move(inner)}}));
+  // `detail` repeats the message where FastAPI-style clients (TypeSafe's n8n node) read it.
+  return json::dumps_unsorted(json::Value::object(
+      {{"error", std::move(inner)}, {"detail", json::Value::string(message)}}));
 }
 
 }  // namespace clef::server

@@ -1,6 +1,8 @@
 #pragma once
-// The JSON error answer: {"error": {"message", "type", "code", "param"}} with its HTTP status
-// (OpenAI-style error object; `param` is the dotted request field at fault or null).
+// The JSON error answer: {"error": {"message", "type", "code", "param"}, "detail": message} with
+// its HTTP status (OpenAI-style error object; `param` is the dotted request field at fault or
+// null; `detail`, the same message, is where FastAPI-style clients such as TypeSafe's n8n node
+// read it).
 
 #include <string>
 
@@ -30,7 +32,8 @@ struct ErrorReply {
   /// 500 for a fault inside clef; the message names the request id to look up in the log.
   static ErrorReply internal(const std::string& request_id);
 
-  /// {"error":{"message":...,"type":...,"code":...,"param":...}} (keys in this order).
+  /// {"error":{"message":...,"type":...,"code":...,"param":...},"detail":message} (keys in this
+  /// order).
   std::string body() const;
 };
 

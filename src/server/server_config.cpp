@@ -35,6 +35,8 @@ void validate(const ServerConfig& c) {
   require(c.retry_after_s >= 0, "retry-after", "must not be negative");
   require(c.overload_status == 429 || c.overload_status == 503, "overload-status",
           "must be 429 or 503");
+  require(c.validation_status == 400 || c.validation_status == 422, "validation-status",
+          "must be 400 or 422");
 }
 
 }  // namespace clef::server

@@ -33,6 +33,11 @@ struct ServerConfig {
   int keep_alive_timeout_s = 5;  ///< idle keep-alive connection is closed after this
   int retry_after_s = 1;         ///< Retry-After of 429/503 answers
   int overload_status = 429;     ///< status when the queue is full: 429 or 503
+  /// Status of a decision request that is well-formed JSON but whose fields the contract refuses
+  /// (code "invalid_request": a missing state, a wrong type or shape): 400 as the contract says,
+  /// or 422 as TypeSafe's hosted API answers (its SDKs' UnprocessableEntityError). Malformed JSON
+  /// (invalid_json) is 400 either way.
+  int validation_status = 400;
   bool playground = true;        ///< serve the playground at GET / (the OpenAPI document always)
   int agent_port = -1;           ///< HAProxy agent-check port (agent_check.hpp); -1 off, 0 any
   LogFormat log_format = LogFormat::text;

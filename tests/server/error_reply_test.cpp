@@ -7,14 +7,15 @@
 namespace clef::server {
 namespace {
 
-TEST(ErrorReply, BodyHasTheFourFieldsInOrder) {
+TEST(ErrorReply, BodyHasTheFourFieldsInOrderAndTheMessageAsDetail) {
   ErrorReply reply = ErrorReply::from(invalid_request(
       "questions.urgency.criteria must be a non-empty array", "questions.urgency.criteria"));
   EXPECT_EQ(reply.status, 400);
   EXPECT_EQ(reply.body(),
             R"({"error":{"message":"questions.urgency.criteria must be a non-empty array",)"
             R"("type":"invalid_request_error","code":"invalid_request",)"
-            R"("param":"questions.urgency.criteria"}})");
+            R"("param":"questions.urgency.criteria"},)"
+            R"("detail":"questions.urgency.criteria must be a non-empty array"})");
 }
 
 TEST(ErrorReply, EmptyParamIsNullAndMessagesAreEscaped) {
@@ -22,7 +23,7 @@ TEST(ErrorReply, EmptyParamIsNullAndMessagesAreEscaped) {
                    ""};
   EXPECT_EQ(reply.body(),
             R"({"error":{"message":"a \"quoted\"\nline","type":"invalid_request_error",)"
-            R"("code":"context_length_exceeded","param":null}})");
+            R"("code":"context_length_exceeded","param":null},"detail":"a \"quoted\"\nline"})");
 }
 
 TEST(ErrorReply, StatusAndTypeFollowTheErrorKind) {

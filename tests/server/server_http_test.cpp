@@ -35,7 +35,8 @@ std::string expected_answer(ServerFixture& f, const std::string& body,
   return reference.decide(request).body;
 }
 
-/// Asserts an error answer: status, JSON body {"error":{message,type,code,param}}, request id.
+/// Asserts an error answer: status, JSON body {"error":{message,type,code,param},"detail":message},
+/// request id.
 void expect_error(const httplib::Result& res, int status, const std::string& code,
                   const std::string& param = "") {
   ASSERT_TRUE(res) << "no answer: " << httplib::to_string(res.error());
@@ -53,6 +54,10 @@ void expect_error(const httplib::Result& res, int status, const std::string& cod
   EXPECT_EQ(error->members()[2].first, "code");
   EXPECT_EQ(error->members()[3].first, "param");
   EXPECT_FALSE(error->find("message")->as_string().empty());
+  // FastAPI-style clients (TypeSafe's n8n node) read the message from a top-level `detail`.
+  ASSERT_EQ(body.members().size(), 2u) << res->body;
+  ASSERT_NE(body.find("detail"), nullptr) << res->body;
+  EXPECT_EQ(body.find("detail")->as_string(), error->find("message")->as_string());
   EXPECT_EQ(error->find("code")->as_string(), code) << res->body;
   if (param.empty())
     EXPECT_TRUE(error->find("param")->is_null()) << res->body;
@@ -180,6 +185,33 @@ TEST(ServerHttp, BadRequestsAre400NamingTheField) {
   expect_error(post(f, ""), 400, "invalid_json");
   std::string deep(200, '[');
   expect_error(post(f, deep + std::string(200, ']')), 400, "invalid_json");
+}
+
+/// --validation-status 422 (TypeSafe's hosted API, the SDKs' UnprocessableEntityError): a
+/// well-formed request whose fields the contract refuses is 422 naming the field; malformed JSON,
+/// a limit (413) and a refusal another server may serve stay as they are.
+TEST(ServerHttp, ValidationStatus422AppliesOnlyToRefusedFieldsOfWellFormedJson) {
+  ServerConfig config = test_config();
+  config.validation_status = 422;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  expect_error(post(f, R"({"state": "x"})"), 422, "invalid_request", "questions");
+  expect_error(post(f, R"({"model": 5, "state": "x", "questions": {"q": {"type": "noul"}}})"), 422,
+               "invalid_request", "model");
+  expect_error(post(f, R"(["not", "an", "object"])"), 422, "invalid_request");
+  expect_error(post(f, R"({"state": "x", "questions": )"), 400, "invalid_json");
+  expect_error(post(f, ""), 400, "invalid_json");
+  std::string many = R"({"state": "x", "questions": {"q0": {"type": "noul"})";
+  for (int i = 1; i < 65; ++i) {
+    many += R"(, "q)";
+    many += std::to_string(i);
+    many += R"(": {"type": "noul"})";
+  }
+  many += "}}";
+  expect_error(post(f, many), 413, "too_many_questions", "questions");
+  auto ok = post(f, kCard);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
 }
 
 TEST(ServerHttp, UnknownPathIs404AndWrongMethodIs405) {
