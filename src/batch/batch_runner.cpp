@@ -86,11 +86,15 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
       a.status = res->status;
       a.body = res->body;
       if (a.status != 429 && a.status != 503) break;
-      if (const std::string after = res->get_header_value("Retry-After"); !after.empty()) {
-        try {
+      // retry-after-ms (the server's estimate, clef's and TypeSafe's) before Retry-After's
+      // whole seconds; either at most 30 s.
+      try {
+        if (const std::string ms = res->get_header_value("retry-after-ms"); !ms.empty()) {
+          wait = std::chrono::milliseconds(std::clamp(std::stol(ms), 0L, 30000L));
+        } else if (const std::string after = res->get_header_value("Retry-After"); !after.empty()) {
           wait = std::chrono::milliseconds(std::min(std::stoi(after), 30) * 1000);
-        } catch (const std::exception&) {
         }
+      } catch (const std::exception&) {
       }
     } else {
       a.status = 0;

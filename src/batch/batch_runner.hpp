@@ -39,8 +39,9 @@ class Sender {
 
 /// Sends to HTTP endpoints ("http://host:port", optionally with a path; default
 /// /v1/decisions), with X-Clef-State-Key set (state_key.hpp). A connection failure, 429 or 503 is
-/// retried, on the next endpoint, after a backoff (Retry-After when given, else 100 ms doubling
-/// up to 5 s), at most `retries` times; decisions are idempotent, so a retry is safe.
+/// retried, on the next endpoint, after a backoff (retry-after-ms, else Retry-After, when given,
+/// at most 30 s; else 100 ms doubling up to 5 s), at most `retries` times; decisions are
+/// idempotent, so a retry is safe.
 class HttpSender : public Sender {
  public:
   HttpSender(std::vector<std::string> endpoints, int retries,

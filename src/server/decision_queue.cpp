@@ -1,5 +1,6 @@
 #include "server/decision_queue.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <list>
 
@@ -167,6 +168,17 @@ int DecisionQueue::in_flight() const {
   return in_flight_;
 }
 
+std::optional<double> DecisionQueue::slot_wait_ms() const {
+  std::lock_guard lock(mutex_);
+  if (!recent_decision_ms_) return std::nullopt;
+  return *recent_decision_ms_ / std::max(1, parallel_);
+}
+
+void DecisionQueue::note_decision_time(double ms) {
+  recent_decision_ms_ =
+      recent_decision_ms_ ? kRecentWeight * ms + (1 - kRecentWeight) * *recent_decision_ms_ : ms;
+}
+
 void DecisionQueue::run(Factory factory, json::Value warmup) {
   // The Decider is created, used and destroyed on this thread only.
   std::unique_ptr<runtime::Decider> decider = load(factory, warmup);
@@ -213,6 +225,10 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
 }
 
 void DecisionQueue::serve(runtime::Decider& decider) {
+  {
+    std::lock_guard lock(mutex_);
+    parallel_ = decider.parallel();
+  }
   if (decider.parallel() > 1) return serve_batched(decider);
   while (true) {
     Job job;
@@ -234,6 +250,9 @@ void DecisionQueue::serve(runtime::Decider& decider) {
     {
       std::lock_guard lock(mutex_);
       in_flight_ = 0;
+      if (outcome.status == DecisionOutcome::Status::decided) {
+        note_decision_time(outcome.decision_ms);
+      }
     }
     job.promise.set_value(std::move(outcome));
   }
@@ -255,10 +274,14 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
     --in_flight_;
   };
   // What became of `a`: its place is given back, then its promise is set.
-  auto settle = [&leave](Active& a, DecisionOutcome outcome) {
+  auto settle = [this, &leave](Active& a, DecisionOutcome outcome) {
     outcome.queue_wait_ms = ms_between(a.job.submitted, a.taken);
     outcome.decision_ms = ms_between(a.taken, Clock::now());
     a.decision.reset();
+    if (outcome.status == DecisionOutcome::Status::decided) {
+      std::lock_guard lock(mutex_);
+      note_decision_time(outcome.decision_ms);
+    }
     leave();
     a.job.promise.set_value(std::move(outcome));
   };
@@ -395,6 +418,10 @@ void DecisionQueue::run_shorter(runtime::Decider& decider, int running_tokens) {
       jobs_.erase(it);
     }
     DecisionOutcome outcome = decide_one(decider, job, false);
+    if (outcome.status == DecisionOutcome::Status::decided) {
+      std::lock_guard lock(mutex_);
+      note_decision_time(outcome.decision_ms);
+    }
     job.promise.set_value(std::move(outcome));
   }
 }

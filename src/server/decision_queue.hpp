@@ -115,6 +115,12 @@ class DecisionQueue {
   /// once), else 0; with a batching decider, how many are in its batch.
   int in_flight() const;
   std::size_t capacity() const { return capacity_; }
+  /// How long until the runtime thread next takes a waiting request, estimated from the recent
+  /// decisions: their mean time (an exponential moving average, weight kRecentWeight on the
+  /// newest) over the decisions the decider runs at once (parallel()), in milliseconds. nullopt
+  /// before any request was decided (the warm-up decision does not count). What a 429 says in
+  /// `retry-after-ms`. Thread-safe.
+  std::optional<double> slot_wait_ms() const;
 
  private:
   struct Job {
@@ -144,6 +150,10 @@ class DecisionQueue {
   /// serve_batched(): the most steps in a row a decision sits out for much shorter ones.
   static constexpr int kMostStepsOut = 64;
 
+  /// Counts one decided request that took `ms` in slot_wait_ms()'s average; mutex_ held.
+  void note_decision_time(double ms);
+  static constexpr double kRecentWeight = 0.2;
+
   const std::size_t capacity_;
   mutable std::mutex mutex_;
   std::condition_variable work_cv_;           ///< wakes the runtime thread
@@ -152,6 +162,8 @@ class DecisionQueue {
   QueueState state_ = QueueState::loading;
   bool closing_ = false;
   int in_flight_ = 0;
+  int parallel_ = 1;                           ///< the serving decider's parallel()
+  std::optional<double> recent_decision_ms_;   ///< slot_wait_ms()'s average, once one is decided
   int preparing_ = 0;                          ///< prepare() calls using decider_ now
   const runtime::Decider* decider_ = nullptr;  ///< the runtime thread's, while it serves
   std::optional<ModelInfo> model_;

@@ -104,8 +104,8 @@ std::string ErrorReply::body() const {
       {"param", param.empty() ? json::Value::null() : json::Value::string(param)},
   });
   // `detail` repeats the message where FastAPI-style clients (TypeSafe's n8n node) read it.
-  return json::dumps_unsorted(json::Value::object(
-      {{"error", std::move(inner)}, {"detail", json::Value::string(message)}}));
+  return json::dumps_unsorted(
+      json::Value::object({{"error", std::move(inner)}, {"detail", json::Value::string(message)}}));
 }
 
 }  // namespace clef::server

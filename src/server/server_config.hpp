@@ -38,8 +38,8 @@ struct ServerConfig {
   /// or 422 as TypeSafe's hosted API answers (its SDKs' UnprocessableEntityError). Malformed JSON
   /// (invalid_json) is 400 either way.
   int validation_status = 400;
-  bool playground = true;        ///< serve the playground at GET / (the OpenAPI document always)
-  int agent_port = -1;           ///< HAProxy agent-check port (agent_check.hpp); -1 off, 0 any
+  bool playground = true;  ///< serve the playground at GET / (the OpenAPI document always)
+  int agent_port = -1;     ///< HAProxy agent-check port (agent_check.hpp); -1 off, 0 any
   LogFormat log_format = LogFormat::text;
 };
 

@@ -1,5 +1,8 @@
 #include "server/server_core.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "server/web_files.hpp"
 
 #include "util/error.hpp"
@@ -31,6 +34,11 @@ HttpResponse ServerCore::answer(const ErrorReply& reply) const {
   res.body = reply.body();
   if (reply.status == 429 || reply.status == 503) {
     res.set_header("Retry-After", std::to_string(config_.retry_after_s));
+    // TypeSafe's SDKs prefer retry-after-ms: for a full queue, when the runtime thread will next
+    // take a waiting request (the recent decisions' pace); otherwise Retry-After in ms.
+    std::optional<double> wait = reply.code == "queue_full" ? queue_.slot_wait_ms() : std::nullopt;
+    const long ms = wait ? std::max(1L, std::lround(*wait)) : 1000L * config_.retry_after_s;
+    res.set_header("retry-after-ms", std::to_string(ms));
   }
   return res;
 }

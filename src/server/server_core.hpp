@@ -70,7 +70,8 @@ class ServerCore {
   ServerLog& log() { return log_; }
 
  private:
-  /// `reply` as an answer (status, JSON body, Retry-After for 429/503).
+  /// `reply` as an answer (status, JSON body; for 429/503 Retry-After, and retry-after-ms: for a
+  /// full queue DecisionQueue::slot_wait_ms(), else Retry-After in milliseconds).
   HttpResponse answer(const ErrorReply& reply) const;
   /// answer() and, when the request carries a body nobody will read, Connection: close.
   HttpResponse refuse(const HttpRequest& req, const ErrorReply& reply) const;

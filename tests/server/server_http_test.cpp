@@ -362,10 +362,34 @@ TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
   auto refused = post(f, kCard);
   expect_error(refused, 429, "queue_full");
   EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
+  // Nothing decided yet (the warm-up does not count): retry-after-ms is Retry-After's.
+  EXPECT_EQ(refused->get_header_value("retry-after-ms"), "2000");
   q.release();
   EXPECT_EQ(metric_value(metrics_text(f),
                          R"(clef_http_requests_total{endpoint="/v1/decisions",status="429"})"),
             1);
+}
+
+/// TypeSafe's SDKs retry a 429 after retry-after-ms when it is there: the pace of the recent
+/// decisions (here ~150 ms each), not Retry-After's whole seconds.
+TEST(ServerHttp, FullQueueSaysRetryAfterMsFromTheRecentDecisions) {
+  FullQueue q;
+  ServerFixture& f = q.f;
+  ASSERT_TRUE(f.wait_ready());
+  f.control->delay = 150ms;
+  for (int i = 0; i < 3; ++i) {
+    auto res = post(f, kCard);
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200);
+  }
+  ASSERT_TRUE(q.fill());
+  auto refused = post(f, kCard);
+  expect_error(refused, 429, "queue_full");
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "2");
+  const long ms = std::stol(refused->get_header_value("retry-after-ms"));
+  EXPECT_GE(ms, 140) << "the fake decides in 150 ms";
+  EXPECT_LT(ms, 1000) << "the fake decides in 150 ms";
+  q.release();
 }
 
 /// Requests are validated before they queue: with the runtime thread busy and the queue full, a
