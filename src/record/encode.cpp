@@ -1,5 +1,6 @@
 #include "record/encode.hpp"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -121,7 +122,8 @@ Record encode_record(const request::Request& req, const Tokenizer& tok,
                     std::to_string(options.max_length),
                 "questions");
   }
-  const std::size_t state_room = options.max_length - fixed;
+  std::size_t state_room = options.max_length - fixed;
+  if (options.max_state_tokens > 0) state_room = std::min(state_room, options.max_state_tokens);
   if (state.size() > state_room) {
     state.resize(state_room);
     rec.state_truncated = true;

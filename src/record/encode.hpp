@@ -21,6 +21,9 @@ struct VideoGroup {
 struct EncodeOptions {
   /// Context size: the most tokens a record may have (reference default 16384).
   std::size_t max_length = 16384;
+  /// The most state tokens: the state's ids are cut to their first max_state_tokens before they
+  /// are fitted to max_length (a request's `max_state_tokens`); 0: no such cut.
+  std::size_t max_state_tokens = 0;
   /// Image-pad tokens of each image, in request order (from the vision preprocessor); empty for a
   /// text-only record.
   std::vector<std::size_t> image_tokens;
@@ -38,7 +41,8 @@ struct EncodeOptions {
 ///   "\nALLOWED OPTIONS:\n", per option j: "OPTION {j}: ", render(option object) [option span],
 ///   "\n"; then "END FIELD\n"; and the suffix.
 /// The option object is {"option_id": id, "description": desc}, without "description" when desc
-/// is null. The state's ids are cut to max_length - (all other tokens).
+/// is null. The state's ids are cut to max_state_tokens (when set), then to max_length - (all
+/// other tokens); either cut sets Record::state_truncated.
 /// Throws clef::Error 400 (code "context_length_exceeded", param "questions") with the message
 /// "schema requires N tokens before state; maximum is M" when the other tokens alone exceed
 /// max_length, and whatever `tok` throws for text it cannot encode.

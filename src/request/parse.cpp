@@ -188,6 +188,12 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
   req.images = parse_images(body.find("images"), limits);
   req.videos = parse_videos(body.find("videos"), limits);
   req.media_kwargs = parse_media_kwargs(body.find("media_kwargs"));
+  // Null counts as absent, as for media_kwargs (the SDKs forward a field set to null).
+  for (auto [key, field] : {std::pair{"max_length", &req.max_length},
+                            std::pair{"max_state_tokens", &req.max_state_tokens}}) {
+    const json::Value* value = body.find(key);
+    if (value != nullptr && !value->is_null()) *field = positive_int(*value, key);
+  }
   return req;
 }
 

@@ -22,6 +22,8 @@ namespace clef::request {
 ///   - `images`: optional array of strings (null = none).
 ///   - `videos`: optional array of video files (strings) or frame lists (parse_videos).
 ///   - `media_kwargs`: optional processor settings (parse_media_kwargs).
+///   - `max_length`, `max_state_tokens`: optional integers >= 1 (null = absent): the record's
+///     most tokens and the state's most tokens (Request).
 /// Unknown fields are ignored.
 /// Throws clef::Error: invalid_request (400) naming the dotted field path (e.g.
 /// "questions.urgency.criteria") for a missing or mistyped field; payload_too_large (413) naming

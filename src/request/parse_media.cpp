@@ -29,14 +29,6 @@ std::int64_t positive_integer(const json::Value& v, const std::string& param) {
   return out;
 }
 
-int positive_int(const json::Value& v, const std::string& param) {
-  const std::int64_t n = positive_integer(v, param);
-  if (n > std::numeric_limits<int>::max()) {
-    throw invalid_request(param + " is too large", param);
-  }
-  return static_cast<int>(n);
-}
-
 double positive_number(const json::Value& v, const std::string& param) {
   double x = 0;
   if (v.is_float()) {
@@ -93,6 +85,14 @@ Video parse_frame_list(const json::Value& item, const RequestLimits& limits,
 }
 
 }  // namespace
+
+int positive_int(const json::Value& v, const std::string& param) {
+  const std::int64_t n = positive_integer(v, param);
+  if (n > std::numeric_limits<int>::max()) {
+    throw invalid_request(param + " is too large", param);
+  }
+  return static_cast<int>(n);
+}
 
 std::vector<Video> parse_videos(const json::Value* videos, const RequestLimits& limits) {
   std::vector<Video> out;

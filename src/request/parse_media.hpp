@@ -8,6 +8,10 @@
 
 namespace clef::request {
 
+/// `v` as an int >= 1 (a JSON integer, not a bool or a float). Throws clef::Error 400 naming
+/// `param` otherwise or when it exceeds an int.
+int positive_int(const json::Value& v, const std::string& param);
+
 /// `videos`: absent or null = none; else an array (at most limits.max_videos) whose items are a
 /// string (a video's data URI or http(s) URL) or an object {"frames": [strings, 1 to
 /// limits.max_listed_frames], "fps": number > 0 (optional)} with no other key. Throws clef::Error

@@ -82,6 +82,12 @@ struct Request {
   std::vector<std::string> images;
   std::vector<Video> videos;
   MediaKwargs media_kwargs;
+  /// The request's `max_length`: the most tokens its record may have (the reference encoder's
+  /// max_length), bounded by the served context. Unset: the served context.
+  std::optional<int> max_length;
+  /// The request's `max_state_tokens`: the state's ids are cut to their first N before the record
+  /// is fitted to max_length. Unset: no cut of its own.
+  std::optional<int> max_state_tokens;
 };
 
 /// Size limits enforced by parse_request (each over-limit request gets a 413 naming the field).

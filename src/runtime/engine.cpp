@@ -102,7 +102,10 @@ class Engine final : public Decider {
     const std::size_t n_still = out.images.size();
 
     record::EncodeOptions options;
-    options.max_length = static_cast<std::size_t>(backbone_.context_size());
+    // A request's own max_length, bounded by the served context; its max_state_tokens as given.
+    options.max_length = static_cast<std::size_t>(std::min(
+        backbone_.context_size(), out.request.max_length.value_or(backbone_.context_size())));
+    options.max_state_tokens = static_cast<std::size_t>(out.request.max_state_tokens.value_or(0));
     for (const RequestImage& d : out.images) {
       options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
     }
@@ -119,7 +122,7 @@ class Engine final : public Decider {
     check_image_budget(out.images, video_text_tokens);
     out.record = encode_with_images(out.request, options, out.images);
     if (out.record.state_truncated && config_.truncation == Truncation::refuse) {
-      refuse_truncation(out.record);
+      refuse_truncation(out.record);  // unless the request's own limits cut it
     }
     refuse_empty_question_spans(out.record);
     out.tokenize_ms = ms_since(t0) - out.image_prepare_ms;
@@ -830,9 +833,13 @@ class Engine final : public Decider {
   }
 
   /// --truncation refuse: 413 naming the record's full length and the context size.
-  [[noreturn]] void refuse_truncation(const record::Record& rec) const {
+  /// Under --truncation refuse: 413 for a record whose whole state does not fit the served
+  /// context; nothing when it would (then the request's own max_length or max_state_tokens cut
+  /// it, which the client asked for).
+  void refuse_truncation(const record::Record& rec) const {
     const std::size_t full_state = tokenizer_.tokenize(rec.rendered_state).size();
     const std::size_t full = rec.input_tokens() - rec.state_span.size() + full_state;
+    if (full <= static_cast<std::size_t>(backbone_.context_size())) return;
     throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
                 "the record needs " + std::to_string(full) + " tokens but the context size is " +
                     std::to_string(backbone_.context_size()) +

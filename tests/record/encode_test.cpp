@@ -5,12 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "support/byte_tokenizer.hpp"
 #include "json/parse.hpp"
 #include "request/parse.hpp"
+#include "support/byte_tokenizer.hpp"
 #include "util/error.hpp"
 
 namespace clef {
@@ -83,6 +84,34 @@ TEST(EncodeRecord, StateIsCutToFitAndTheSchemaMustFit) {
                                          " tokens before state; maximum is " +
                                          std::to_string(options.max_length));
   }
+}
+
+/// A request's max_state_tokens cuts the state's ids to their first N before the fit to
+/// max_length; the tighter of the two wins.
+TEST(EncodeRecord, MaxStateTokensCutsTheStateBeforeTheFit) {
+  const test::ByteTokenizer tok;
+  const std::string text = R"({"state": "abcdef", "questions": {"q": {"type": "noul"}}})";
+  const record::Record full = record::encode_record(parse(text), tok);
+  record::EncodeOptions options;
+  options.max_state_tokens = 4;
+  const record::Record cut = record::encode_record(parse(text), tok, options);
+  EXPECT_TRUE(cut.state_truncated);
+  EXPECT_EQ(cut.state_span.size(), 4u);
+  EXPECT_EQ(cut.input_tokens(), full.input_tokens() - 2);
+  // The kept ids are the state's first four ("abcd"), the rest of the record unchanged.
+  EXPECT_TRUE(std::equal(cut.ids.begin(), cut.ids.begin() + static_cast<long>(cut.state_span.end),
+                         full.ids.begin()));
+  EXPECT_TRUE(std::equal(cut.ids.begin() + static_cast<long>(cut.state_span.end), cut.ids.end(),
+                         full.ids.begin() + static_cast<long>(full.state_span.end)));
+
+  options.max_length = full.input_tokens() - 5;  // tighter than max_state_tokens: one state token
+  EXPECT_EQ(record::encode_record(parse(text), tok, options).state_span.size(), 1u);
+
+  options = {};
+  options.max_state_tokens = 6;  // the whole state: nothing cut
+  const record::Record whole = record::encode_record(parse(text), tok, options);
+  EXPECT_FALSE(whole.state_truncated);
+  EXPECT_EQ(whole.ids, full.ids);
 }
 
 }  // namespace

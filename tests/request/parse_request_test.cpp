@@ -164,6 +164,27 @@ TEST(ParseRequest, MediaKwargsAreValidatedAndKept) {
       parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}})").media_kwargs.empty());
 }
 
+TEST(ParseRequest, MaxLengthAndMaxStateTokensAreKeptOrRefusedByName) {
+  const std::string head = R"({"state": "s", "questions": {"q": {"type": "noul"}})";
+  const auto r =
+      parse(std::string(head).append(R"(, "max_length": 512, "max_state_tokens": 100})"));
+  EXPECT_EQ(r.max_length, 512);
+  EXPECT_EQ(r.max_state_tokens, 100);
+  const auto unset = parse(std::string(head).append(R"(, "max_length": null})"));
+  EXPECT_FALSE(unset.max_length.has_value());
+  EXPECT_FALSE(unset.max_state_tokens.has_value());
+  for (const char* bad : {R"("max_length": 0)", R"("max_length": 1.5)", R"("max_length": "5")",
+                          R"("max_length": 99999999999999)", R"("max_state_tokens": false)",
+                          R"("max_state_tokens": [3])"}) {
+    std::string text = head;
+    text.append(", ").append(bad).append("}");
+    const Refusal r = refusal(text);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.param, std::string(bad).substr(1, r.param.size())) << bad;
+    EXPECT_FALSE(r.param.empty()) << bad;
+  }
+}
+
 TEST(ParseRequest, TooManyVideosOrFramesAre413) {
   request::RequestLimits limits;
   limits.max_videos = 1;
@@ -271,7 +292,8 @@ TEST(ParseRequest, RefusalsNameTheField) {
 std::string many_questions(int n) {
   std::string text = R"({"state": "s", "questions": {)";
   for (int i = 0; i < n; ++i) {
-    text += (i ? "," : "") + std::string("\"q") + std::to_string(i) + R"(": {"type": "noul"})";
+    text.append(i ? "," : "").append("\"q").append(std::to_string(i));
+    text.append(R"(": {"type": "noul"})");
   }
   return text + "}}";
 }
@@ -279,7 +301,7 @@ std::string many_questions(int n) {
 std::string choice_with(int n) {
   std::string text = R"({"state": "s", "questions": {"q": {"type": "choice", "criteria": {)";
   for (int i = 0; i < n; ++i)
-    text += (i ? "," : "") + std::string("\"o") + std::to_string(i) + "\": 1";
+    text.append(i ? "," : "").append("\"o").append(std::to_string(i)).append("\": 1");
   return text + "}}}}";
 }
 

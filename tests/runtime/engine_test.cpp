@@ -224,6 +224,54 @@ TEST_F(EngineTest, OverlongStateIsTruncatedOrRefusedAsConfigured) {
   }
 }
 
+/// A request's max_length (bounded by the served context) and max_state_tokens are honoured, as
+/// the reference's encoder does; --truncation refuse does not refuse a cut the client asked for.
+TEST_F(EngineTest, RequestMaxLengthAndMaxStateTokensAreHonoured) {
+  std::string state(3000, 'a');
+  for (std::size_t i = 0; i < state.size(); i += 7) state[i] = ' ';
+  const std::string questions = R"(, "questions": {"q": {"type": "noul"}})";
+  auto body = [&](const std::string& extra) {
+    std::string text = R"({"state": ")";
+    text += state;
+    text += '"';
+    text += questions;
+    text += extra;
+    text += '}';
+    return clef::json::parse(text);
+  };
+  const clef::runtime::Decision whole = engine().decide(body(""));
+  ASSERT_LT(whole.input_tokens, 4096);
+  EXPECT_EQ(engine().decide(body(R"(, "max_length": 300)")).input_tokens, 300);
+  // Over the served context: bounded by it (the state fits it whole here).
+  EXPECT_EQ(engine().decide(body(R"(, "max_length": 100000)")).body, whole.body);
+  EXPECT_EQ(engine().decide(body(R"(, "max_length": null, "max_state_tokens": null)")).body,
+            whole.body);
+  const clef::runtime::PreparedRequest full = engine().prepare(body(""));
+  const int state_tokens = static_cast<int>(full.record.state_span.size());
+  const clef::runtime::Decision cut = engine().decide(body(R"(, "max_state_tokens": 10)"));
+  EXPECT_EQ(cut.input_tokens, whole.input_tokens - (state_tokens - 10));
+  EXPECT_NE(cut.body, whole.body);
+
+  auto config = tiny_config();
+  config.truncation = clef::runtime::Truncation::refuse;
+  auto refusing = clef::runtime::make_engine(config);
+  EXPECT_EQ(refusing->decide(body(R"(, "max_state_tokens": 10)")).body, cut.body);
+  EXPECT_EQ(refusing->decide(body(R"(, "max_length": 300)")).input_tokens, 300);
+
+  for (const char* bad :
+       {R"(, "max_length": 0)", R"(, "max_length": "300")", R"(, "max_length": 300.0)",
+        R"(, "max_state_tokens": true)", R"(, "max_state_tokens": -1)"}) {
+    try {
+      engine().decide(body(bad));
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const clef::Error& e) {
+      EXPECT_EQ(e.status(), 400) << bad;
+      EXPECT_NE(std::string(bad).find(e.param()), std::string::npos) << bad << ": " << e.param();
+      EXPECT_FALSE(e.param().empty()) << bad;
+    }
+  }
+}
+
 TEST(EngineLoadTest, MissingOrMismatchedFilesAreRefusedClearly) {
   auto config = tiny_config();
   config.head_path = "/nonexistent/joint_head.safetensors";
