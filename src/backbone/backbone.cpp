@@ -479,6 +479,7 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
     std::copy(reuse.resume_rows.begin(), reuse.resume_rows.end(), p.out_.data.begin());
   }
   p.at_ = resumed;
+  p.last_progress_ = std::chrono::steady_clock::now();
   while (p.next_batch_ < p.batches_.size() && p.batches_[p.next_batch_].start < resumed) {
     ++p.next_batch_;
   }
@@ -508,8 +509,13 @@ HiddenStates Backbone::finish(Prefill& p) {
       ++p.out_.preemptions;
     }
     first_piece = false;
-    if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(p.at_);
-    decode_pieces(std::span<Prefill* const>(&self, 1), next_piece(p, limit), p.cancelled_);
+    try {
+      if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(p.at_);
+      decode_pieces(std::span<Prefill* const>(&self, 1), next_piece(p, limit), p.cancelled_);
+    } catch (const DecisionCancelled&) {
+      p.cancelled_at_ = p.at_;  // what it prefilled stays in `p` (take())
+      throw;
+    }
   }
   return p.take();
 }
@@ -644,6 +650,14 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
         reuse.snapshot_at[p.next_snapshot_] == p.at_) {
       p.out_.snapshots.push_back(take_snapshot(p.seq_, p.at_, false));
       ++p.next_snapshot_;
+    }
+    // A progress snapshot only at a layout batch boundary (where a later prefill of the same
+    // record may resume), never after the last batch.
+    if (reuse.progress_every.count() > 0 && p.at_ == pb.start + pb.n_tokens &&
+        p.next_batch_ < p.batches_.size() &&
+        std::chrono::steady_clock::now() - p.last_progress_ >= reuse.progress_every) {
+      p.out_.progress = take_snapshot(p.seq_, p.at_, false);
+      p.last_progress_ = std::chrono::steady_clock::now();
     }
   }
 }

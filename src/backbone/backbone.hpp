@@ -3,6 +3,7 @@
 // the final-norm hidden state of every position (contract section 4) without computing LM-head
 // logits for any token.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -36,6 +37,9 @@ struct HiddenStates {
   std::vector<MemorySnapshot> checkpoints;
   /// How many times the prefill let others run (PrefillOptions::preemption).
   int preemptions = 0;
+  /// The latest progress snapshot (PrefillOptions::progress_every) of a prefill that did not
+  /// finish: what a cancelled prefill leaves to resume from. Empty (tokens 0) otherwise.
+  MemorySnapshot progress;
 
   std::span<const float> row(int t) const {
     return {data.data() + static_cast<std::size_t>(t) * n_embd, static_cast<std::size_t>(n_embd)};
@@ -152,6 +156,12 @@ struct PrefillOptions {
   std::span<const int> checkpoint_at;
   /// Optional: others may run between batches (see Preemption).
   const Preemption* preemption = nullptr;
+  /// Progress snapshots: at the first layout batch boundary after this long since the prefill
+  /// started or since its last progress snapshot, the memory is snapshotted into
+  /// HiddenStates::progress (replacing the previous one), so a prefill cancelled later leaves
+  /// a point to resume from (a client that timed out retries). Zero: none. They change nothing
+  /// that is decoded.
+  std::chrono::milliseconds progress_every{0};
 };
 
 /// What one sequence of the context holds at most (Backbone::sequence_memory): the attention KV
@@ -192,7 +202,8 @@ class Prefill {
   /// Tokens whose hidden rows are known (resumed ones included).
   int prefilled() const noexcept { return at_; }
   int total() const noexcept { return static_cast<int>(ids_.size()); }
-  /// The hidden states once done() and not cancelled (moved out).
+  /// The hidden states once done() (moved out). Of a cancelled prefill: the rows of its first
+  /// prefilled() tokens, the snapshots it took, and its latest progress snapshot.
   HiddenStates take() { return std::move(out_); }
 
  private:
@@ -212,6 +223,7 @@ class Prefill {
   std::size_t next_snapshot_ = 0;
   std::size_t next_checkpoint_ = 0;
   int cancelled_at_ = -1;
+  std::chrono::steady_clock::time_point last_progress_;  ///< start, or the last progress snapshot
   HiddenStates out_;
 };
 
@@ -290,8 +302,8 @@ class Backbone {
   /// Decodes the rest of `prefill` alone, one layout batch per llama_decode (pieces of at most
   /// kPausablePiece tokens when reuse.preemption is set and flash attention is off), pausing for
   /// reuse.preemption between them, and returns its hidden states. Throws
-  /// clef::DecisionCancelled once `cancelled` says so, clef::Error (internal) when llama_decode
-  /// fails.
+  /// clef::DecisionCancelled once `cancelled` says so (`prefill` is then cancelled(), and take()
+  /// gives what it prefilled), clef::Error (internal) when llama_decode fails.
   HiddenStates finish(Prefill& prefill);
 
   /// One step of continuous batching: every prefill not done() decodes its next piece, pieces of

@@ -76,6 +76,7 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
                  "parallel, "
                  "flash_attention=0|1, weight_repacking=0|1, device=NAME, state_cache_mb=MiB, "
+                 "resume_snapshot_ms=MS (a long prefill's progress snapshots; 0 off), "
                  "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
                  "when they are not 0.5/0.5)");
   cmd.add_option("--max-image-tokens", max_image_tokens,
@@ -240,6 +241,12 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.weight_repacking = parse_switch_setting(name, value);
     } else if (name == "device") {
       p.device = value;
+    } else if (name == "resume_snapshot_ms") {
+      config.resume_snapshot_ms = parse_int_setting(name, value);
+      if (config.resume_snapshot_ms < 0) {
+        throw invalid_request("--set resume_snapshot_ms=" + value + ": expected 0 (off) or ms",
+                              name);
+      }
     } else if (name == "state_cache_mb") {
       config.state_cache_mb = parse_int_setting<std::int64_t>(name, value);
       if (config.state_cache_mb < -1) {

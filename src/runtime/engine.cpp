@@ -220,7 +220,10 @@ class Engine final : public Decider {
     if (!p.prefill || !p.prefill->done()) {
       throw Error(ErrorKind::internal, "internal", "finish() before the prefill is done");
     }
-    if (p.prefill->cancelled()) throw_cancelled_at(p.prefill->cancelled_at());
+    if (p.prefill->cancelled()) {
+      keep_abandoned(p);
+      throw_cancelled_at(p.prefill->cancelled_at());
+    }
     return complete(p, p.prefill->take());
   }
 
@@ -289,7 +292,13 @@ class Engine final : public Decider {
                   "decide() while decisions begun with begin() are in progress");
     }
     std::unique_ptr<Pending> p = start_decision(prepared, preemption, nullptr, 0);
-    backbone::HiddenStates hidden = backbone_.finish(*p->prefill);
+    backbone::HiddenStates hidden;
+    try {
+      hidden = backbone_.finish(*p->prefill);
+    } catch (const DecisionCancelled&) {
+      keep_abandoned(*p);
+      throw;
+    }
     return complete(*p, std::move(hidden));
   }
 
@@ -404,6 +413,8 @@ class Engine final : public Decider {
     reuse.cuts = p->points;
     reuse.snapshot_at = p->snapshot_at;
     reuse.checkpoint_at = p->checkpoint_at;
+    if (cache_.enabled())
+      reuse.progress_every = std::chrono::milliseconds(config_.resume_snapshot_ms);
     if (p->hit) {
       reuse.resume = &p->hit.entry->memory;
       reuse.resume_checkpoint = p->hit.checkpoint;
@@ -448,6 +459,31 @@ class Engine final : public Decider {
     const auto inside =
         std::lower_bound(p.image_starts.begin(), p.image_starts.end(), n) - p.image_starts.begin();
     return std::span<const std::string>(p.digests).first(static_cast<std::size_t>(inside));
+  }
+
+  /// A cancelled prefill (its client went away, e.g. an SDK attempt that timed out and will be
+  /// retried): the snapshots it took and its latest progress snapshot go into the state cache
+  /// with the rows before them, so the same record resumes there (the points are batch
+  /// boundaries of its layout, so its answer is the same bytes as a cold one).
+  void keep_abandoned(Pending& p) {
+    if (!cache_.enabled() || !p.prefill) return;
+    const record::Record& rec = p.prepared.record;
+    backbone::HiddenStates partial = p.prefill->take();
+    const int prefilled = p.prefill->prefilled();
+    auto keep = [&](backbone::MemorySnapshot& m) {
+      if (m.tokens <= p.hit.tokens || m.tokens < kMinCachedTokens || m.tokens > prefilled) return;
+      cache::CachedPrefix entry;
+      const auto n = static_cast<std::size_t>(m.tokens);
+      entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
+      const auto before = digests_before(p, n);
+      entry.image_digests.assign(before.begin(), before.end());
+      entry.rows.assign(partial.data.begin(),
+                        partial.data.begin() + static_cast<std::ptrdiff_t>(n * partial.n_embd));
+      entry.memory = std::move(m);
+      cache_.insert(std::move(entry));
+    };
+    for (backbone::MemorySnapshot& m : partial.snapshots) keep(m);
+    if (partial.progress.tokens > 0) keep(partial.progress);
   }
 
   /// After the prefill: the joint schema head, the response, and the record's snapshots kept in

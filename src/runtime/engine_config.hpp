@@ -49,6 +49,11 @@ struct EngineConfig {
   /// MiB the state cache may hold (cache::StateCache): -1 a sixteenth of physical memory, at most
   /// 4,096; 0 off. Answers are the same bytes either way; a hit only saves the prefill.
   std::int64_t state_cache_mb = -1;
+  /// With a state cache: a prefill snapshots its memory at the first layout batch boundary after
+  /// every this many milliseconds (keeping only the latest), and a decision whose client went
+  /// away keeps that snapshot in the cache, so the client's retry (an SDK attempt that timed out)
+  /// resumes there instead of at token 0. 0: off. Answers are the same bytes either way.
+  int resume_snapshot_ms = 2000;
   /// A calibration file (`clef calibrate`; decision::Calibration) applied to the logits before the
   /// answers are built. Empty: none, the answers are the reference's.
   std::string calibration_path;

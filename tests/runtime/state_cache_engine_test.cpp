@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "backbone/backbone.hpp"
 #include "cache/prefix_points.hpp"
 #include "json/parse.hpp"
+#include "runtime/cancellation.hpp"
 #include "runtime/engine.hpp"
 #include "support/grey_png.hpp"
 #include "support/ticket_requests.hpp"
@@ -239,6 +241,51 @@ TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
   // Same size, same ids and positions, other pixels: only the prefix up to the image is shared.
   const rt::Decision other = expect_cold_bytes(request(state, kQuestionsB, {grey}));
   EXPECT_EQ(other.cached_tokens, static_cast<int>(rec.images.at(0).first_token));
+}
+
+/// A decision whose client went away mid-prefill (an SDK attempt that timed out) leaves its
+/// latest progress snapshot in the cache: the retry of the same request resumes there, not at
+/// token 0, and answers with the cold bytes.
+TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
+  auto c = config(256);
+  c.resume_snapshot_ms = 1;  // a progress snapshot at (nearly) every layout boundary
+  auto cached = rt::make_engine(c);
+  auto cold = rt::make_engine(config(0));
+  const Value body = request(clef::test::ticket_words(1500), kQuestionsA);
+  const auto t0 = std::chrono::steady_clock::now();
+  const rt::Decision reference = cold->decide(body);
+  const auto whole = std::chrono::steady_clock::now() - t0;
+  const int total = reference.input_tokens;
+
+  // The client leaves about halfway through the prefill.
+  const auto started = std::chrono::steady_clock::now();
+  const rt::Cancellation gone = rt::Cancellation::polling(
+      [&] { return std::chrono::steady_clock::now() - started > whole / 2; },
+      std::chrono::milliseconds(0));
+  rt::PreparedRequest abandoned = cached->prepare(body, gone);
+  EXPECT_THROW(cached->decide(abandoned), clef::DecisionCancelled);
+  EXPECT_GT(cached->state_cache_stats().entries, 0u);
+
+  const rt::Decision retried = cached->decide(body);
+  EXPECT_EQ(retried.body, reference.body);
+  EXPECT_GT(retried.cached_tokens, clef::cache::fixed_prefix_tokens(cached->prepare(body).record))
+      << "resumed only from the system prefix";
+  EXPECT_LT(retried.cached_tokens, total);
+
+  // Off: the retry starts again from the system prefix at most.
+  auto off_config = config(256);
+  off_config.resume_snapshot_ms = 0;
+  auto off = rt::make_engine(off_config);
+  const auto again = std::chrono::steady_clock::now();
+  const rt::Cancellation gone_again = rt::Cancellation::polling(
+      [&] { return std::chrono::steady_clock::now() - again > whole / 2; },
+      std::chrono::milliseconds(0));
+  rt::PreparedRequest abandoned_again = off->prepare(body, gone_again);
+  EXPECT_THROW(off->decide(abandoned_again), clef::DecisionCancelled);
+  const rt::Decision from_scratch = off->decide(body);
+  EXPECT_EQ(from_scratch.body, reference.body);
+  EXPECT_LE(from_scratch.cached_tokens,
+            clef::cache::fixed_prefix_tokens(off->prepare(body).record));
 }
 
 TEST(StateCacheEngine, FlashAttentionAnswersDoNotDependOnTheCache) {

@@ -73,7 +73,9 @@ function client(base, options = {}) {
 /// Runs `body` against a fresh demo server started with `args`; its stderr (the access log) is
 /// collected into log.text.
 async function withServer(args, body) {
-  const server = startDemoServer(clef, ["--state-cache-mb", "0", ...args]);
+  // No state cache unless asked for: each decision is then a full prefill (timings hold).
+  const cache = args.includes("--state-cache-mb") ? [] : ["--state-cache-mb", "0"];
+  const server = startDemoServer(clef, [...cache, ...args]);
   const log = { text: "" };
   server.child.stderr.on("data", (d) => (log.text += d));
   try {
@@ -84,7 +86,7 @@ async function withServer(args, body) {
   }
 }
 
-const longState = "w ".repeat(16000);  // a 4,096-token record on the demo model: about a second
+const longState = "w ".repeat(16000);  // 16,000 tokens: on the demo model ~0.5 s at 4,096, ~5 s at 16,384
 
 await withServer(["--context-size", "4096"], async (base, log) => {
   const ts = client(base);
@@ -181,6 +183,27 @@ await withServer(["--context-size", "4096"], async (base, log) => {
     await new Promise((r) => setTimeout(r, 100));
   }
   expect(stopped === 2, `the server logged both gone clients as 499 (${stopped})`);
+});
+
+// A decision longer than the SDK's timeout: each timed-out attempt leaves its progress in the
+// state cache (progress snapshots every 100 ms here), so the retries resume rather than restart
+// and the call succeeds within its retries.
+await withServer(["--context-size", "16384", "--state-cache-mb", "1024", "--set", "resume_snapshot_ms=100"],
+                 async (base, log) => {
+  let sent = 0;
+  const counting = (input, init) => {
+    sent++;
+    return fetch(input, init);
+  };
+  const ts = client(base, { timeout: 1500, fetch: counting, retry: { maxRetries: 8, backoffInitialMs: 10, backoffMaxMs: 10 } });
+  const started = Date.now();
+  const answer = await ts.systemOne({ state: longState + "retried", questions: { q: noul() } });
+  console.log(`a ~5 s decision under a 1.5 s client timeout: answered after ${sent} attempts in ${Date.now() - started} ms`);
+  expect(typeof answer.answers.q.noul === "number" && sent > 1,
+         `a decision over the client's timeout succeeds on a retry (${sent} attempts, ${Date.now() - started} ms)`);
+  const cached = [...log.text.matchAll(/cached_tokens=(\d+)/g)].map((m) => Number(m[1]));
+  expect(cached.length > 0 && cached[cached.length - 1] > 100,
+         "the answered attempt resumed from the abandoned ones' progress: cached_tokens " + cached.join());
 });
 
 // --validation-status 422: the hosted API's status, the SDK's UnprocessableEntityError.
