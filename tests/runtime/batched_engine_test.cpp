@@ -145,6 +145,34 @@ TEST_F(BatchedEngineTest, ACancelledDecisionStopsAndTheOthersKeepTheirBytes) {
   EXPECT_EQ(again[1], alone_[0].body);
 }
 
+/// Continuous batching too: a decision whose client left mid-prefill leaves its progress in the
+/// state cache, and the retry resumes there with the bytes of the request alone.
+TEST_F(BatchedEngineTest, ACancelledDecisionLeavesItsProgressForTheRetry) {
+  auto c = config(2, 64);
+  c.resume_snapshot_ms = 1;
+  auto engine = rt::make_engine(c);
+  const std::vector<Value> bodies = mixed_requests();
+  InFlight gone;
+  gone.prepared = engine->prepare(bodies[3]);
+  gone.decision = engine->begin(gone.prepared);
+  std::vector<rt::DecisionInProgress*> step{gone.decision.get()};
+  const int total = gone.prepared.input_tokens();
+  while (gone.decision->tokens_left() > total / 2) engine->step(step);
+  gone.prepared.cancellation.cancel();
+  while (!gone.decision->prefilled()) engine->step(step);
+  EXPECT_THROW(engine->finish(*gone.decision), clef::DecisionCancelled);
+  gone.decision.reset();
+
+  const rt::PreparedRequest retry = engine->prepare(bodies[3]);
+  auto again = engine->begin(retry);
+  std::vector<rt::DecisionInProgress*> one{again.get()};
+  while (!again->prefilled()) engine->step(one);
+  const rt::Decision d = engine->finish(*again);
+  EXPECT_EQ(d.body, alone_[3].body);
+  EXPECT_GE(d.cached_tokens, total / 4) << "the retry resumed from the abandoned prefill";
+  EXPECT_LT(d.cached_tokens, total);
+}
+
 /// Reported: a request's images were all encoded when it joined, holding every other decision
 /// up meanwhile (a short request waited 25 s behind two 2048x2048 images with --parallel 4). The
 /// tower now takes one image per step, and the others step between them.
