@@ -653,8 +653,12 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
     }
     // A progress snapshot only at a layout batch boundary (where a later prefill of the same
     // record may resume), never after the last batch.
+    const std::uint64_t progress_bytes =
+        sequence_memory_.kv_bytes_per_token * static_cast<std::uint64_t>(p.at_) +
+        sequence_memory_.recurrent_bytes;
     if (reuse.progress_every.count() > 0 && p.at_ == pb.start + pb.n_tokens &&
         p.next_batch_ < p.batches_.size() &&
+        (reuse.progress_max_bytes == 0 || progress_bytes <= reuse.progress_max_bytes) &&
         std::chrono::steady_clock::now() - p.last_progress_ >= reuse.progress_every) {
       p.out_.progress = take_snapshot(p.seq_, p.at_, false);
       p.last_progress_ = std::chrono::steady_clock::now();

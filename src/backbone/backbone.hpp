@@ -162,6 +162,9 @@ struct PrefillOptions {
   /// a point to resume from (a client that timed out retries). Zero: none. They change nothing
   /// that is decoded.
   std::chrono::milliseconds progress_every{0};
+  /// The largest progress snapshot worth taking, bytes (sequence_memory(): the KV of the tokens
+  /// so far plus the recurrent states); past it none is taken. 0: no bound.
+  std::uint64_t progress_max_bytes = 0;
 };
 
 /// What one sequence of the context holds at most (Backbone::sequence_memory): the attention KV

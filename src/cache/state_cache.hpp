@@ -66,6 +66,7 @@ class StateCache {
   explicit StateCache(std::size_t budget_bytes);
 
   bool enabled() const noexcept { return budget_ > 0; }
+  std::size_t budget() const noexcept { return budget_; }
 
   /// The longest cached prefix of the record `ids` that ends at one of `boundaries` (the batch
   /// boundaries of the record's own prefill layout, ascending): a whole entry whose ids start the

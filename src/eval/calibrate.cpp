@@ -152,8 +152,9 @@ std::string format_calibration_report(const CalibrateResult& r) {
   out += r.folds >= 2 ? "after: measured on " + std::to_string(r.folds) +
                             " held-out folds (each scored by a calibration fitted on the others)\n"
                       : "after: IN SAMPLE (too few requests for held-out folds)\n";
-  out += "\n" + pad("", 9) + pad("n", 6) + pad("accuracy", 19) + pad("log loss", 19) +
-         pad("Brier", 19) + "ECE (10 bins)\n";
+  out += '\n';
+  out += pad("", 9) + pad("n", 6) + pad("accuracy", 19) + pad("log loss", 19) + pad("Brier", 19) +
+         "ECE (10 bins)\n";
   out += pad("", 15) + pad("before  after", 19) + pad("before  after", 19) +
          pad("before  after", 19) + "before  after\n";
   for (const CalibrationComparison& c : r.comparisons) {

@@ -413,8 +413,13 @@ class Engine final : public Decider {
     reuse.cuts = p->points;
     reuse.snapshot_at = p->snapshot_at;
     reuse.checkpoint_at = p->checkpoint_at;
-    if (cache_.enabled())
+    if (cache_.enabled()) {
+      // Each decision in progress may hold one progress snapshot: together within the cache's
+      // budget (a long record on a small cache, or many at once, take none).
       reuse.progress_every = std::chrono::milliseconds(config_.resume_snapshot_ms);
+      reuse.progress_max_bytes =
+          cache_.budget() / static_cast<std::size_t>(std::max(1, backbone_.params().parallel));
+    }
     if (p->hit) {
       reuse.resume = &p->hit.entry->memory;
       reuse.resume_checkpoint = p->hit.checkpoint;
