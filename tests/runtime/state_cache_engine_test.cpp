@@ -257,15 +257,17 @@ TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
   const auto whole = std::chrono::steady_clock::now() - t0;
   const int total = reference.input_tokens;
 
-  // The client leaves about halfway through the prefill.
-  const auto started = std::chrono::steady_clock::now();
-  const rt::Cancellation gone = rt::Cancellation::polling(
-      [&] { return std::chrono::steady_clock::now() - started > whole / 2; },
-      std::chrono::milliseconds(0));
-  rt::PreparedRequest abandoned = cached->prepare(body, gone);
-  EXPECT_THROW(cached->decide(abandoned), clef::DecisionCancelled);
+  // Decides `body` on `engine` for a client that leaves about halfway through the prefill.
+  auto abandon = [&](rt::Decider& engine) {
+    const auto started = std::chrono::steady_clock::now();
+    const rt::Cancellation gone = rt::Cancellation::polling(
+        [&] { return std::chrono::steady_clock::now() - started > whole / 2; },
+        std::chrono::milliseconds(0));
+    rt::PreparedRequest abandoned = engine.prepare(body, gone);
+    EXPECT_THROW(engine.decide(abandoned), clef::DecisionCancelled);
+  };
+  abandon(*cached);
   EXPECT_GT(cached->state_cache_stats().entries, 0u);
-
   const rt::Decision retried = cached->decide(body);
   EXPECT_EQ(retried.body, reference.body);
   EXPECT_GT(retried.cached_tokens, clef::cache::fixed_prefix_tokens(cached->prepare(body).record))
@@ -276,12 +278,7 @@ TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
   auto off_config = config(256);
   off_config.resume_snapshot_ms = 0;
   auto off = rt::make_engine(off_config);
-  const auto again = std::chrono::steady_clock::now();
-  const rt::Cancellation gone_again = rt::Cancellation::polling(
-      [&] { return std::chrono::steady_clock::now() - again > whole / 2; },
-      std::chrono::milliseconds(0));
-  rt::PreparedRequest abandoned_again = off->prepare(body, gone_again);
-  EXPECT_THROW(off->decide(abandoned_again), clef::DecisionCancelled);
+  abandon(*off);
   const rt::Decision from_scratch = off->decide(body);
   EXPECT_EQ(from_scratch.body, reference.body);
   EXPECT_LE(from_scratch.cached_tokens,
