@@ -1,6 +1,7 @@
 #include "request/parse.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -192,7 +193,11 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
   for (auto [key, field] : {std::pair{"max_length", &req.max_length},
                             std::pair{"max_state_tokens", &req.max_state_tokens}}) {
     const json::Value* value = body.find(key);
-    if (value != nullptr && !value->is_null()) *field = positive_int(*value, key);
+    // Up to 2^40 (positive_integer); more than any context is "no cut": kept as INT_MAX.
+    if (value != nullptr && !value->is_null()) {
+      *field = static_cast<int>(
+          std::min<std::int64_t>(positive_integer(*value, key), std::numeric_limits<int>::max()));
+    }
   }
   return req;
 }

@@ -13,22 +13,6 @@ namespace {
 // Integer pixel counts and frame counts above this are refused as values, not as budgets.
 constexpr std::int64_t kMaxIntegerArgument = std::int64_t{1} << 40;
 
-std::int64_t positive_integer(const json::Value& v, const std::string& param) {
-  if (!v.is_integer()) {
-    throw invalid_request(param + " must be an integer, got " + v.type_name(), param);
-  }
-  const std::string& digits = v.integer_digits();
-  std::int64_t out = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-  if (ec != std::errc() || end != digits.data() + digits.size() || out < 1 ||
-      out > kMaxIntegerArgument) {
-    throw invalid_request(param + " must be an integer from 1 to " +
-                              std::to_string(kMaxIntegerArgument) + ", got " + digits,
-                          param);
-  }
-  return out;
-}
-
 double positive_number(const json::Value& v, const std::string& param) {
   double x = 0;
   if (v.is_float()) {
@@ -85,6 +69,22 @@ Video parse_frame_list(const json::Value& item, const RequestLimits& limits,
 }
 
 }  // namespace
+
+std::int64_t positive_integer(const json::Value& v, const std::string& param) {
+  if (!v.is_integer()) {
+    throw invalid_request(param + " must be an integer, got " + v.type_name(), param);
+  }
+  const std::string& digits = v.integer_digits();
+  std::int64_t out = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+  if (ec != std::errc() || end != digits.data() + digits.size() || out < 1 ||
+      out > kMaxIntegerArgument) {
+    throw invalid_request(param + " must be an integer from 1 to " +
+                              std::to_string(kMaxIntegerArgument) + ", got " + digits,
+                          param);
+  }
+  return out;
+}
 
 int positive_int(const json::Value& v, const std::string& param) {
   const std::int64_t n = positive_integer(v, param);

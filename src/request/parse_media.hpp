@@ -1,12 +1,17 @@
 #pragma once
 // Validation of a request's `videos` and `media_kwargs` (decision contract sections 1 and 8).
 
+#include <cstdint>
 #include <vector>
 
 #include "json/value.hpp"
 #include "request/request.hpp"
 
 namespace clef::request {
+
+/// `v` as an integer from 1 to 2^40 (a JSON integer, not a bool or a float). Throws clef::Error
+/// 400 naming `param` otherwise.
+std::int64_t positive_integer(const json::Value& v, const std::string& param);
 
 /// `v` as an int >= 1 (a JSON integer, not a bool or a float). Throws clef::Error 400 naming
 /// `param` otherwise or when it exceeds an int.

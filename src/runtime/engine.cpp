@@ -120,9 +120,18 @@ class Engine final : public Decider {
       }
     }
     check_image_budget(out.images, video_text_tokens);
-    out.record = encode_with_images(out.request, options, out.images);
-    if (out.record.state_truncated && config_.truncation == Truncation::refuse) {
-      refuse_truncation(out.record);  // unless the request's own limits cut it
+    // The request's own max_length is what a schema that does not fit it overflowed.
+    const bool own_max_length =
+        out.request.max_length && *out.request.max_length < backbone_.context_size();
+    try {
+      out.record = encode_with_images(out.request, options, out.images);
+    } catch (const Error& e) {
+      if (e.code() != "context_length_exceeded" || !own_max_length) throw;
+      throw Error(e.kind(), e.code(), std::string(e.what()) + " (the request's max_length)",
+                  "max_length");
+    }
+    if (out.record.state_truncated && config_.truncation == Truncation::refuse && !own_max_length) {
+      refuse_truncation(out.request, out.record);  // unless its max_state_tokens alone cut it
     }
     refuse_empty_question_spans(out.record);
     out.tokenize_ms = ms_since(t0) - out.image_prepare_ms;
@@ -874,11 +883,14 @@ class Engine final : public Decider {
   }
 
   /// --truncation refuse: 413 naming the record's full length and the context size.
-  /// Under --truncation refuse: 413 for a record whose whole state does not fit the served
-  /// context; nothing when it would (then the request's own max_length or max_state_tokens cut
-  /// it, which the client asked for).
-  void refuse_truncation(const record::Record& rec) const {
-    const std::size_t full_state = tokenizer_.tokenize(rec.rendered_state).size();
+  /// Under --truncation refuse: 413 for a record whose state, cut to the request's
+  /// max_state_tokens if it has one, does not fit the served context; nothing when it would (the
+  /// client's own cut is what was made).
+  void refuse_truncation(const request::Request& req, const record::Record& rec) const {
+    std::size_t full_state = tokenizer_.tokenize(rec.rendered_state).size();
+    if (req.max_state_tokens) {
+      full_state = std::min(full_state, static_cast<std::size_t>(*req.max_state_tokens));
+    }
     const std::size_t full = rec.input_tokens() - rec.state_span.size() + full_state;
     if (full <= static_cast<std::size_t>(backbone_.context_size())) return;
     throw Error(ErrorKind::payload_too_large, "context_length_exceeded",

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,9 @@ TEST(ParseRequest, MaxLengthAndMaxStateTokensAreKeptOrRefusedByName) {
       parse(std::string(head).append(R"(, "max_length": 512, "max_state_tokens": 100})"));
   EXPECT_EQ(r.max_length, 512);
   EXPECT_EQ(r.max_state_tokens, 100);
+  // More than any context means no cut: kept as the largest int (up to 2^40, as media_kwargs).
+  const auto huge = parse(std::string(head).append(R"(, "max_state_tokens": 1099511627776})"));
+  EXPECT_EQ(huge.max_state_tokens, std::numeric_limits<int>::max());
   const auto unset = parse(std::string(head).append(R"(, "max_length": null})"));
   EXPECT_FALSE(unset.max_length.has_value());
   EXPECT_FALSE(unset.max_state_tokens.has_value());

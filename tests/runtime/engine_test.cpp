@@ -257,6 +257,29 @@ TEST_F(EngineTest, RequestMaxLengthAndMaxStateTokensAreHonoured) {
   auto refusing = clef::runtime::make_engine(config);
   EXPECT_EQ(refusing->decide(body(R"(, "max_state_tokens": 10)")).body, cut.body);
   EXPECT_EQ(refusing->decide(body(R"(, "max_length": 300)")).input_tokens, 300);
+  // Reported: a state over the context with the client's own cut was refused under refuse.
+  state = std::string(20000, 'a');
+  for (std::size_t i = 0; i < state.size(); i += 7) state[i] = ' ';
+  EXPECT_EQ(refusing->decide(body(R"(, "max_state_tokens": 10)")).input_tokens,
+            whole.input_tokens - state_tokens + 10);
+  EXPECT_EQ(refusing->decide(body(R"(, "max_length": 300)")).input_tokens, 300);
+  try {
+    refusing->decide(body(R"(, "max_state_tokens": 100000)"));
+    ADD_FAILURE() << "a cut that still overflows the context must be refused";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.code(), "context_length_exceeded");
+    EXPECT_EQ(e.param(), "state");
+  }
+  // A schema over the request's own max_length names max_length.
+  try {
+    engine().decide(body(R"(, "max_length": 5)"));
+    ADD_FAILURE() << "a max_length under the schema must be refused";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.code(), "context_length_exceeded");  // 413 from the server (ErrorReply::from)
+    EXPECT_EQ(e.param(), "max_length");
+  }
+  state = std::string(3000, 'a');
+  for (std::size_t i = 0; i < state.size(); i += 7) state[i] = ' ';
 
   for (const char* bad :
        {R"(, "max_length": 0)", R"(, "max_length": "300")", R"(, "max_length": 300.0)",
