@@ -23,7 +23,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a usage error exits 2 like every other refusal (not CLI11's
+    // own 105..114).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const clef::Error& e) {
     std::cerr << "clef: " << e.what() << "\n";
     return 2;

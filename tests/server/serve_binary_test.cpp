@@ -262,8 +262,12 @@ TEST(ServeBinary, BadEngineParametersAreRefusedBeforeListening) {
   // Reported inputs: an unknown device was refused only after "listening on" was printed and the
   // port bound; a 0|1 switch took any integer.
   TempDir tmp;
-  const std::vector<std::vector<std::string>> cases = {
-      {"--device", "CUDA9"}, {"--set", "weight_repacking=2"}, {"--set", "flash_attention=-1"}};
+  // Reported (issue 28): a bad flag value exited with CLI11's own codes (105..114), not 2.
+  const std::vector<std::vector<std::string>> cases = {{"--device", "CUDA9"},
+                                                       {"--set", "weight_repacking=2"},
+                                                       {"--set", "flash_attention=-1"},
+                                                       {"--validation-status", "418"},
+                                                       {"--queue-size", "abc"}};
   for (const auto& extra : cases) {
     SCOPED_TRACE(extra[1]);
     std::vector<std::string> argv = {kClef, "serve", "--demo", "--port", "0", "--threads", "1"};
