@@ -882,7 +882,6 @@ class Engine final : public Decider {
     }
   }
 
-  /// --truncation refuse: 413 naming the record's full length and the context size.
   /// Under --truncation refuse: 413 for a record whose state, cut to the request's
   /// max_state_tokens if it has one, does not fit the served context; nothing when it would (the
   /// client's own cut is what was made).
