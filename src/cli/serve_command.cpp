@@ -161,6 +161,13 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
                   "its SDKs (UnprocessableEntityError); malformed JSON stays 400")
       ->check(CLI::IsMember({400, 422}))
       ->capture_default_str();
+  cmd->add_option("--api-key", s.api_keys,
+                  "accept this API key (repeatable; named key-1, key-2, ... in logs and metrics): "
+                  "every endpoint but /health and the web files then needs Authorization: "
+                  "Bearer KEY or X-API-Key: KEY, else 401");
+  cmd->add_option("--api-key-file", s.api_key_file,
+                  "accept the keys of this file: one a line, name:key or a bare key, # comments; "
+                  "re-read on SIGHUP");
   cmd->add_option("--log-format", options->log_format, "request log on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -95,7 +95,7 @@ HttpResponse ServerCore::outcome_answer(DecisionOutcome& outcome, RequestState& 
       state.input_tokens = outcome.decision.input_tokens;
       state.cached_tokens = outcome.decision.cached_tokens;
       metrics_.observe_decision(outcome.decision_ms / 1000.0, outcome.queue_wait_ms / 1000.0,
-                                outcome.decision.input_tokens);
+                                outcome.decision.input_tokens, state.key_name);
       res.body = std::move(outcome.decision.body);
       // The body is the reference's to the byte; what the state cache saved is said here.
       res.set_header("X-Clef-Cached-Tokens", std::to_string(outcome.decision.cached_tokens));

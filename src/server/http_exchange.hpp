@@ -32,6 +32,7 @@ struct RequestState {
   int cached_tokens = -1;                 ///< of those, resumed from the state cache
   double queue_wait_ms = -1;              ///< submit -> the runtime thread took it
   double decision_ms = -1;                ///< runtime thread time
+  std::string key_name;  ///< the API key's name when the server checked one ("" otherwise)
 };
 
 /// How reading a request body ended.

@@ -274,6 +274,10 @@ void HttpServer::shutdown() {
   core_->log().event("info", "stopped");
 }
 
+void HttpServer::reload_api_keys() {
+  core_->reload_api_keys();
+}
+
 bool HttpServer::wait_until_ready(std::chrono::milliseconds timeout) const {
   return core_->queue().wait_until_ready(timeout);
 }

@@ -57,6 +57,10 @@ class HttpServer {
   /// connections close within the keep-alive timeout).
   void shutdown();
 
+  /// Re-reads ServerConfig::api_key_file (what SIGHUP does); logs the outcome, keeps the old keys
+  /// on an error. Connections and requests in flight are untouched.
+  void reload_api_keys();
+
   /// Waits until the model is loaded and warmed up (true), or failed/timed out (false).
   bool wait_until_ready(std::chrono::milliseconds timeout) const;
 

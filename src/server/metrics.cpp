@@ -85,14 +85,23 @@ Metrics::Metrics()
       queue_wait_seconds_(latency_bounds()),
       input_tokens_(token_bounds()) {}
 
-void Metrics::count_request(std::string_view endpoint, int status) {
+void Metrics::count_request(std::string_view endpoint, int status, std::string_view key_name) {
   std::lock_guard lock(mutex_);
   ++requests_[{std::string(endpoint), status}];
+  if (!key_name.empty()) {
+    KeyCounts& counts = keys_[std::string(key_name)];
+    if (status >= 400) ++counts.refusals;
+  }
 }
 
-void Metrics::observe_decision(double decision_seconds, double queue_wait_seconds,
-                               int input_tokens) {
+void Metrics::observe_decision(double decision_seconds, double queue_wait_seconds, int input_tokens,
+                               std::string_view key_name) {
   std::lock_guard lock(mutex_);
+  if (!key_name.empty()) {
+    KeyCounts& counts = keys_[std::string(key_name)];
+    ++counts.decisions;
+    counts.input_tokens += static_cast<std::uint64_t>(input_tokens < 0 ? 0 : input_tokens);
+  }
   decision_seconds_.observe(decision_seconds);
   queue_wait_seconds_.observe(queue_wait_seconds);
   input_tokens_.observe(input_tokens);
@@ -155,6 +164,23 @@ std::string Metrics::render(const GaugeValues& gauges) const {
     header(out, name, std::string_view(name).ends_with("_total") ? "counter" : "gauge",
            cache_help[i].second);
     sample(out, name, std::to_string(cache_values[i]));
+  }
+  if (keys_.empty()) return out;
+  const std::pair<const char*, const char*> key_help[] = {
+      {"clef_api_key_decisions_total", "Decisions answered, by API key name."},
+      {"clef_api_key_input_tokens_total", "Input tokens of decided requests, by API key name."},
+      {"clef_api_key_refusals_total",
+       "Requests answered with a status >= 400 although their key was accepted, by API key "
+       "name."}};
+  for (std::size_t i = 0; i < std::size(key_help); ++i) {
+    header(out, key_help[i].first, "counter", key_help[i].second);
+    for (const auto& [name, counts] : keys_) {
+      const std::uint64_t value = i == 0   ? counts.decisions
+                                  : i == 1 ? counts.input_tokens
+                                           : counts.refusals;
+      out.append(key_help[i].first).append("{key=\"").append(label_value(name)).append("\"} ");
+      out.append(std::to_string(value)).append("\n");
+    }
   }
   return out;
 }

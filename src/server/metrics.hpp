@@ -61,14 +61,19 @@ struct GaugeValues {
 ///   clef_state_cache_{entries,bytes,budget_bytes}                 gauges
 ///   clef_decisions_dropped_total                counter (client gone before its turn)
 ///   clef_queue_depth, clef_decisions_in_flight, clef_model_loaded, clef_model_load_seconds gauges
+///   clef_api_key_{decisions,input_tokens,refusals}_total{key}  counters, per API key name (only
+///                                               when the server checks keys)
 class Metrics {
  public:
   Metrics();
 
-  /// Counts one answered request. `endpoint` should be a known path or "other" (bounded labels).
-  void count_request(std::string_view endpoint, int status);
-  /// Records one decision the runtime thread computed.
-  void observe_decision(double decision_seconds, double queue_wait_seconds, int input_tokens);
+  /// Counts one answered request. `endpoint` should be a known path or "other" (bounded labels);
+  /// `key_name`: the API key it came with ("" when none was checked), a refusal (status >= 400)
+  /// is counted under it.
+  void count_request(std::string_view endpoint, int status, std::string_view key_name = {});
+  /// Records one decision the runtime thread computed, for the API key `key_name` ("": none).
+  void observe_decision(double decision_seconds, double queue_wait_seconds, int input_tokens,
+                        std::string_view key_name = {});
   /// Counts one request dropped because its client went away.
   void count_dropped();
 
@@ -83,6 +88,13 @@ class Metrics {
   Histogram input_tokens_;
   std::uint64_t input_tokens_total_ = 0;
   std::uint64_t dropped_ = 0;
+  struct KeyCounts {
+    std::uint64_t decisions = 0;
+    std::uint64_t input_tokens = 0;
+    std::uint64_t refusals = 0;
+  };
+  /// Per API key name; names come from the server's own key list (bounded labels).
+  std::map<std::string, KeyCounts, std::less<>> keys_;
 };
 
 }  // namespace clef::server

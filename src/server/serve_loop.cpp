@@ -11,10 +11,11 @@
 
 namespace clef::server {
 
-ShutdownSignals::ShutdownSignals() {
+ShutdownSignals::ShutdownSignals(bool take_sighup) {
   sigemptyset(&set_);
   sigaddset(&set_, SIGTERM);
   sigaddset(&set_, SIGINT);
+  if (take_sighup) sigaddset(&set_, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
 }
 
@@ -35,7 +36,8 @@ int ShutdownSignals::wait_for(std::chrono::milliseconds timeout) {
 
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
                        std::ostream& out, std::ostream& log, std::function<void()> on_signal) {
-  ShutdownSignals signals;  // first: every thread below inherits the blocked mask
+  // First: every thread below inherits the blocked mask.
+  ShutdownSignals signals(!config.api_key_file.empty());
   ServerLog events(log, config.log_format);
   std::unique_ptr<HttpServer> server;
   int port = 0;
@@ -46,20 +48,27 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
     events.event("error", e.what());
     return e.kind() == ErrorKind::internal ? 1 : 2;
   }
-  out << "clef serve: listening on http://" << config.host << ":" << port << std::endl;
+  const std::string url = base_url(config, port);
+  out << "clef serve: listening on " << url << std::endl;
   if (server->agent_port() >= 0) {
     out << "clef serve: agent check on " << config.host << ":" << server->agent_port() << std::endl;
     events.event("info", "HAProxy agent check on " + config.host + ":" +
                              std::to_string(server->agent_port()));
   }
-  events.event("info", "listening on http://" + config.host + ":" + std::to_string(port) +
-                           "; loading the model");
+  events.event("info", "listening on " + url + "; loading the model");
+  if (!config.api_keys.empty() || !config.api_key_file.empty()) {
+    events.event("info", "API keys required (every endpoint but /health and the web files)");
+  }
 
   std::thread serving([&server] { server->serve(); });
   bool reported_ready = false;
   int exit_code = 0;
   while (true) {
     int signo = signals.wait_for(std::chrono::milliseconds(100));
+    if (signo == SIGHUP) {
+      server->reload_api_keys();
+      continue;
+    }
     if (signo != 0) {
       events.event("info", signo == SIGINT ? "SIGINT received" : "SIGTERM received");
       if (on_signal) on_signal();

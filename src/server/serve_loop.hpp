@@ -11,14 +11,16 @@
 
 namespace clef::server {
 
-/// SIGTERM/SIGINT without signal handlers: the constructor blocks them in the calling thread (and
-/// so in every thread started after it, which inherit the mask) and wait_for() takes them
-/// synchronously with sigtimedwait(). No code runs in signal context; no global state.
+/// SIGTERM/SIGINT (and SIGHUP when asked) without signal handlers: the constructor blocks them in
+/// the calling thread (and so in every thread started after it, which inherit the mask) and
+/// wait_for() takes them synchronously with sigtimedwait(). No code runs in signal context; no
+/// global state.
 class ShutdownSignals {
  public:
-  /// Blocks SIGTERM and SIGINT in this thread. Construct it before any other thread starts, or
-  /// threads started earlier may still take the signal (and die of it).
-  ShutdownSignals();
+  /// Blocks SIGTERM and SIGINT in this thread, and SIGHUP when `take_sighup` (the server re-reads
+  /// its API key file then; otherwise SIGHUP keeps its default: the process ends). Construct it
+  /// before any other thread starts, or threads started earlier may still take the signal.
+  explicit ShutdownSignals(bool take_sighup = false);
   /// Discards SIGTERM/SIGINT still pending (a second Ctrl-C during the drain) and restores the
   /// thread's previous signal mask.
   ~ShutdownSignals();
@@ -26,7 +28,7 @@ class ShutdownSignals {
   ShutdownSignals(const ShutdownSignals&) = delete;
   ShutdownSignals& operator=(const ShutdownSignals&) = delete;
 
-  /// Waits up to `timeout` for SIGTERM or SIGINT; returns the signal number, or 0 on timeout.
+  /// Waits up to `timeout` for one of the signals; returns its number, or 0 on timeout.
   int wait_for(std::chrono::milliseconds timeout);
 
  private:
@@ -41,6 +43,8 @@ class ShutdownSignals {
 ///   0  after SIGTERM/SIGINT: new requests got 503, queued and running decisions were answered;
 ///   1  the address could not be bound;
 ///   2  the model failed to load (the reason is logged) or `config` is invalid.
+/// With config.api_key_file set, SIGHUP re-reads it (HttpServer::reload_api_keys) and serving
+/// goes on.
 /// `on_signal` (optional) runs on this thread when the signal arrives, before the drain; `clef
 /// serve` uses it to abort a model load still in progress (BackboneParams::on_progress).
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,

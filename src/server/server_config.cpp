@@ -19,6 +19,17 @@ void require(bool ok, const char* flag, const std::string& what) {
 
 }  // namespace
 
+std::string base_url(const ServerConfig& config, int port) {
+  std::string url = config.ssl_cert_file.empty() ? "http://" : "https://";
+  const bool ipv6 = config.host.find(':') != std::string::npos && config.host.front() != '[';
+  if (ipv6) url += '[';
+  url += config.host;
+  if (ipv6) url += ']';
+  url += ':';
+  url += std::to_string(port);
+  return url;
+}
+
 void validate(const ServerConfig& c) {
   require(!c.host.empty(), "host", "must not be empty");
   require(c.port >= 0 && c.port <= 65535, "port", "must be in 0..65535");
@@ -37,6 +48,9 @@ void validate(const ServerConfig& c) {
           "must be 429 or 503");
   require(c.validation_status == 400 || c.validation_status == 422, "validation-status",
           "must be 400 or 422");
+  require(c.ssl_cert_file.empty() == c.ssl_key_file.empty(),
+          c.ssl_cert_file.empty() ? "ssl-cert-file" : "ssl-key-file",
+          "is needed too: HTTPS takes --ssl-cert-file and --ssl-key-file together");
 }
 
 }  // namespace clef::server

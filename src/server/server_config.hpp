@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace clef::server {
 
@@ -41,7 +42,20 @@ struct ServerConfig {
   bool playground = true;  ///< serve the playground at GET / (the OpenAPI document always)
   int agent_port = -1;     ///< HAProxy agent-check port (agent_check.hpp); -1 off, 0 any
   LogFormat log_format = LogFormat::text;
+  /// Accepted API keys (--api-key, repeatable) and a file of them (--api-key-file, re-read on
+  /// SIGHUP; api_keys.hpp). With any key set, every endpoint but GET /health and the embedded
+  /// web files answers 401 without one.
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
+  /// HTTPS with this PEM certificate (chain) and private key (--ssl-cert-file, --ssl-key-file;
+  /// both or neither): checked at start (tls_context.hpp).
+  std::string ssl_cert_file;
+  std::string ssl_key_file;
 };
+
+/// The base URL a client reaches the server at: "http[s]://HOST:PORT", an IPv6 address in
+/// brackets ("http://[::1]:8080", RFC 3986 section 3.2.2).
+std::string base_url(const ServerConfig& config, int port);
 
 /// Throws clef::Error (invalid_request) naming the flag when a value is out of range.
 void validate(const ServerConfig& config);

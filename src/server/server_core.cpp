@@ -26,6 +26,7 @@ ServerCore::ServerCore(ServerConfig config, DecisionQueue::Factory factory,
                        std::ostream& log_stream)
     : config_(std::move(config)),
       log_(log_stream, config_.log_format),
+      keys_(config_.api_keys, config_.api_key_file),
       queue_(std::move(factory), config_.queue_size, warmup_request()) {}
 
 HttpResponse ServerCore::answer(const ErrorReply& reply) const {
@@ -56,8 +57,7 @@ RequestState ServerCore::begin(std::string_view client_id, std::string_view path
   return state;
 }
 
-std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req,
-                                                  const RequestState& state) {
+std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req, RequestState& state) {
   // Framing first, for every path: a request whose body length is unclear is refused and its
   // connection closed, so nothing after it is taken for a request.
   const std::vector<std::string> lengths = req.header_values("Content-Length");
@@ -74,6 +74,28 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req,
   }
 
   const Endpoint endpoint = state.endpoint;
+  // Keys before routing: a client without one learns nothing about which paths exist.
+  if (keys_.enabled() && endpoint != Endpoint::health && endpoint != Endpoint::web) {
+    const std::string presented =
+        presented_key(req.header("Authorization"), req.header("X-API-Key"));
+    std::optional<std::string> name = keys_.match(presented);
+    if (!name) {
+      const bool missing = presented.empty();
+      HttpResponse res = refuse(
+          req,
+          ErrorReply{401, "authentication_error", missing ? "missing_api_key" : "invalid_api_key",
+                     missing ? "this server needs an API key: send Authorization: Bearer KEY "
+                               "(or X-API-Key: KEY)"
+                             : "the API key is not one this server accepts",
+                     ""});
+      // RFC 6750 section 3: the scheme, and for a key that was sent, why it was refused.
+      res.set_header("WWW-Authenticate", missing
+                                             ? "Bearer realm=\"clef\""
+                                             : "Bearer realm=\"clef\", error=\"invalid_token\"");
+      return res;
+    }
+    state.key_name = std::move(*name);
+  }
   if (endpoint == Endpoint::unknown)
     return refuse(req, ErrorReply::not_found(req.method, req.path));
   if (!method_allowed(endpoint, req.method)) {
@@ -203,7 +225,7 @@ HttpResponse ServerCore::internal_fault(const RequestState& state, std::exceptio
 
 void ServerCore::finish(std::string_view method, std::string_view path, const RequestState& state,
                         int status) {
-  metrics_.count_request(endpoint_label(state.endpoint), status);
+  metrics_.count_request(endpoint_label(state.endpoint), status, state.key_name);
   AccessRecord record;
   record.request_id = state.id;
   record.method = method;
@@ -213,10 +235,24 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
   record.cached_tokens = state.cached_tokens;
   record.queue_wait_ms = state.queue_wait_ms;
   record.decision_ms = state.decision_ms;
+  record.key_name = state.key_name;
   record.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - state.start)
           .count();
   log_.access(record);
+}
+
+void ServerCore::reload_api_keys() {
+  if (keys_.file().empty()) {
+    log_.event("info", "SIGHUP: no --api-key-file to re-read");
+    return;
+  }
+  if (std::string problem = keys_.reload(); !problem.empty()) {
+    log_.event("error", "SIGHUP: the API keys stay as they were: " + problem);
+    return;
+  }
+  log_.event("info", "SIGHUP: re-read " + keys_.file() + ": " + std::to_string(keys_.size()) +
+                         " API keys accepted");
 }
 
 HttpResponse ServerCore::early_reply(int status) {

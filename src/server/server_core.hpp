@@ -5,7 +5,7 @@
 // Per request, on one HTTP worker thread:
 //   begin       assigns the request id and resolves the endpoint (RequestState, which travels
 //               with the request);
-//   pre_route   answers 404/405/415/411/413/503 and framing refusals from the headers alone
+//   pre_route   answers 401/404/405/415/411/413/503 and framing refusals from the headers alone
 //               (before any body byte is read), else lets the endpoint run;
 //   handle_*    the endpoint (decisions: read the body within limits, parse, prepare - validate,
 //               encode, decode images - queue the prepared request, wait, answer);
@@ -18,6 +18,7 @@
 #include <string>
 
 #include "server/agent_check.hpp"
+#include "server/api_keys.hpp"
 #include "server/decision_queue.hpp"
 #include "server/endpoints.hpp"
 #include "server/error_reply.hpp"
@@ -35,8 +36,10 @@ class ServerCore {
   /// The state of a request whose headers have just been parsed: `client_id` is its
   /// X-Request-Id header ("" when absent), `path` its path.
   RequestState begin(std::string_view client_id, std::string_view path);
-  /// An answer when the headers alone refuse the request, else nullopt.
-  std::optional<HttpResponse> pre_route(const HttpRequest& req, const RequestState& state);
+  /// An answer when the headers alone refuse the request, else nullopt. With API keys set, a
+  /// request to any endpoint but /health and the embedded web files needs one (401 with
+  /// WWW-Authenticate otherwise); the accepted key's name goes into `state`.
+  std::optional<HttpResponse> pre_route(const HttpRequest& req, RequestState& state);
   HttpResponse handle_decision(const HttpRequest& req, RequestState& state);
   HttpResponse handle_health() const;
   HttpResponse handle_models() const;
@@ -65,6 +68,9 @@ class ServerCore {
     return agent_reply(health(), queue_.depth(), queue_.in_flight(), queue_.capacity());
   }
 
+  /// Re-reads --api-key-file (SIGHUP) and logs the outcome; the old keys stay on an error.
+  void reload_api_keys();
+
   const ServerConfig& config() const { return config_; }
   DecisionQueue& queue() { return queue_; }
   ServerLog& log() { return log_; }
@@ -84,6 +90,7 @@ class ServerCore {
 
   ServerConfig config_;
   ServerLog log_;
+  ApiKeys keys_;
   Metrics metrics_;
   RequestIds ids_;
   std::atomic<bool> draining_{false};

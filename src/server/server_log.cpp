@@ -100,6 +100,7 @@ std::string format_access(const AccessRecord& r, LogFormat format) {
   if (r.queue_wait_ms >= 0) line.field_raw("queue_wait_ms", millis(r.queue_wait_ms));
   if (r.decision_ms >= 0) line.field_raw("decision_ms", millis(r.decision_ms));
   if (r.total_ms >= 0) line.field_raw("total_ms", millis(r.total_ms));
+  if (!r.key_name.empty()) line.field_string("key", printable(r.key_name));
   return line.finish();
 }
 

@@ -22,11 +22,12 @@ struct AccessRecord {
   double queue_wait_ms = -1;  ///< submit -> runtime thread took it
   double decision_ms = -1;    ///< runtime thread time
   double total_ms = -1;       ///< first handler -> response ready
+  std::string key_name;       ///< the API key's name ("" when none was checked: left out)
 };
 
 /// One access line without the trailing newline. Text:
 ///   `<UTC time> access id=... method=POST path=/v1/decisions status=200 input_tokens=57
-///   cached_tokens=36 queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90`
+///   cached_tokens=36 queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90 key=ops`
 /// JSON: {"time":...,"event":"access","id":...,"method":...,"path":...,"status":...,...}.
 /// Bytes outside printable ASCII in method/path/id are written as '?'.
 std::string format_access(const AccessRecord& record, LogFormat format);

@@ -1,6 +1,7 @@
 // clef_fake_server: serve_until_signal() over the FakeDecider, so the signal and drain path of
 // `clef serve` can be tested as a child process without a model.
-//   clef_fake_server [--delay-ms N] [--queue-size N] [--port N] [--load-ms N]
+//   clef_fake_server [--delay-ms N] [--queue-size N] [--port N] [--load-ms N] [--host H]
+//                    [--api-key-file F]
 
 #include <cstdlib>
 #include <iostream>
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
       config.queue_size = static_cast<std::size_t>(value);
     } else if (flag == "--port") {
       config.port = static_cast<int>(value);
+    } else if (flag == "--host") {
+      config.host = argv[i + 1];
+    } else if (flag == "--api-key-file") {
+      config.api_key_file = argv[i + 1];
     } else if (flag == "--load-ms") {
       load_ms = value;
     } else {

@@ -337,8 +337,10 @@ struct FullQueue {
   bool fill() {
     if (!f.wait_ready()) return false;
     f.control->close_gate();
+    // Counted from now: decisions before fill() (the warm-up, a test's own) have started too.
+    const int started = f.control->started.load();
     running = std::async(std::launch::async, [this] { return post(f, kCard); });
-    if (!f.control->wait_started(2)) return false;  // warm-up + the running one
+    if (!f.control->wait_started(started + 1)) return false;  // the running one
     waiting = std::async(std::launch::async, [this] { return post(f, kCard); });
     return wait_metric(f, "clef_queue_depth", 1);
   }

@@ -154,6 +154,54 @@ TEST(ServeProcess, SigintIdleExitsZeroAndBusyPortExitsOne) {
   EXPECT_EQ(*code, 0);
 }
 
+TEST(ServeProcess, SighupRereadsTheApiKeyFileWithoutDroppingTheServer) {
+  TempDir tmp;
+  const std::string keys = (tmp.path() / "keys").string();
+  std::ofstream(keys) << "ops:sk-before\n";
+  ChildProcess child({CLEF_FAKE_SERVER, "--api-key-file", keys}, {}, (tmp.path() / "log").string());
+  int port = port_from_banner(child.read_line(10s));
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(wait_healthy(port, 10s));  // /health needs no key
+  auto c = client(port);
+  auto models = [&c](const char* key) {
+    auto res =
+        c->Get("/v1/models", httplib::Headers{{"Authorization", std::string("Bearer ") + key}});
+    return res ? res->status : -1;
+  };
+  EXPECT_EQ(models("sk-before"), 200);
+  EXPECT_EQ(models("sk-after"), 401);
+
+  std::ofstream(keys) << "ops:sk-after\n";
+  child.send_signal(SIGHUP);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (models("sk-after") != 200 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(models("sk-after"), 200);
+  EXPECT_EQ(models("sk-before"), 401);
+  EXPECT_FALSE(child.wait_exit(100ms).has_value()) << "SIGHUP ended the server";
+
+  child.send_signal(SIGTERM);
+  auto code = child.wait_exit(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+  const std::string log = slurp(tmp.path() / "log");
+  EXPECT_NE(log.find("1 API keys accepted"), std::string::npos) << log;
+  EXPECT_EQ(log.find("sk-"), std::string::npos) << log;  // keys are never logged
+}
+
+TEST(ServeProcess, AnIpv6HostIsPrintedInBrackets) {
+  TempDir tmp;
+  ChildProcess child({CLEF_FAKE_SERVER, "--host", "::1"}, {}, (tmp.path() / "log").string());
+  const std::string banner = child.read_line(10s);
+  if (banner.empty() && child.wait_exit(5s).has_value()) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << slurp(tmp.path() / "log");
+  }
+  EXPECT_NE(banner.find("listening on http://[::1]:"), std::string::npos) << banner;
+  child.send_signal(SIGTERM);
+  EXPECT_TRUE(child.wait_exit(10s).has_value());
+}
+
 TEST(ServeProcess, SigtermWhileTheModelLoadsExitsZero) {
   TempDir tmp;
   ChildProcess child({CLEF_FAKE_SERVER, "--load-ms", "800"}, {}, (tmp.path() / "log").string());

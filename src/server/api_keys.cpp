@@ -1,0 +1,177 @@
+#include "server/api_keys.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "util/digest.hpp"
+#include "util/error.hpp"
+
+namespace clef::server {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool valid_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+/// Printable ASCII without spaces (what a header value carries unchanged), 1..1024 characters.
+bool valid_key(std::string_view key) {
+  return !key.empty() && key.size() <= 1024 &&
+         std::all_of(key.begin(), key.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
+std::string sha256_hex(std::string_view text) {
+  util::Digest digest(util::Digest::Kind::sha256);
+  digest.update(std::span<const char>(text.data(), text.size()));
+  return digest.hex();
+}
+
+/// a == b over two digests of equal length, in time independent of where they differ.
+bool same_digest(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+Error file_error(std::string_view file, std::string message) {
+  std::string text = "--api-key-file ";
+  text.append(file).append(": ").append(message);
+  return invalid_request(std::move(text), "api-key-file");
+}
+
+}  // namespace
+
+std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view file) {
+  std::vector<ApiKey> keys;
+  std::set<std::string, std::less<>> names;
+  int number = 0;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    ++number;
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty() || line.front() == '#') continue;
+    const std::string where = "line " + std::to_string(number);
+    ApiKey entry;
+    if (const std::size_t colon = line.find(':'); colon != std::string_view::npos) {
+      entry.name = std::string(trim(line.substr(0, colon)));
+      entry.key = std::string(trim(line.substr(colon + 1)));
+      if (!valid_name(entry.name)) {
+        throw file_error(file, where +
+                                   ": a key's name is 1 to 64 of A-Z a-z 0-9 . _ - (the "
+                                   "form is name:key)");
+      }
+    } else {
+      entry.name = "line-" + std::to_string(number);
+      entry.key = std::string(line);
+    }
+    if (!valid_key(entry.key)) {
+      throw file_error(file, where +
+                                 ": a key is 1 to 1024 printable ASCII characters without "
+                                 "spaces");
+    }
+    if (!names.insert(entry.name).second) {
+      throw file_error(file, where + ": the name '" + entry.name + "' is used twice");
+    }
+    keys.push_back(std::move(entry));
+  }
+  if (keys.empty()) throw file_error(file, "holds no key (one a line, name:key or a bare key)");
+  return keys;
+}
+
+std::string presented_key(std::string_view authorization, std::string_view x_api_key) {
+  const std::string_view auth = trim(authorization);
+  const std::size_t space = auth.find(' ');
+  if (space != std::string_view::npos && iequals(auth.substr(0, space), "Bearer")) {
+    return std::string(trim(auth.substr(space + 1)));
+  }
+  return std::string(trim(x_api_key));
+}
+
+ApiKeys::ApiKeys(const std::vector<std::string>& flag_keys, std::string file)
+    : file_(std::move(file)) {
+  for (std::size_t i = 0; i < flag_keys.size(); ++i) {
+    if (!valid_key(flag_keys[i])) {
+      throw invalid_request(
+          "--api-key: a key is 1 to 1024 printable ASCII characters without spaces", "api-key");
+    }
+    flag_entries_.push_back({"key-" + std::to_string(i + 1), sha256_hex(flag_keys[i])});
+  }
+  set_ = load();
+}
+
+std::shared_ptr<const ApiKeys::Set> ApiKeys::load() const {
+  auto set = std::make_shared<Set>(flag_entries_);
+  if (file_.empty()) return set;
+  std::ifstream in(file_, std::ios::binary);
+  std::ostringstream text;
+  if (!in || !(text << in.rdbuf())) throw file_error(file_, "cannot be read");
+  for (ApiKey& key : parse_api_key_file(text.str(), file_)) {
+    const bool taken =
+        std::any_of(set->begin(), set->end(), [&](const Entry& e) { return e.name == key.name; });
+    if (taken) throw file_error(file_, "the name '" + key.name + "' is also an --api-key's");
+    set->push_back({std::move(key.name), sha256_hex(key.key)});
+  }
+  return set;
+}
+
+bool ApiKeys::enabled() const {
+  return size() > 0;
+}
+
+std::size_t ApiKeys::size() const {
+  std::lock_guard lock(mutex_);
+  return set_->size();
+}
+
+std::optional<std::string> ApiKeys::match(std::string_view presented) const {
+  if (presented.empty()) return std::nullopt;
+  std::shared_ptr<const Set> set;
+  {
+    std::lock_guard lock(mutex_);
+    set = set_;
+  }
+  const std::string digest = sha256_hex(presented);
+  const Entry* found = nullptr;
+  for (const Entry& entry : *set) {  // no early exit: the time does not say which key matched
+    if (same_digest(digest, entry.digest) && found == nullptr) found = &entry;
+  }
+  if (found == nullptr) return std::nullopt;
+  return found->name;
+}
+
+std::string ApiKeys::reload() {
+  if (file_.empty()) return "";
+  try {
+    std::shared_ptr<const Set> set = load();
+    std::lock_guard lock(mutex_);
+    set_ = std::move(set);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace clef::server
