@@ -53,8 +53,8 @@ int input_tokens_of(const std::string& body) {
 }  // namespace
 
 HttpSender::HttpSender(std::vector<std::string> endpoints, int retries,
-                       std::chrono::seconds timeout)
-    : retries_(retries), timeout_(timeout) {
+                       std::chrono::seconds timeout, std::string api_key)
+    : retries_(retries), timeout_(timeout), api_key_(std::move(api_key)) {
   for (const std::string& url : endpoints) {
     const util::HttpUrl parsed = util::parse_http_url(url, "endpoint");
     Endpoint e;
@@ -73,6 +73,7 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
   const std::string key = item.request ? state_key(*item.request) : "";
   httplib::Headers headers;
   if (!key.empty()) headers.emplace("X-Clef-State-Key", key);
+  if (!api_key_.empty()) headers.emplace("Authorization", "Bearer " + api_key_);
   for (int attempt = 0;; ++attempt) {
     const Endpoint& e = endpoints_[static_cast<std::size_t>(worker + attempt) % endpoints_.size()];
     httplib::Client client(e.base);

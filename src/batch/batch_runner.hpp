@@ -41,11 +41,12 @@ class Sender {
 /// /v1/decisions), with X-Clef-State-Key set (state_key.hpp). A connection failure, 429 or 503 is
 /// retried, on the next endpoint, after a backoff (retry-after-ms, else Retry-After, when given,
 /// at most 30 s; else 100 ms doubling up to 5 s), at most `retries` times; decisions are
-/// idempotent, so a retry is safe.
+/// idempotent, so a retry is safe. `api_key` (when not empty) goes with every request as
+/// `Authorization: Bearer KEY`; a 401 is not retried.
 class HttpSender : public Sender {
  public:
   HttpSender(std::vector<std::string> endpoints, int retries,
-             std::chrono::seconds timeout = std::chrono::seconds(600));
+             std::chrono::seconds timeout = std::chrono::seconds(600), std::string api_key = {});
   Answer send(const BatchItem& item, int worker) override;
 
  private:
@@ -56,6 +57,7 @@ class HttpSender : public Sender {
   std::vector<Endpoint> endpoints_;
   int retries_;
   std::chrono::seconds timeout_;
+  std::string api_key_;
 };
 
 /// Decides with a local engine, one request at a time (it owns one model).

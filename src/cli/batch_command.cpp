@@ -26,6 +26,7 @@ struct BatchCommandOptions {
   std::string in;
   std::string out;
   std::vector<std::string> endpoints;
+  std::string api_key;
   int retries = 8;
   int timeout_s = 600;
   bool resume = false;
@@ -56,7 +57,8 @@ int run_batch_command(BatchCommandOptions options) {
   std::unique_ptr<batch::Sender> sender;
   if (!options.endpoints.empty()) {
     sender = std::make_unique<batch::HttpSender>(options.endpoints, options.retries,
-                                                 std::chrono::seconds(options.timeout_s));
+                                                 std::chrono::seconds(options.timeout_s),
+                                                 options.api_key);
   } else {
     runtime::EngineConfig config = options.engine.to_config();
     config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
@@ -100,6 +102,10 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--endpoint", options->endpoints,
                   "a clef server or balancer, e.g. http://127.0.0.1:8080 (repeatable; without it "
                   "the local model of --model-dir/--model decides)");
+  cmd->add_option("--api-key", options->api_key,
+                  "send this key to the --endpoint servers (Authorization: Bearer KEY); the "
+                  "environment's CLEF_API_KEY when not given")
+      ->envname("CLEF_API_KEY");
   options->engine.add_to(*cmd);
   cmd->add_option("--concurrency", options->run.concurrency, "requests in flight at once")
       ->capture_default_str()

@@ -3,6 +3,8 @@
 // records, and what --resume reads back from a killed run's output.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <httplib.h>
 
 #include <chrono>
@@ -117,6 +119,35 @@ TEST(HttpSender, ABrokenEndpointGivesErrorRecordsNotForgedOnes) {
   EXPECT_EQ(a.code, "invalid_response");
   EXPECT_THROW(HttpSender({"http://127.0.0.1:99999"}, 0), Error);
   EXPECT_THROW(HttpSender({"ftp://x"}, 0), Error);
+}
+
+TEST(HttpSender, AnApiKeyGoesAsBearerAndA401IsNotRetried) {
+  httplib::Server server;
+  std::atomic<int> posts{0};
+  server.Post("/v1/decisions", [&posts](const httplib::Request& req, httplib::Response& res) {
+    ++posts;
+    if (req.get_header_value("Authorization") == "Bearer sk-batch") {
+      res.set_content(R"({"id":"x"})", "application/json");
+    } else {
+      res.status = 401;
+      res.set_content(R"({"error":{"message":"no key"}})", "application/json");
+    }
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const auto items =
+      parse_batch_input("{\"state\": 1, \"questions\": {\"q\": {\"type\": \"noul\"}}}\n");
+  const Answer keyed =
+      HttpSender({url}, 3, std::chrono::seconds(5), "sk-batch").send(items.at(0), 0);
+  const Answer keyless = HttpSender({url}, 3, std::chrono::seconds(5)).send(items.at(0), 0);
+  server.stop();
+  t.join();
+  EXPECT_EQ(keyed.status, 200);
+  EXPECT_EQ(keyless.status, 401);
+  EXPECT_EQ(keyless.attempts, 1) << "a 401 is not retried";
+  EXPECT_EQ(posts.load(), 2);
 }
 
 }  // namespace

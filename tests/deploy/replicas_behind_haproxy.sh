@@ -8,6 +8,9 @@
 #  2. State-keyed routing: 50 question sets over 5 states through HAProxy on fresh replicas: every
 #     state is served by one replica (its cache answers the other 9 question sets: 45 state hits).
 #  3. `clef batch --resume` after `clef batch` itself is killed: no line decided twice, none missing.
+#  4. API keys: replicas with --api-key-file behind HAProxy with --api-key-env: `clef batch`
+#     through HAProxy answers without a key; a replica asked directly wants its key (401), and
+#     `clef batch --api-key` to it answers the same bytes.
 # usage: replicas_behind_haproxy.sh BUILD_DIR SOURCE_DIR   (77 when haproxy is not installed)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -50,13 +53,16 @@ start_server() {
 }
 
 # start_haproxy NAME REPLICA...: HAProxy in the foreground on a free port; sets ${NAME}_port.
+# make-config also gets the arguments in the array haproxy_extra.
+haproxy_extra=()
 start_haproxy() {
   local name=$1; shift
   local port stats args=()
   port=$(free_port)
   stats=$(free_port)
   for r in "$@"; do args+=(--replica "127.0.0.1:$(eval echo "\$${r}_port"):$(eval echo "\$${r}_agent")"); done
-  "$src/deploy/haproxy/make-config" --listen "127.0.0.1:$port" --stats "127.0.0.1:$stats" "${args[@]}" \
+  "$src/deploy/haproxy/make-config" --listen "127.0.0.1:$port" --stats "127.0.0.1:$stats" \
+    ${haproxy_extra[@]+"${haproxy_extra[@]}"} "${args[@]}" \
     >"$work/$name.cfg"
   haproxy -db -f "$work/$name.cfg" >"$work/$name.log" 2>&1 &
   pids+=("$!")
@@ -194,4 +200,37 @@ for line, r in seen.items():
 print(f"   {n} lines, each once, equal to the reference")
 PY
 echo "   killed after $before records; $(head -1 "$work/resume.summary")"
+echo "== 4. API keys: replicas that want one, HAProxy that sends it"
+printf '# the balancer\nbalancer:sk-balancer-secret\nops:sk-ops-secret\n' >"$work/keys"
+start_server k1 --api-key-file "$work/keys"
+start_server k2 --api-key-file "$work/keys"
+export CLEF_REPLICA_KEY=sk-balancer-secret
+haproxy_extra=(--api-key-env CLEF_REPLICA_KEY)
+start_haproxy lbk k1 k2
+head -40 "$work/in.jsonl" >"$work/in40.jsonl"
+"$clef" batch "$work/in40.jsonl" "$work/via-lb.jsonl" --endpoint "http://127.0.0.1:$lbk_port" \
+  --concurrency 2 --ordered >/dev/null
+direct=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+  -d '{"state":"x","questions":{"q":{"type":"noul"}}}' "127.0.0.1:$k1_port/v1/decisions")
+[ "$direct" = 401 ] || { echo "FAIL: a replica without a key answered $direct, not 401"; exit 1; }
+"$clef" batch "$work/in40.jsonl" "$work/direct.jsonl" --endpoint "http://127.0.0.1:$k1_port" \
+  --api-key sk-ops-secret --concurrency 2 --ordered >/dev/null
+python3 - "$work/via-lb.jsonl" "$work/direct.jsonl" "$work/reference.jsonl" <<'PY'
+import json, sys
+lb = [json.loads(l) for l in open(sys.argv[1])]
+direct = [json.loads(l) for l in open(sys.argv[2])]
+ref = {json.loads(l)["line"]: json.loads(l) for l in open(sys.argv[3])}
+assert len(lb) == len(direct) == 40, (len(lb), len(direct))
+for a, b in zip(lb, direct):
+    r = ref[a["line"]]
+    assert a["status"] == b["status"] == r["status"], (a["line"], a["status"], b["status"], r["status"])
+    assert a.get("response") == b.get("response") == r.get("response"), f"line {a['line']} differs"
+assert sum(1 for a in lb if a["status"] == 200) >= 30
+print("   40 lines through HAProxy (its key) and direct (--api-key): equal to the reference")
+PY
+grep -q "key=balancer" "$work/k1.log" "$work/k2.log" || { echo "FAIL: no replica logged key=balancer"; exit 1; }
+if grep -q "sk-balancer-secret\|sk-ops-secret" "$work/k1.log" "$work/k2.log" "$work/lbk.cfg"; then
+  echo "FAIL: a key's text is in a log or the HAProxy config"; exit 1
+fi
+echo "   a replica asked without a key: 401; logs name the keys, never show them"
 echo "PASS"
