@@ -102,7 +102,31 @@ try {
   // The 400 above is the one the test asked for; anything else is a fault of the page.
   const unexpected = consoleErrors.filter((e) => !e.includes("status of 400"));
   if (unexpected.length > 0) fail("console errors: " + unexpected.join("; "));
-  console.log(`playground: ${rendered.length} questions rendered equal to the API; screenshots in ${artifacts}; ${failures} failures`);
+
+  // A server with API keys: the page asks for the key, sends it as Bearer, and then decides.
+  const keyed = startDemoServer(clef, ["--api-key", "sk-playground-test"], "inherit");
+  try {
+    const keyedBase = await keyed.ready();
+    const keyPage = await browser.newPage();
+    await keyPage.goto(keyedBase + "/", { waitUntil: "networkidle0" });
+    await keyPage.waitForSelector("#key-box:not([hidden])");
+    const asked = await keyPage.$eval("#model", (m) => m.textContent);
+    if (!asked.includes("API key")) fail("a keyed server's page says: " + asked);
+    await keyPage.type("#api-key", "sk-playground-test");
+    await keyPage.$eval("#api-key", (i) => i.dispatchEvent(new Event("change")));
+    await keyPage.waitForFunction(() => document.querySelector("#model").textContent.startsWith("model "));
+    const keyedSent = keyPage.waitForRequest((r) => r.url().endsWith("/v1/decisions") && r.method() === "POST");
+    await keyPage.click("#send");
+    const auth = (await keyedSent).headers()["authorization"];
+    if (auth !== "Bearer sk-playground-test") fail("the page sent Authorization: " + auth);
+    await keyPage.waitForSelector('[data-testid="question-department"] .bar');
+    const keyedCurl = await keyPage.$eval("#curl", (c) => c.textContent);
+    if (keyedCurl.includes("sk-playground-test") || !keyedCurl.includes("$CLEF_API_KEY")) fail("curl with a key: " + keyedCurl);
+    await keyPage.screenshot({ path: path.join(artifacts, "playground-api-key.png"), fullPage: true });
+  } finally {
+    keyed.stop();
+  }
+  console.log(`playground: ${rendered.length} questions rendered equal to the API; a keyed server asked for its key and answered; screenshots in ${artifacts}; ${failures} failures`);
 } finally {
   if (browser) await browser.close();
   server.stop();

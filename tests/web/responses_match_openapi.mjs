@@ -162,5 +162,25 @@ try {
 } finally {
   bare.stop();
 }
+// API keys: each keyed endpoint's 401 is documented; /health and the web files stay open.
+const keyed = startServer(["--api-key", "sk-openapi-test"]);
+try {
+  const port = await keyed.port;
+  await keyed.ready();
+  const missing = await http(port, "no key", "/v1/decisions", json(card));
+  if (missing.status !== 401) fail(`a keyed server answered ${missing.status} without a key`);
+  if (!/^Bearer /.test(missing.headers.get("www-authenticate") || "")) fail("401 without WWW-Authenticate: Bearer");
+  await http(port, "wrong key", "/v1/systemone", { ...json(card), headers: { "Content-Type": "application/json", Authorization: "Bearer nope" } });
+  await http(port, "models without a key", "/v1/models");
+  await http(port, "metrics without a key", "/metrics");
+  const keyedOk = await http(port, "decision with X-API-Key", "/v1/decisions", { ...json(card), headers: { "Content-Type": "application/json", "X-API-Key": "sk-openapi-test" } });
+  if (keyedOk.status !== 200) fail(`X-API-Key answered ${keyedOk.status}`);
+  for (const open of ["/health", "/openapi.json", "/"]) {
+    const r = await http(port, "open " + open, open);
+    if (r.status !== 200) fail(`${open} needs a key (${r.status})`);
+  }
+} finally {
+  keyed.stop();
+}
 console.log(`${checked} answers checked against web/openapi.json, ${failures} failures`);
 process.exit(failures === 0 ? 0 : 1);

@@ -165,6 +165,20 @@ function showError(status, body) {
   }
 }
 
+// API keys: a server started with --api-key answers 401 without one; the page then asks for it
+// and sends it as "Authorization: Bearer KEY". It stays in this tab (sessionStorage).
+const KEY_STORE = "clef.apiKey";
+
+function apiHeaders(extra = {}) {
+  const key = sessionStorage.getItem(KEY_STORE);
+  return key ? { ...extra, Authorization: "Bearer " + key } : extra;
+}
+
+function askForKey() {
+  $("key-box").hidden = false;
+  $("api-key").focus();
+}
+
 async function send(event) {
   if (event) event.preventDefault();
   for (const el of document.querySelectorAll(".field-error")) el.classList.remove("field-error");
@@ -178,13 +192,15 @@ async function send(event) {
   }
   const text = JSON.stringify(body);
   const url = new URL("/v1/decisions", location.href).href;
-  $("curl").textContent = `curl -s ${shellQuote(url)} -H 'Content-Type: application/json' -d ${shellQuote(text)}`;
+  // The key itself stays out of the command (it may be pasted into a chat): $CLEF_API_KEY.
+  const auth = sessionStorage.getItem(KEY_STORE) ? ` -H "Authorization: Bearer $CLEF_API_KEY"` : "";
+  $("curl").textContent = `curl -s ${shellQuote(url)} -H 'Content-Type: application/json'${auth} -d ${shellQuote(text)}`;
   $("curl-box").hidden = false;
   $("status").textContent = "deciding…";
   const t0 = performance.now();
   let res;
   try {
-    res = await fetch("/v1/decisions", { method: "POST", headers: { "Content-Type": "application/json" }, body: text });
+    res = await fetch("/v1/decisions", { method: "POST", headers: apiHeaders({ "Content-Type": "application/json" }), body: text });
   } catch (e) {
     $("status").textContent = "";
     showError("network", { error: { message: e.message, code: "", param: null } });
@@ -200,6 +216,7 @@ async function send(event) {
     $("status").textContent = "";
     $("answers").replaceChildren();
     showError(res.status, json);
+    if (res.status === 401) askForKey();
     return;
   }
   const cached = res.headers.get("X-Clef-Cached-Tokens") || "0";
@@ -239,7 +256,12 @@ function renderImages() {
 
 async function describeModel() {
   try {
-    const res = await fetch("/v1/models");
+    const res = await fetch("/v1/models", { headers: apiHeaders() });
+    if (res.status === 401) {
+      $("model").textContent = "enter the server's API key to see its model";
+      askForKey();
+      return;
+    }
     const m = (await res.json()).data[0];
     const images = m.capabilities ? m.capabilities.images : true;
     $("model").textContent = `model ${m.id}, context ${m.context_size} tokens` +
@@ -265,6 +287,12 @@ document.addEventListener("DOMContentLoaded", () => {
   drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); readFiles(e.dataTransfer.files); });
   drop.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); $("image-input").click(); } });
   $("image-input").addEventListener("change", (e) => readFiles(e.target.files));
+  $("api-key").value = sessionStorage.getItem(KEY_STORE) || "";
+  $("api-key").addEventListener("change", (e) => {
+    const key = e.target.value.trim();
+    if (key) sessionStorage.setItem(KEY_STORE, key); else sessionStorage.removeItem(KEY_STORE);
+    describeModel();
+  });
   loadExample();
   describeModel();
 });
