@@ -53,8 +53,11 @@ int input_tokens_of(const std::string& body) {
 }  // namespace
 
 HttpSender::HttpSender(std::vector<std::string> endpoints, int retries,
-                       std::chrono::seconds timeout, std::string api_key)
-    : retries_(retries), timeout_(timeout), api_key_(std::move(api_key)) {
+                       std::chrono::seconds timeout, std::string api_key, std::string ca_cert)
+    : retries_(retries),
+      timeout_(timeout),
+      api_key_(std::move(api_key)),
+      ca_cert_(std::move(ca_cert)) {
   for (const std::string& url : endpoints) {
     const util::HttpUrl parsed = util::parse_http_url(url, "endpoint");
     Endpoint e;
@@ -80,6 +83,7 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
     client.set_connection_timeout(std::chrono::seconds(5));
     client.set_read_timeout(timeout_);
     client.set_write_timeout(std::chrono::seconds(60));
+    if (!ca_cert_.empty()) client.set_ca_cert_path(ca_cert_);
     auto res = client.Post(e.path, headers, item.body, "application/json");
     a.attempts = attempt + 1;
     std::chrono::milliseconds wait(std::min(100 << std::min(attempt, 6), 5000));

@@ -42,11 +42,14 @@ class Sender {
 /// retried, on the next endpoint, after a backoff (retry-after-ms, else Retry-After, when given,
 /// at most 30 s; else 100 ms doubling up to 5 s), at most `retries` times; decisions are
 /// idempotent, so a retry is safe. `api_key` (when not empty) goes with every request as
-/// `Authorization: Bearer KEY`; a 401 is not retried.
+/// `Authorization: Bearer KEY`; a 401 is not retried. An https endpoint's certificate is verified
+/// against the system's CAs, or against the PEM file `ca_cert` when given (a private CA, a
+/// self-signed server).
 class HttpSender : public Sender {
  public:
   HttpSender(std::vector<std::string> endpoints, int retries,
-             std::chrono::seconds timeout = std::chrono::seconds(600), std::string api_key = {});
+             std::chrono::seconds timeout = std::chrono::seconds(600), std::string api_key = {},
+             std::string ca_cert = {});
   Answer send(const BatchItem& item, int worker) override;
 
  private:
@@ -58,6 +61,7 @@ class HttpSender : public Sender {
   int retries_;
   std::chrono::seconds timeout_;
   std::string api_key_;
+  std::string ca_cert_;
 };
 
 /// Decides with a local engine, one request at a time (it owns one model).

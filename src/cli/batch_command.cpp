@@ -27,6 +27,7 @@ struct BatchCommandOptions {
   std::string out;
   std::vector<std::string> endpoints;
   std::string api_key;
+  std::string ca_cert;
   int retries = 8;
   int timeout_s = 600;
   bool resume = false;
@@ -58,7 +59,7 @@ int run_batch_command(BatchCommandOptions options) {
   if (!options.endpoints.empty()) {
     sender = std::make_unique<batch::HttpSender>(options.endpoints, options.retries,
                                                  std::chrono::seconds(options.timeout_s),
-                                                 options.api_key);
+                                                 options.api_key, options.ca_cert);
   } else {
     runtime::EngineConfig config = options.engine.to_config();
     config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
@@ -106,6 +107,10 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
                   "send this key to the --endpoint servers (Authorization: Bearer KEY); the "
                   "environment's CLEF_API_KEY when not given")
       ->envname("CLEF_API_KEY");
+  cmd->add_option("--ca-cert", options->ca_cert,
+                  "verify https endpoints against this PEM CA or certificate (a private CA, a "
+                  "self-signed server) instead of the system's CAs")
+      ->check(CLI::ExistingFile);
   options->engine.add_to(*cmd);
   cmd->add_option("--concurrency", options->run.concurrency, "requests in flight at once")
       ->capture_default_str()

@@ -168,6 +168,10 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--api-key-file", s.api_key_file,
                   "accept the keys of this file: one a line, name:key or a bare key, # comments; "
                   "re-read on SIGHUP");
+  cmd->add_option("--ssl-cert-file", s.ssl_cert_file,
+                  "serve HTTPS with this PEM certificate (chain); needs --ssl-key-file");
+  cmd->add_option("--ssl-key-file", s.ssl_key_file,
+                  "the PEM private key of --ssl-cert-file (no passphrase); checked at start");
   cmd->add_option("--log-format", options->log_format, "request log on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -66,16 +66,18 @@ bool says_close(std::string_view head) {
   return false;
 }
 
-/// httplib::Stream over one accepted socket, with a read buffer that lives as long as the
-/// connection (pipelining), an optional deadline on reads (header and body phases), and a look at
-/// each response's head as it is written (does it close the connection?).
+/// httplib::Stream over one accepted socket (through its TLS session under HTTPS), with a read
+/// buffer that lives as long as the connection (pipelining), an optional deadline on reads (header
+/// and body phases), and a look at each response's head as it is written (does it close the
+/// connection?).
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int fd, const ConnectionLimits& limits) : fd_(fd), limits_(limits) {}
+  ConnectionStream(int fd, const ConnectionLimits& limits, TlsSession* tls)
+      : fd_(fd), limits_(limits), tls_(tls) {}
 
-  bool is_readable() const override { return buffered() > 0; }
+  bool is_readable() const override { return buffered() > 0 || tls_pending(); }
   bool wait_readable() const override {
-    return buffered() > 0 || wait_for(fd_, POLLIN, read_wait_ms());
+    return buffered() > 0 || tls_pending() || wait_for(fd_, POLLIN, read_wait_ms());
   }
   bool wait_writable() const override {
     return wait_for(fd_, POLLOUT, limits_.write_timeout_s * 1000);
@@ -95,6 +97,7 @@ class ConnectionStream final : public httplib::Stream {
   ssize_t write(const char* ptr, size_t size) override {
     if (watching_head_) watch_head(ptr, size);
     if (!wait_writable()) return -1;
+    if (tls_ != nullptr) return tls_->write(ptr, size);
     ssize_t n = 0;
     do {
       n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -119,6 +122,8 @@ class ConnectionStream final : public httplib::Stream {
   void consume_buffered(size_t size) override { begin_ += std::min(size, buffered()); }
 
   std::size_t buffered() const { return buffer_.size() - begin_; }
+  /// True when the TLS session holds decrypted bytes the socket no longer shows.
+  bool tls_pending() const { return tls_ != nullptr && tls_->pending() > 0; }
   void set_deadline(std::optional<Clock::time_point> deadline) { deadline_ = deadline; }
 
   /// Reads until the buffered request's header block is complete ("\r\n\r\n") or the peer
@@ -167,7 +172,7 @@ class ConnectionStream final : public httplib::Stream {
   /// kWaitedInVain: nothing arrived within the read timeout or before the deadline).
   ssize_t fill() {
     int wait = read_wait_ms();
-    if (wait <= 0 || !wait_for(fd_, POLLIN, wait)) return kWaitedInVain;
+    if (!tls_pending() && (wait <= 0 || !wait_for(fd_, POLLIN, wait))) return kWaitedInVain;
     if (begin_ > 0 && begin_ == buffer_.size()) {
       buffer_.clear();
       begin_ = 0;
@@ -177,9 +182,13 @@ class ConnectionStream final : public httplib::Stream {
     }
     std::array<char, 16384> chunk{};
     ssize_t n = 0;
-    do {
-      n = ::recv(fd_, chunk.data(), chunk.size(), 0);
-    } while (n < 0 && errno == EINTR);
+    if (tls_ != nullptr) {
+      n = tls_->read(chunk.data(), chunk.size());
+    } else {
+      do {
+        n = ::recv(fd_, chunk.data(), chunk.size(), 0);
+      } while (n < 0 && errno == EINTR);
+    }
     if (n > 0) buffer_.append(chunk.data(), static_cast<std::size_t>(n));
     return n;
   }
@@ -211,6 +220,7 @@ class ConnectionStream final : public httplib::Stream {
 
   int fd_;
   const ConnectionLimits& limits_;
+  TlsSession* tls_;  ///< not owned; nullptr for plain HTTP
   Clock::time_point started_ = Clock::now();
   std::string buffer_;
   std::size_t begin_ = 0;
@@ -235,11 +245,21 @@ void linger_close(int fd, std::chrono::milliseconds linger) {
 
 }  // namespace
 
-ConnectionServer::ConnectionServer(ConnectionLimits limits, EarlyReply early_reply)
-    : limits_(limits), early_reply_(std::move(early_reply)) {}
+ConnectionServer::ConnectionServer(ConnectionLimits limits, EarlyReply early_reply,
+                                   std::shared_ptr<const TlsContext> tls)
+    : limits_(limits), early_reply_(std::move(early_reply)), tls_(std::move(tls)) {}
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  ConnectionStream stream(sock, limits_);
+  std::unique_ptr<TlsSession> session;
+  if (tls_) {
+    session = tls_->accept(sock, std::chrono::seconds(limits_.header_timeout_s));
+    if (!session) {  // not TLS, too slow, or the client refused the certificate: nothing to say
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+      return false;
+    }
+  }
+  ConnectionStream stream(sock, limits_, session.get());
   std::string remote_addr, local_addr;
   int remote_port = -1, local_port = -1;
   peer_address(sock, remote_addr, remote_port);
@@ -251,7 +271,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     // stopping server is noticed.
     const int wait_s = count == 0 ? limits_.header_timeout_s : limits_.keep_alive_timeout_s;
     auto idle_until = Clock::now() + std::chrono::seconds(wait_s);
-    bool ready = stream.buffered() > 0;
+    bool ready = stream.buffered() > 0 || stream.tls_pending();
     while (!ready && svr_sock_ != INVALID_SOCKET && Clock::now() < idle_until) {
       ready = wait_for(sock, POLLIN, 50);
     }
@@ -280,6 +300,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     if (stream.response_closes()) close_lingering = true;
     if (!ok || connection_closed || close_lingering) break;
   }
+  if (session) session->close_notify();
   if (close_lingering) linger_close(sock, limits_.linger);
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

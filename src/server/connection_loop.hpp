@@ -25,7 +25,10 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
+
+#include "server/tls_context.hpp"
 
 namespace clef::server {
 
@@ -53,13 +56,18 @@ class ConnectionServer : public httplib::Server {
   /// thread.
   using EarlyReply = std::function<std::string(int status)>;
 
-  ConnectionServer(ConnectionLimits limits, EarlyReply early_reply);
+  /// `tls` (optional): every connection first does the TLS handshake (within header_timeout_s),
+  /// and the loop reads and writes through its session; a failed handshake closes the connection
+  /// without an answer.
+  ConnectionServer(ConnectionLimits limits, EarlyReply early_reply,
+                   std::shared_ptr<const TlsContext> tls = nullptr);
 
  private:
   bool process_and_close_socket(socket_t sock) override;
 
   ConnectionLimits limits_;
   EarlyReply early_reply_;
+  std::shared_ptr<const TlsContext> tls_;
 };
 
 }  // namespace clef::server

@@ -32,8 +32,15 @@ std::string raw_answer(const HttpResponse& res) {
 /// The httplib server and the bookkeeping that makes stop() race-free with serve().
 struct HttpServer::Listener {
   explicit Listener(ServerCore& core)
-      : http(limits_of(core.config()),
-             [&core](int status) { return raw_answer(core.early_reply(status)); }) {}
+      : http(
+            limits_of(core.config()),
+            [&core](int status) { return raw_answer(core.early_reply(status)); },
+            tls_of(core.config())) {}
+  /// The certificate and key of --ssl-cert-file/--ssl-key-file, checked now; nullptr for HTTP.
+  static std::shared_ptr<const TlsContext> tls_of(const ServerConfig& config) {
+    if (config.ssl_cert_file.empty()) return nullptr;
+    return std::make_shared<const TlsContext>(config.ssl_cert_file, config.ssl_key_file);
+  }
   static ConnectionLimits limits_of(const ServerConfig& config) {
     ConnectionLimits limits;
     limits.read_timeout_s = config.read_timeout_s;

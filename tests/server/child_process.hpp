@@ -128,7 +128,7 @@ class ChildProcess {
 /// The port in a "clef serve: listening on http://127.0.0.1:PORT" line, or -1.
 inline int port_from_banner(const std::string& line) {
   auto colon = line.rfind(':');
-  if (line.find("listening on http://") == std::string::npos || colon == std::string::npos) {
+  if (line.find("listening on http") == std::string::npos || colon == std::string::npos) {
     return -1;
   }
   try {

@@ -18,6 +18,7 @@
 
 #include "child_process.hpp"
 #include "json/parse.hpp"
+#include "json/render.hpp"
 #include "support/grey_png.hpp"
 #include "temp_dir.hpp"
 
@@ -256,6 +257,66 @@ TEST(ServeBinary, RunsUnderValgrindWithoutExecutingItselfAgain) {
   const auto code = child.wait_exit(120s);
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 0);
+}
+
+/// `clef serve --demo` over HTTPS with a self-signed pair made by the openssl tool, and `clef
+/// batch --endpoint https://... --ca-cert` (the project's own client) against it: the same bytes
+/// as a direct request; without the CA the batch refuses the certificate.
+TEST(ServeBinary, HttpsWithClefBatchAsTheClient) {
+  TempDir tmp;
+  const std::string cert = (tmp.path() / "server.crt").string();
+  const std::string key = (tmp.path() / "server.key").string();
+  const std::string make =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=clef-test"
+      " -addext subjectAltName=IP:127.0.0.1 -keyout '" +
+      key + "' -out '" + cert + "' 2>/dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  ChildProcess server({kClef, "serve", "--demo", "--port", "0", "--threads", "1", "--ssl-cert-file",
+                       cert, "--ssl-key-file", key},
+                      {"XDG_CACHE_HOME=" + tmp.path().string()},
+                      (tmp.path() / "serve.log").string());
+  const std::string banner = server.read_line(120s);
+  EXPECT_NE(banner.find("listening on https://127.0.0.1:"), std::string::npos) << banner;
+  const int port = port_from_banner(banner);
+  ASSERT_GT(port, 0);
+  httplib::SSLClient tls("127.0.0.1", port);
+  tls.set_ca_cert_path(cert.c_str());
+  tls.set_read_timeout(60, 0);
+  bool ready = false;
+  for (auto until = std::chrono::steady_clock::now() + 120s;
+       !ready && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
+    auto res = tls.Get("/health");
+    ready = res && res->status == 200;
+  }
+  ASSERT_TRUE(ready);
+  auto direct = tls.Post("/v1/decisions", kCard, "application/json");
+  ASSERT_TRUE(direct);
+  ASSERT_EQ(direct->status, 200);
+
+  const std::string in = (tmp.path() / "in.jsonl").string();
+  std::ofstream(in) << kCard << "\n";
+  const std::string url = "https://127.0.0.1:" + std::to_string(port);
+  const std::string out = (tmp.path() / "out.jsonl").string();
+  ChildProcess batch({kClef, "batch", in, out, "--endpoint", url, "--ca-cert", cert}, {},
+                     (tmp.path() / "batch.log").string());
+  auto code = batch.wait_exit(60s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+  std::ifstream records(out);
+  std::string line;
+  ASSERT_TRUE(std::getline(records, line));
+  json::Value record = json::parse(line);
+  EXPECT_EQ(number(*record.find("status")), 200) << line;
+  EXPECT_EQ(json::render(*record.find("response")), json::render(json::parse(direct->body)));
+
+  const std::string refused = (tmp.path() / "refused.jsonl").string();
+  ChildProcess untrusting({kClef, "batch", in, refused, "--endpoint", url, "--retries", "0"}, {},
+                          (tmp.path() / "refused.log").string());
+  code = untrusting.wait_exit(60s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 1) << "a self-signed certificate was trusted without --ca-cert";
+  server.send_signal(SIGTERM);
+  EXPECT_TRUE(server.wait_exit(30s).has_value());
 }
 
 TEST(ServeBinary, BadEngineParametersAreRefusedBeforeListening) {
