@@ -92,6 +92,7 @@ int run_serve(ServeOptions& options) {
   // Engine parameters are refused before the server listens (exit 2, nothing bound): a wrapper
   // that reads the port from stdout must not take a server that will not load for a started one.
   backbone::validate(config.backbone);
+  options.server.http_threads = server::http_threads_for(options.server, config.backbone.parallel);
   // A server prepares requests on many HTTP threads: with glibc's dynamic mmap threshold, a large
   // image's pixels (12 MB for 2048x2048) end up in each thread's malloc arena and stay there after
   // the request (RSS grew by ~29 MB per large request, measured). Buffers of 4 MiB and more are
@@ -128,7 +129,8 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
                   "decisions that may wait for the runtime thread; more get 429")
       ->capture_default_str();
   cmd->add_option("--http-threads", s.http_threads,
-                  "HTTP worker threads (each serves one open connection at a time)")
+                  "HTTP worker threads (each serves one open connection at a time); 0: "
+                  "--queue-size + --parallel + 16, so a full queue is answered 429")
       ->capture_default_str();
   cmd->add_option("--read-timeout", s.read_timeout_s, "seconds a connection may stay silent")
       ->capture_default_str();

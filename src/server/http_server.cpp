@@ -113,7 +113,8 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   using httplib::Response;
   using HandlerResponse = httplib::Server::HandlerResponse;
   const ServerConfig& config = core.config();
-  int threads = config.http_threads;
+  // Auto (0) without the engine's --parallel at hand: `clef serve` resolves it with it first.
+  int threads = http_threads_for(config, 1);
   // httplib takes ownership of the queue it gets (its API); nothing else allocates raw.
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // Timeouts and keep-alive are ConnectionServer's (ConnectionLimits); these only feed httplib's

@@ -1,5 +1,7 @@
 #include "server/server_config.hpp"
 
+#include <algorithm>
+
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -30,6 +32,13 @@ std::string base_url(const ServerConfig& config, int port) {
   return url;
 }
 
+int http_threads_for(const ServerConfig& config, int parallel) {
+  if (config.http_threads != 0) return config.http_threads;
+  const std::size_t threads =
+      config.queue_size + static_cast<std::size_t>(std::max(parallel, 1)) + kSpareHttpThreads;
+  return static_cast<int>(std::min<std::size_t>(threads, 4096));
+}
+
 void validate(const ServerConfig& c) {
   require(!c.host.empty(), "host", "must not be empty");
   require(c.port >= 0 && c.port <= 65535, "port", "must be in 0..65535");
@@ -37,7 +46,8 @@ void validate(const ServerConfig& c) {
   require(c.max_json_depth >= 4 && c.max_json_depth <= 10000, "max-json-depth",
           "must be in 4..10000");
   require(c.queue_size >= 1 && c.queue_size <= 1000000, "queue-size", "must be in 1..1000000");
-  require(c.http_threads >= 1 && c.http_threads <= 4096, "http-threads", "must be in 1..4096");
+  require(c.http_threads >= 0 && c.http_threads <= 4096, "http-threads",
+          "must be in 1..4096 (0: auto)");
   require(c.read_timeout_s >= 1, "read-timeout", "must be at least 1 second");
   require(c.write_timeout_s >= 1, "write-timeout", "must be at least 1 second");
   require(c.header_timeout_s >= 1, "header-timeout", "must be at least 1 second");

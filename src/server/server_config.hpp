@@ -24,9 +24,12 @@ struct ServerConfig {
   std::size_t max_body_bytes = 16u << 20;  ///< larger request bodies get 413
   int max_json_depth = 128;                ///< deeper request JSON gets 400
   std::size_t queue_size = 64;             ///< decisions waiting for the runtime thread
-  int http_threads = 64;                   ///< httplib worker threads (one per open connection)
-  int read_timeout_s = 10;                 ///< per read() on a connection
-  int write_timeout_s = 10;                ///< per write() on a connection
+  /// httplib worker threads (one per open connection); 0: auto, http_threads_for() - enough that
+  /// the queue can fill (queue_size waiting + the decisions running) with threads to spare for
+  /// refusals, /health and /metrics.
+  int http_threads = 0;
+  int read_timeout_s = 10;   ///< per read() on a connection
+  int write_timeout_s = 10;  ///< per write() on a connection
   /// A request's headers must be complete this long after its first byte (else 408 and close):
   /// a client sending headers slowly holds a worker thread at most this long per connection.
   int header_timeout_s = 10;
@@ -56,6 +59,13 @@ struct ServerConfig {
 /// The base URL a client reaches the server at: "http[s]://HOST:PORT", an IPv6 address in
 /// brackets ("http://[::1]:8080", RFC 3986 section 3.2.2).
 std::string base_url(const ServerConfig& config, int port);
+
+/// HTTP worker threads kept beyond the decisions a server can hold (auto --http-threads).
+inline constexpr int kSpareHttpThreads = 16;
+
+/// The worker threads `config` asks for: config.http_threads, or for 0 queue_size + `parallel`
+/// (decisions running at once) + kSpareHttpThreads.
+int http_threads_for(const ServerConfig& config, int parallel);
 
 /// Throws clef::Error (invalid_request) naming the flag when a value is out of range.
 void validate(const ServerConfig& config);

@@ -372,6 +372,40 @@ TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
             1);
 }
 
+/// With the default thread setting (auto) the queue can fill: more decision clients at once than
+/// --queue-size + running get 429 at once, instead of waiting for an HTTP thread (the old
+/// defaults, 64 threads for a 64-deep queue, could never answer 429).
+TEST(ServerHttp, TheDefaultThreadsLetAFullQueueAnswer429) {
+  ServerConfig config = test_config();
+  config.http_threads = ServerConfig{}.http_threads;  // the defaults: auto threads,
+  config.queue_size = ServerConfig{}.queue_size;      // a 64-deep queue
+  ASSERT_EQ(config.queue_size, 64u);
+  EXPECT_EQ(http_threads_for(config, 1), 64 + 1 + kSpareHttpThreads);
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  std::vector<std::future<httplib::Result>> clients;
+  for (int i = 0; i < 64 + 1 + 6; ++i) {
+    clients.push_back(std::async(std::launch::async, [&f] { return post(f, kCard); }));
+  }
+  // The six beyond the queue and the running one are refused while the gate is still closed.
+  ASSERT_TRUE(
+      wait_metric(f, R"(clef_http_requests_total{endpoint="/v1/decisions",status="429"})", 6));
+  auto health = f.client()->Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  f.control->open_gate();
+  int ok = 0, busy = 0;
+  for (auto& c : clients) {
+    auto res = c.get();
+    ASSERT_TRUE(res);
+    ok += res->status == 200;
+    busy += res->status == 429;
+  }
+  EXPECT_EQ(ok, 65);
+  EXPECT_EQ(busy, 6);
+}
+
 /// TypeSafe's SDKs retry a 429 after retry-after-ms when it is there: the pace of the recent
 /// decisions (here ~150 ms each), not Retry-After's whole seconds.
 TEST(ServerHttp, FullQueueSaysRetryAfterMsFromTheRecentDecisions) {
