@@ -475,26 +475,33 @@ class Engine final : public Decider {
     return std::span<const std::string>(p.digests).first(static_cast<std::size_t>(inside));
   }
 
+  /// The state cache's entry for the first `memory.tokens` tokens of `p`'s record: their ids, the
+  /// digests of the images among them, their rows of `hidden` and the backbone memory there.
+  static cache::CachedPrefix prefix_entry(const Pending& p, const backbone::HiddenStates& hidden,
+                                          backbone::MemorySnapshot memory) {
+    const record::Record& rec = p.prepared.record;
+    const auto n = static_cast<std::size_t>(memory.tokens);
+    cache::CachedPrefix entry;
+    entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
+    const auto before = digests_before(p, n);
+    entry.image_digests.assign(before.begin(), before.end());
+    entry.rows.assign(hidden.data.begin(),
+                      hidden.data.begin() + static_cast<std::ptrdiff_t>(n * hidden.n_embd));
+    entry.memory = std::move(memory);
+    return entry;
+  }
+
   /// A cancelled prefill (its client went away, e.g. an SDK attempt that timed out and will be
   /// retried): the snapshots it took and its latest progress snapshot go into the state cache
   /// with the rows before them, so the same record resumes there (the points are batch
   /// boundaries of its layout, so its answer is the same bytes as a cold one).
   void keep_abandoned(Pending& p) {
     if (!cache_.enabled() || !p.prefill) return;
-    const record::Record& rec = p.prepared.record;
     backbone::HiddenStates partial = p.prefill->take();
     const int prefilled = p.prefill->prefilled();
     auto keep = [&](backbone::MemorySnapshot& m) {
       if (m.tokens <= p.hit.tokens || m.tokens < kMinCachedTokens || m.tokens > prefilled) return;
-      cache::CachedPrefix entry;
-      const auto n = static_cast<std::size_t>(m.tokens);
-      entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
-      const auto before = digests_before(p, n);
-      entry.image_digests.assign(before.begin(), before.end());
-      entry.rows.assign(partial.data.begin(),
-                        partial.data.begin() + static_cast<std::ptrdiff_t>(n * partial.n_embd));
-      entry.memory = std::move(m);
-      cache_.insert(std::move(entry));
+      cache_.insert(prefix_entry(p, partial, std::move(m)));
     };
     for (backbone::MemorySnapshot& m : partial.snapshots) keep(m);
     if (partial.progress.tokens > 0) keep(partial.progress);
@@ -524,12 +531,9 @@ class Engine final : public Decider {
 
     const int resumed = p.hit.tokens;
     for (backbone::MemorySnapshot& m : hidden.snapshots) {
-      cache::CachedPrefix entry;
-      const auto n = static_cast<std::size_t>(m.tokens);
-      entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
-      const auto before = digests_before(p, n);
-      entry.image_digests.assign(before.begin(), before.end());
-      if (m.tokens == p.state_end) {
+      const bool state_end = m.tokens == p.state_end;
+      cache::CachedPrefix entry = prefix_entry(p, hidden, std::move(m));
+      if (state_end) {
         // The resumed entry's checkpoints up to the resume point hold for this record too.
         if (p.hit) {
           for (const auto& c : p.hit.entry->checkpoints) {
@@ -543,9 +547,6 @@ class Engine final : public Decider {
               std::make_shared<const backbone::MemorySnapshot>(std::move(c)));
         }
       }
-      entry.rows.assign(hidden.data.begin(),
-                        hidden.data.begin() + static_cast<std::ptrdiff_t>(n * hidden.n_embd));
-      entry.memory = std::move(m);
       cache_.insert(std::move(entry));
     }
     out.timings.total_ms =
