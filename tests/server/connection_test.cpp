@@ -391,5 +391,23 @@ TEST(ServerConnection, DecisionWhoseClientLeftIsCancelledAndTheNextOneRuns) {
       << log;
 }
 
+TEST(ServerConnection, A499SaysClientClosedRequestInItsStatusLine) {
+  // cpp-httplib 0.57.1 wrote "499 Internal Server Error"
+  // (cmake/patches/cpp-httplib-499-reason.diff).
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  const int warmup = f.control->started.load();
+  RawSocket s(f.port);
+  const std::string body = R"({"state":"forever","questions":{"a":{"type":"noul"}}})";
+  s.send_all(
+      "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_TRUE(f.control->wait_started(warmup + 1));
+  s.shutdown_write();  // gone as far as the server can tell, but still reading
+  const std::string answer = s.read_until("\r\n\r\n", 5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 499 Client Closed Request\r\n", 0), 0u) << answer;
+}
+
 }  // namespace
 }  // namespace clef::server

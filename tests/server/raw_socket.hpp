@@ -62,6 +62,11 @@ class RawSocket {
     return out;
   }
 
+  /// Half-closes: the server reads EOF, while this side can still read its answer.
+  void shutdown_write() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+  }
+
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
