@@ -45,11 +45,13 @@ request_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/record
                  "$src"/src/record/nfc.cpp)
 image_sources=("$src"/src/vision/{decode,decode_png,decode_jpeg,decode_webp,exif,probe,data_uri,base64}.cpp)
 processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patches}.cpp)
-# The server over the vendored cpp-httplib (compiled without OpenSSL: the server needs none).
+# The server over the vendored cpp-httplib (compiled without its OpenSSL support; the server's own
+# TLS session and the API keys' SHA-256 use OpenSSL directly: -lssl -lcrypto).
 # The server embeds web/ (cmake/embed_web.cmake writes the source the build generates).
 cmake -DWEB_DIR="$src/web" -DOUT="$work/web_files.cpp" -P "$src/cmake/embed_web.cmake"
 server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp
-                "$src"/src/runtime/{cancellation,prepared_request}.cpp "$work/web_files.cpp"
+                "$src"/src/runtime/{cancellation,prepared_request}.cpp "$src/src/util/digest.cpp"
+                "$work/web_files.cpp"
                 "$src/third_party/llama.cpp/vendor/cpp-httplib/httplib.cpp")
 # Targets whose code instantiates Debian's RapidJSON 1.1.0 skip UBSan's pointer-overflow check:
 # its internal::Stack adds to a null pointer on the first push of every parse (stack.h:117,
@@ -63,7 +65,7 @@ sources_of() {  # target name -> its sources and libraries (one line each: "sour
     vision_processor_*) echo "${processor_sources[*]}"; echo "" ;;
     head_*) echo "$src/src/head/safetensors.cpp $src/src/head/head_config.cpp $src/src/util/file_reader.cpp $src/src/util/mapped_file.cpp"; echo "" ;;
     gguf_*) echo "$src/src/gguf/header_scan.cpp"; echo "" ;;
-    server_*) echo "${server_sources[*]}"; echo "-lpthread" ;;
+    server_*) echo "${server_sources[*]}"; echo "-lssl -lcrypto -lpthread" ;;
     *) echo "no source list for fuzz target $1" >&2; return 1 ;;
   esac
 }
