@@ -27,12 +27,13 @@ std::string error_record(const json::Value& id, int line, int status, const std:
 
 namespace {
 
-/// A record of a line no server decided (status 0, 429 or 503): --resume tries it again.
+/// A record of a line no server decided (status 0, 429 or 503, or 401: the key was missing or
+/// wrong, not the request): --resume tries it again.
 bool undecided(const json::Value& record) {
   const json::Value* s = record.find("status");
   if (s == nullptr || !s->is_integer()) return false;
   const std::string& d = s->integer_digits();
-  return d == "0" || d == "429" || d == "503";
+  return d == "0" || d == "401" || d == "429" || d == "503";
 }
 
 }  // namespace

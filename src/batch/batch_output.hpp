@@ -21,11 +21,11 @@ std::string error_record(const json::Value& id, int line, int status, const std:
 
 /// The input lines an output file already has a record for (every complete line whose "line" is
 /// a number; a torn last line from a killed run is ignored and rewritten by the caller). Records
-/// of lines no server decided (status 0, 429, 503) do not count: --resume tries them again.
+/// of lines no server decided (status 0, 401, 429, 503) do not count: --resume tries them again.
 /// A missing file: none.
 std::set<int> answered_lines(const std::filesystem::path& out);
 
-/// Removes the records of lines no server decided (status 0, 429, 503) from `out`, so --resume
+/// Removes the records of lines no server decided (status 0, 401, 429, 503) from `out`, so --resume
 /// writes one record per line when it decides them again. Returns how many were removed.
 std::size_t drop_retryable_records(const std::filesystem::path& out);
 

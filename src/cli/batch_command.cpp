@@ -83,11 +83,16 @@ int run_batch_command(BatchCommandOptions options) {
   std::cout << batch::format_summary(summary);
   // Every line has its record; lines no server decided make the run unfinished (--resume).
   const auto undecided = summary.by_status.count(0) ? summary.by_status.at(0) : 0;
+  const auto unauthorized = summary.by_status.count(401) ? summary.by_status.at(401) : 0;
+  if (unauthorized > 0) {
+    std::cerr << unauthorized
+              << " line(s) were refused for their API key (401: --api-key or CLEF_API_KEY "
+                 "missing or wrong); --resume tries them again\n";
+  }
   if (undecided > 0) {
     std::cerr << undecided << " line(s) got no answer from any server; --resume tries them again\n";
-    return 1;
   }
-  return 0;
+  return undecided > 0 || unauthorized > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // `clef`: command-line entry point. Subcommands live in *_command.cpp beside this file.
+#include <csignal>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -6,6 +7,10 @@
 #include "util/error.hpp"
 
 int main(int argc, char** argv) {
+  // A peer that closes its socket while a client writes (an https port asked over http) must be
+  // a write error, not a silent death of `clef batch` / `clef pull` (the server sends with
+  // MSG_NOSIGNAL already).
+  std::signal(SIGPIPE, SIG_IGN);
   clef::cli::use_passive_openmp_wait(argv);
   CLI::App app{"clef: typed decisions with the clef-flash model (one prefill, no generation)"};
   app.require_subcommand(1);

@@ -1,9 +1,10 @@
 #include "server/api_keys.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
-#include <sstream>
 
 #include "util/digest.hpp"
 #include "util/error.hpp"
@@ -117,7 +118,13 @@ ApiKeys::ApiKeys(const std::vector<std::string>& flag_keys, std::string file)
       throw invalid_request(
           "--api-key: a key is 1 to 1024 printable ASCII characters without spaces", "api-key");
     }
-    flag_entries_.push_back({"key-" + std::to_string(i + 1), sha256_hex(flag_keys[i])});
+    std::string digest = sha256_hex(flag_keys[i]);
+    for (const Entry& e : flag_entries_) {
+      if (e.digest == digest) {
+        throw invalid_request("--api-key: the same key is given twice", "api-key");
+      }
+    }
+    flag_entries_.push_back({"key-" + std::to_string(i + 1), std::move(digest)});
   }
   set_ = load();
 }
@@ -126,13 +133,24 @@ std::shared_ptr<const ApiKeys::Set> ApiKeys::load() const {
   auto set = std::make_shared<Set>(flag_entries_);
   if (file_.empty()) return set;
   std::ifstream in(file_, std::ios::binary);
-  std::ostringstream text;
-  if (!in || !(text << in.rdbuf())) throw file_error(file_, "cannot be read");
-  for (ApiKey& key : parse_api_key_file(text.str(), file_)) {
+  if (!in || std::filesystem::is_directory(file_)) {
+    throw file_error(file_, "cannot be read (missing, a directory, or no permission)");
+  }
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw file_error(file_, "cannot be read");
+  for (ApiKey& key : parse_api_key_file(text, file_)) {
     const bool taken =
         std::any_of(set->begin(), set->end(), [&](const Entry& e) { return e.name == key.name; });
     if (taken) throw file_error(file_, "the name '" + key.name + "' is also an --api-key's");
-    set->push_back({std::move(key.name), sha256_hex(key.key)});
+    Entry entry{std::move(key.name), sha256_hex(key.key)};
+    const auto same = std::find_if(set->begin(), set->end(),
+                                   [&](const Entry& e) { return e.digest == entry.digest; });
+    if (same != set->end()) {
+      throw file_error(file_, "the key named '" + entry.name + "' is also '" + same->name +
+                                  "' (one key, one name: metrics and logs could not tell them "
+                                  "apart)");
+    }
+    set->push_back(std::move(entry));
   }
   return set;
 }
@@ -144,6 +162,20 @@ bool ApiKeys::enabled() const {
 std::size_t ApiKeys::size() const {
   std::lock_guard lock(mutex_);
   return set_->size();
+}
+
+std::string ApiKeys::names() const {
+  std::shared_ptr<const Set> set;
+  {
+    std::lock_guard lock(mutex_);
+    set = set_;
+  }
+  std::string out;
+  for (const Entry& e : *set) {
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out;
 }
 
 std::optional<std::string> ApiKeys::match(std::string_view presented) const {

@@ -43,6 +43,8 @@ class ApiKeys {
   bool enabled() const;
   /// How many keys are accepted now.
   std::size_t size() const;
+  /// Their names, comma-separated, in order (for the log).
+  std::string names() const;
   /// The name of the key `presented` is, nullopt when it is none of them (also for ""). Every
   /// accepted key is compared, each in constant time over its SHA-256 digest.
   std::optional<std::string> match(std::string_view presented) const;

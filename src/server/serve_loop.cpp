@@ -37,7 +37,7 @@ int ShutdownSignals::wait_for(std::chrono::milliseconds timeout) {
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
                        std::ostream& out, std::ostream& log, std::function<void()> on_signal) {
   // First: every thread below inherits the blocked mask.
-  ShutdownSignals signals(!config.api_key_file.empty());
+  ShutdownSignals signals(true);  // SIGHUP re-reads the key file, never ends the server
   ServerLog events(log, config.log_format);
   std::unique_ptr<HttpServer> server;
   int port = 0;
@@ -56,8 +56,11 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                              std::to_string(server->agent_port()));
   }
   events.event("info", "listening on " + url + "; loading the model");
-  if (!config.api_keys.empty() || !config.api_key_file.empty()) {
-    events.event("info", "API keys required (every endpoint but /health and the web files)");
+  if (config.api_keys.empty() && config.api_key_file.empty() && config.host != "127.0.0.1" &&
+      config.host != "::1" && config.host != "localhost") {
+    events.event("warning", "serving " + config.host +
+                                " without API keys: anyone who reaches it can use it "
+                                "(--api-key-file; README \"On a network: API keys\")");
   }
 
   std::thread serving([&server] { server->serve(); });

@@ -43,8 +43,8 @@ class ShutdownSignals {
 ///   0  after SIGTERM/SIGINT: new requests got 503, queued and running decisions were answered;
 ///   1  the address could not be bound;
 ///   2  the model failed to load (the reason is logged) or `config` is invalid.
-/// With config.api_key_file set, SIGHUP re-reads it (HttpServer::reload_api_keys) and serving
-/// goes on.
+/// SIGHUP re-reads config.api_key_file (HttpServer::reload_api_keys; without one it is logged
+/// and nothing else) and serving goes on: it never ends the server.
 /// `on_signal` (optional) runs on this thread when the signal arrives, before the drain; `clef
 /// serve` uses it to abort a model load still in progress (BackboneParams::on_progress).
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,

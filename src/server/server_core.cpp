@@ -27,7 +27,12 @@ ServerCore::ServerCore(ServerConfig config, DecisionQueue::Factory factory,
     : config_(std::move(config)),
       log_(log_stream, config_.log_format),
       keys_(config_.api_keys, config_.api_key_file),
-      queue_(std::move(factory), config_.queue_size, warmup_request()) {}
+      queue_(std::move(factory), config_.queue_size, warmup_request()) {
+  if (keys_.enabled()) {
+    log_.event("info", "API keys required (every endpoint but /health and the web files): " +
+                           keys_.names());
+  }
+}
 
 HttpResponse ServerCore::answer(const ErrorReply& reply) const {
   HttpResponse res;
@@ -244,15 +249,15 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
 
 void ServerCore::reload_api_keys() {
   if (keys_.file().empty()) {
-    log_.event("info", "SIGHUP: no --api-key-file to re-read");
+    log_.event("info", "SIGHUP: nothing to re-read (no --api-key-file); serving on");
     return;
   }
   if (std::string problem = keys_.reload(); !problem.empty()) {
     log_.event("error", "SIGHUP: the API keys stay as they were: " + problem);
     return;
   }
-  log_.event("info", "SIGHUP: re-read " + keys_.file() + ": " + std::to_string(keys_.size()) +
-                         " API keys accepted");
+  log_.event("info",
+             "SIGHUP: re-read " + keys_.file() + "; API keys accepted now: " + keys_.names());
 }
 
 HttpResponse ServerCore::early_reply(int status) {

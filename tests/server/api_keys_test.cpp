@@ -105,6 +105,29 @@ TEST(ApiKeys, ReloadReplacesTheFileKeysAndKeepsThemOnAnError) {
   EXPECT_EQ(keys.match("sk-ci"), "ci");
 }
 
+TEST(ApiKeys, EmptyFilesDirectoriesAndOneKeyUnderTwoNamesAreRefused) {
+  // Reported: an empty file said "cannot be read", and one key under two names was accepted.
+  TempDir dir;
+  const std::string file = (dir.path() / "keys").string();
+  std::ofstream(file).close();
+  EXPECT_NE(error_of([&] { ApiKeys keys({}, file); }).find("holds no key"), std::string::npos);
+  EXPECT_NE(error_of([&] { ApiKeys keys({}, dir.path().string()); }).find("a directory"),
+            std::string::npos);
+  std::ofstream(file) << "a:sk-same\nb:sk-same\n";
+  EXPECT_NE(error_of([&] { ApiKeys keys({}, file); }).find("is also 'a'"), std::string::npos);
+  std::ofstream(file) << "a:sk-flag\n";
+  EXPECT_NE(error_of([&] { ApiKeys keys({"sk-flag"}, file); }).find("is also 'key-1'"),
+            std::string::npos);
+  try {
+    ApiKeys keys({"sk-1", "sk-1"}, "");
+    FAIL() << "one key given twice was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.param(), "api-key");
+  }
+  ApiKeys named({"sk-1"}, "");
+  EXPECT_EQ(named.names(), "key-1");
+}
+
 TEST(ApiKeys, AMissingFileIsRefusedAtStart) {
   EXPECT_NE(error_of([] { ApiKeys keys({}, "/nonexistent/clef-keys"); }).find("cannot be read"),
             std::string::npos);

@@ -186,8 +186,26 @@ TEST(ServeProcess, SighupRereadsTheApiKeyFileWithoutDroppingTheServer) {
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 0);
   const std::string log = slurp(tmp.path() / "log");
-  EXPECT_NE(log.find("1 API keys accepted"), std::string::npos) << log;
+  EXPECT_NE(log.find("API keys accepted now: ops"), std::string::npos) << log;
   EXPECT_EQ(log.find("sk-"), std::string::npos) << log;  // keys are never logged
+}
+
+TEST(ServeProcess, SighupWithoutAKeyFileDoesNotEndTheServer) {
+  // Reported: SIGHUP to a server without --api-key-file ended it at once (exit 129, no drain).
+  TempDir tmp;
+  ChildProcess child({CLEF_FAKE_SERVER}, {}, (tmp.path() / "log").string());
+  int port = port_from_banner(child.read_line(10s));
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(wait_healthy(port, 10s));
+  child.send_signal(SIGHUP);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(child.wait_exit(100ms).has_value()) << "SIGHUP ended the server";
+  EXPECT_TRUE(wait_healthy(port, 5s));
+  child.send_signal(SIGTERM);
+  auto code = child.wait_exit(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+  EXPECT_NE(slurp(tmp.path() / "log").find("SIGHUP: nothing to re-read"), std::string::npos);
 }
 
 TEST(ServeProcess, AnIpv6HostIsPrintedInBrackets) {

@@ -181,6 +181,9 @@ function askForKey() {
 
 async function send(event) {
   if (event) event.preventDefault();
+  // A key typed and sent at once (Ctrl+Enter) has not had its change event yet.
+  const typed = $("api-key").value.trim();
+  if (typed && typed !== sessionStorage.getItem(KEY_STORE)) sessionStorage.setItem(KEY_STORE, typed);
   for (const el of document.querySelectorAll(".field-error")) el.classList.remove("field-error");
   $("error").hidden = true;
   let body;
