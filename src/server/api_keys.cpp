@@ -6,6 +6,7 @@
 #include <iterator>
 #include <set>
 
+#include "server/http_exchange.hpp"
 #include "util/digest.hpp"
 #include "util/error.hpp"
 
@@ -47,13 +48,6 @@ bool same_digest(std::string_view a, std::string_view b) {
     diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   }
   return diff == 0;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 Error file_error(std::string_view file, std::string message) {
@@ -105,7 +99,7 @@ std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view f
 std::string presented_key(std::string_view authorization, std::string_view x_api_key) {
   const std::string_view auth = trim(authorization);
   const std::size_t space = auth.find(' ');
-  if (space != std::string_view::npos && iequals(auth.substr(0, space), "Bearer")) {
+  if (space != std::string_view::npos && same_name(auth.substr(0, space), "Bearer")) {
     return std::string(trim(auth.substr(space + 1)));
   }
   return std::string(trim(x_api_key));

@@ -7,9 +7,7 @@
 
 namespace clef::server {
 
-namespace {
-
-bool same_name(std::string_view a, std::string_view b) {
+bool same_name(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(a[i])) !=
@@ -19,8 +17,6 @@ bool same_name(std::string_view a, std::string_view b) {
   }
   return true;
 }
-
-}  // namespace
 
 std::string HttpRequest::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {

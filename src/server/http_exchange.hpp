@@ -92,6 +92,9 @@ class RequestIds {
   std::atomic<std::uint64_t> counter_{0};
 };
 
+/// a == b ignoring ASCII case (header names, auth schemes).
+bool same_name(std::string_view a, std::string_view b) noexcept;
+
 /// True for a JSON media type: "application/json" or any "application/<x>+json", case-
 /// insensitive, parameters (";charset=utf-8") ignored. An absent header (empty) is accepted.
 bool is_json_content_type(std::string_view content_type) noexcept;
