@@ -1,7 +1,9 @@
 #pragma once
 // clef's connection loop over cpp-httplib 0.57.1: httplib::Server with its per-connection loop
-// replaced (the virtual process_and_close_socket); httplib still parses each request and calls
-// clef's handlers through its protected process_request.
+// replaced (the virtual process_and_close_socket) and its thread pool replaced by a
+// ConnectionPool (connection_pool.hpp: waiting connections parked with one poller, a reserved
+// lane for light requests, "busy" answers when no worker is free); httplib still parses each
+// request and calls clef's handlers through its protected process_request.
 //
 // What 0.57.1 does itself and this loop keeps: framing refusals (conflicting Content-Length,
 // a transfer coding other than chunked), "100 Continue" only once a handler reads the body,
@@ -28,25 +30,10 @@
 #include <memory>
 #include <string>
 
-#include "server/tls_context.hpp"
+#include "server/connection.hpp"
+#include "server/connection_pool.hpp"
 
 namespace clef::server {
-
-/// Timeouts of one connection, seconds.
-struct ConnectionLimits {
-  int read_timeout_s = 10;       ///< one read() may wait this long
-  int write_timeout_s = 10;      ///< one write() may wait this long
-  int keep_alive_timeout_s = 5;  ///< idle time before the next request's first byte
-  int header_timeout_s = 10;     ///< first byte of a request -> its headers complete
-  int body_timeout_s = 30;       ///< headers complete -> body read (reads fail afterwards)
-  int max_requests = 1000;       ///< requests on one connection, then it closes
-  std::size_t max_header_bytes = 64 * 1024;  ///< a longer header block gets 431
-  std::size_t max_request_line = 32 * 1024;  ///< a longer request line gets 414 (httplib's limit)
-  /// A longer header line gets 431 (httplib refuses lines of 8,191 bytes and more with a 400).
-  std::size_t max_header_line = 8 * 1024 - 2;
-  std::size_t max_header_count = 100;      ///< more header fields get 431 (httplib's limit: a 400)
-  std::chrono::milliseconds linger{1000};  ///< most time spent discarding a refused body
-};
 
 class ConnectionServer : public httplib::Server {
  public:
@@ -54,20 +41,29 @@ class ConnectionServer : public httplib::Server {
   /// parses it: 408 (headers missed their deadline), 414 (request line too long) or 431 (header
   /// block or line too large); the connection closes after it. Called on the connection's worker
   /// thread.
-  using EarlyReply = std::function<std::string(int status)>;
+  using EarlyReply = ConnectionPool::EarlyReply;
 
-  /// `tls` (optional): every connection first does the TLS handshake (within header_timeout_s),
-  /// and the loop reads and writes through its session; a failed handshake closes the connection
-  /// without an answer.
-  ConnectionServer(ConnectionLimits limits, EarlyReply early_reply,
+  /// `early_reply(429)` is also the answer to a request no worker took within limits.busy_after.
+  /// `light`: which requests the reserved lane serves (none when empty). `tls` (optional): every
+  /// connection first does the TLS handshake (within header_timeout_s, on the poller: no thread
+  /// waits for it), and the loop reads and writes through its session; a failed handshake closes
+  /// the connection without an answer.
+  ConnectionServer(ConnectionLimits limits, EarlyReply early_reply, LightRequest light = {},
                    std::shared_ptr<const TlsContext> tls = nullptr);
 
  private:
+  /// Called by httplib's accept loop (through ConnectionPool::enqueue): parks the new connection.
   bool process_and_close_socket(socket_t sock) override;
+  /// Serves the connection's next request (and those pipelined after it on the general lane) on a
+  /// worker, then parks it again or closes it.
+  void serve(std::unique_ptr<Connection> connection, Lane lane);
 
   ConnectionLimits limits_;
   EarlyReply early_reply_;
+  LightRequest light_;
   std::shared_ptr<const TlsContext> tls_;
+  /// The pool httplib's listen loop made with new_task_queue and owns; set before its first use.
+  ConnectionPool* pool_ = nullptr;
 };
 
 }  // namespace clef::server

@@ -25,6 +25,22 @@ bool method_allowed(Endpoint endpoint, std::string_view method) noexcept {
   return method == allowed || (allowed == "GET" && method == "HEAD");
 }
 
+bool is_light_request(std::string_view head) noexcept {
+  std::string_view target;
+  if (head.substr(0, 4) == "GET ") {
+    target = head.substr(4);
+  } else if (head.substr(0, 5) == "HEAD ") {
+    target = head.substr(5);
+  } else {
+    return false;
+  }
+  const std::size_t end = target.find_first_of(" ?");
+  if (end == std::string_view::npos) return false;  // not all here: the general lane serves it
+  const Endpoint endpoint = find_endpoint(target.substr(0, end));
+  return endpoint == Endpoint::health || endpoint == Endpoint::metrics ||
+         endpoint == Endpoint::models;
+}
+
 const char* endpoint_label(Endpoint endpoint) noexcept {
   switch (endpoint) {
     case Endpoint::systemone:

@@ -20,6 +20,11 @@ const char* allowed_method(Endpoint endpoint) noexcept;
 /// True when `method` may be used on `endpoint` (HEAD is accepted wherever GET is).
 bool method_allowed(Endpoint endpoint, std::string_view method) noexcept;
 
+/// True when a request starting with `head` (its first bytes: "GET /health HTTP/1.1...") is a
+/// light one the connection loop serves on its reserved lane: GET or HEAD of /health, /metrics or
+/// /v1/models (a query string allowed). False when the target has not fully arrived in `head`.
+bool is_light_request(std::string_view head) noexcept;
+
 /// The metrics label of an endpoint: its path, or "other" for unknown paths (bounded labels).
 const char* endpoint_label(Endpoint endpoint) noexcept;
 

@@ -91,6 +91,11 @@ ErrorReply ErrorReply::for_status(int status) {
   return {status, "invalid_request_error", "invalid_request", "request refused", ""};
 }
 
+ErrorReply ErrorReply::busy(int status) {
+  return {status, "overloaded_error", "server_busy",
+          "every HTTP worker is busy; retry after the time Retry-After says", ""};
+}
+
 ErrorReply ErrorReply::internal(const std::string& request_id) {
   return {500, "server_error", "internal_error",
           "internal server error; the server log names request " + request_id, ""};

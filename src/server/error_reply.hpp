@@ -29,6 +29,9 @@ struct ErrorReply {
                                        const std::string& allowed);
   /// The answer for a status httplib produced itself (bad request line, body read failure ...).
   static ErrorReply for_status(int status);
+  /// `status` (429 or 503) for a request no HTTP worker could take in time: overloaded_error,
+  /// code "server_busy".
+  static ErrorReply busy(int status);
   /// 500 for a fault inside clef; the message names the request id to look up in the log.
   static ErrorReply internal(const std::string& request_id);
 

@@ -34,8 +34,10 @@ struct HttpServer::Listener {
   explicit Listener(ServerCore& core)
       : http(
             limits_of(core.config()),
-            [&core](int status) { return raw_answer(core.early_reply(status)); },
-            tls_of(core.config())) {}
+            [&core](int status, std::string_view head) {
+              return raw_answer(core.early_reply(status, head));
+            },
+            is_light_request, tls_of(core.config())) {}
   /// The certificate and key of --ssl-cert-file/--ssl-key-file, checked now; nullptr for HTTP.
   static std::shared_ptr<const TlsContext> tls_of(const ServerConfig& config) {
     if (config.ssl_cert_file.empty()) return nullptr;
@@ -48,6 +50,9 @@ struct HttpServer::Listener {
     limits.keep_alive_timeout_s = config.keep_alive_timeout_s;
     limits.header_timeout_s = config.header_timeout_s;
     limits.body_timeout_s = config.body_timeout_s;
+    // Auto (0) without the engine's --parallel at hand: `clef serve` resolves it with it first.
+    limits.worker_threads = http_threads_for(config, 1);
+    limits.reserved_threads = kReservedHttpThreads;
     return limits;
   }
   ConnectionServer http;
@@ -113,10 +118,6 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   using httplib::Response;
   using HandlerResponse = httplib::Server::HandlerResponse;
   const ServerConfig& config = core.config();
-  // Auto (0) without the engine's --parallel at hand: `clef serve` resolves it with it first.
-  int threads = http_threads_for(config, 1);
-  // httplib takes ownership of the queue it gets (its API); nothing else allocates raw.
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // Timeouts and keep-alive are ConnectionServer's (ConnectionLimits); these only feed httplib's
   // Keep-Alive response header and the accepted sockets' SO_RCVTIMEO/SO_SNDTIMEO.
   http.set_read_timeout(config.read_timeout_s, 0);

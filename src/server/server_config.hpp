@@ -62,6 +62,9 @@ std::string base_url(const ServerConfig& config, int port);
 
 /// HTTP worker threads kept beyond the decisions a server can hold (auto --http-threads).
 inline constexpr int kSpareHttpThreads = 16;
+/// HTTP worker threads that serve only light requests (GET /health, /metrics, /v1/models), so a
+/// load balancer's probes never wait behind decisions (connection_pool.hpp).
+inline constexpr int kReservedHttpThreads = 2;
 
 /// The worker threads `config` asks for: config.http_threads, or for 0 queue_size + `parallel`
 /// (decisions running at once) + kSpareHttpThreads.

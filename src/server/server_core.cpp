@@ -260,11 +260,31 @@ void ServerCore::reload_api_keys() {
              "SIGHUP: re-read " + keys_.file() + "; API keys accepted now: " + keys_.names());
 }
 
-HttpResponse ServerCore::early_reply(int status) {
+HttpResponse ServerCore::early_reply(int status, std::string_view head) {
   RequestState state;
   state.id = ids_.next();
-  finish("-", "-", state, status);  // the request line may not even have arrived whole
-  HttpResponse res = library_refusal(status);
+  // "METHOD TARGET HTTP/1.1\r\n": method and path for the log, "-" when not all here.
+  std::string_view method = "-", path = "-";
+  const std::size_t line_end = head.find("\r\n");
+  if (line_end != std::string_view::npos && line_end <= 8192) {
+    const std::string_view line = head.substr(0, line_end);
+    const std::size_t space = line.find(' ');
+    const std::size_t next = line.find(' ', space + 1);
+    if (space != std::string_view::npos && next != std::string_view::npos) {
+      method = line.substr(0, space);
+      path = line.substr(space + 1, next - space - 1);
+      path = path.substr(0, path.find('?'));
+      state.endpoint = find_endpoint(path);
+    }
+  }
+  HttpResponse res;
+  if (status == 429) {  // every worker busy: the server is overloaded
+    res = answer(ErrorReply::busy(config_.overload_status));
+    res.set_header("Connection", "close");
+  } else {
+    res = library_refusal(status);
+  }
+  finish(method, path, state, res.status);
   for (std::string_view name : kRequestIdHeaders) res.set_header(std::string(name), state.id);
   return res;
 }

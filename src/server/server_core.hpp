@@ -55,9 +55,11 @@ class ServerCore {
   void finish(std::string_view method, std::string_view path, const RequestState& state,
               int status);
   /// The answer to a request refused before it was parsed (408: its headers missed their
-  /// deadline; 414: request line too long; 431: headers too large): library_refusal(status) with
-  /// its own request id, logged and counted like any other answer.
-  HttpResponse early_reply(int status);
+  /// deadline; 414: request line too long; 431: headers too large; 429: no HTTP worker was free,
+  /// sent as --overload-status with Retry-After, code "server_busy"): library_refusal(status)
+  /// with its own request id, logged and counted like any other answer. `head`: what arrived of
+  /// the request; its request line, when whole and short, gives the log its method and path.
+  HttpResponse early_reply(int status, std::string_view head = {});
 
   /// New requests get 503 from now on; /health says draining.
   void begin_draining() { draining_.store(true); }

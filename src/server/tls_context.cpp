@@ -1,11 +1,15 @@
 #include "server/tls_context.hpp"
 
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <poll.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 
 #include "util/error.hpp"
@@ -32,8 +36,17 @@ Error file_error(const char* flag, const std::string& file, const std::string& w
 }
 
 void require_readable(const char* flag, const std::string& file) {
+  struct stat info {};
+  if (::stat(file.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+    throw file_error(flag, file, "is a directory, not a PEM file");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw file_error(flag, file, "cannot be read (missing or no permission)");
+}
+
+/// OpenSSL's passphrase callback: none is ever given, so an encrypted key fails at once instead of
+/// OpenSSL asking for one on the terminal.
+int no_passphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*userdata*/) {
+  return 0;
 }
 
 struct SslCtxFree {
@@ -47,6 +60,7 @@ struct SslFree {
 
 struct TlsSession::Impl {
   std::unique_ptr<SSL, SslFree> ssl;
+  int fd = -1;
 };
 
 TlsSession::TlsSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -54,38 +68,99 @@ TlsSession::~TlsSession() = default;
 TlsSession::TlsSession(TlsSession&&) noexcept = default;
 TlsSession& TlsSession::operator=(TlsSession&&) noexcept = default;
 
-ssize_t TlsSession::read(char* data, std::size_t size) {
+namespace {
+
+/// Time left until `until`, ms, rounded up (0 when it passed).
+int left_ms(std::chrono::steady_clock::time_point until) {
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<long long>(left.count(), 0));
+}
+
+/// Waits up to `ms` for the socket to show what `step` wants; false on a timeout or an error.
+bool await(int fd, TlsStep step, int ms) {
+  if (ms <= 0) return false;
+  pollfd p{fd, static_cast<short>(step == TlsStep::want_write ? POLLOUT : POLLIN), 0};
+  int ready = 0;
+  do {
+    ready = ::poll(&p, 1, ms);
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0;
+}
+
+/// What SSL_get_error says of a call that returned `result`, as a step (clears the error queue).
+TlsStep step_of(SSL* ssl, int result) {
+  const int error = SSL_get_error(ssl, result);
+  ERR_clear_error();
+  if (error == SSL_ERROR_WANT_READ) return TlsStep::want_read;
+  if (error == SSL_ERROR_WANT_WRITE) return TlsStep::want_write;
+  return TlsStep::failed;
+}
+
+/// SSL_read or SSL_peek's result `n` as this class's: bytes, 0 the peer closed, -1, or a step to
+/// wait for.
+ssize_t outcome(SSL* ssl, int n, TlsStep& wait) {
+  wait = TlsStep::done;
+  if (n > 0) return n;
+  const int saved_errno = errno;
+  const int error = SSL_get_error(ssl, n);
+  ERR_clear_error();
+  if (error == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
+  if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+    wait = error == SSL_ERROR_WANT_READ ? TlsStep::want_read : TlsStep::want_write;
+    return TlsSession::kTimedOut;
+  }
+  // SSL_ERROR_SYSCALL with no errno is an EOF without close_notify: the peer is gone.
+  if (error == SSL_ERROR_SYSCALL && saved_errno == 0) return 0;
+  return -1;  // a reset, a protocol error
+}
+
+}  // namespace
+
+TlsStep TlsSession::handshake() {
+  const int result = SSL_accept(impl_->ssl.get());
+  if (result == 1) return TlsStep::done;
+  return step_of(impl_->ssl.get(), result);
+}
+
+ssize_t TlsSession::read(char* data, std::size_t size, int wait_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  const int chunk = static_cast<int>(std::min<std::size_t>(size, 1 << 30));
   while (true) {
-    const int n =
-        SSL_read(impl_->ssl.get(), data, static_cast<int>(std::min<std::size_t>(size, 1 << 30)));
-    if (n > 0) return n;
-    const int error = SSL_get_error(impl_->ssl.get(), n);
-    ERR_clear_error();
-    if (error == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
-    if (error == SSL_ERROR_SYSCALL && errno == EINTR) continue;
-    // SSL_ERROR_SYSCALL with no errno is an EOF without close_notify: the peer is gone.
-    if (error == SSL_ERROR_SYSCALL && errno == 0) return 0;
-    return -1;  // a timeout (SO_RCVTIMEO), a reset, a protocol error
+    TlsStep wait = TlsStep::done;
+    const ssize_t n = outcome(impl_->ssl.get(), SSL_read(impl_->ssl.get(), data, chunk), wait);
+    if (wait == TlsStep::done) return n;
+    if (!await(impl_->fd, wait, left_ms(until))) return kTimedOut;
   }
 }
 
-ssize_t TlsSession::write(const char* data, std::size_t size) {
+ssize_t TlsSession::peek(char* data, std::size_t size) {
+  const int chunk = static_cast<int>(std::min<std::size_t>(size, 1 << 30));
+  TlsStep wait = TlsStep::done;
+  return outcome(impl_->ssl.get(), SSL_peek(impl_->ssl.get(), data, chunk), wait);
+}
+
+ssize_t TlsSession::write(const char* data, std::size_t size, int wait_ms) {
   std::size_t done = 0;
   while (done < size) {
     const int n = SSL_write(impl_->ssl.get(), data + done,
                             static_cast<int>(std::min<std::size_t>(size - done, 1 << 30)));
-    if (n <= 0) {
-      ERR_clear_error();
-      return -1;
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
     }
-    done += static_cast<std::size_t>(n);
+    const TlsStep wait = step_of(impl_->ssl.get(), n);
+    if (wait == TlsStep::failed || !await(impl_->fd, wait, wait_ms)) return -1;
   }
   return static_cast<ssize_t>(size);
 }
 
 std::size_t TlsSession::pending() const {
   const int n = SSL_pending(impl_->ssl.get());
-  return n > 0 ? static_cast<std::size_t>(n) : 0;
+  if (n > 0) return static_cast<std::size_t>(n);
+  // Bytes of a record read from the socket but not yet decrypted count too: the socket no
+  // longer shows them.
+  return SSL_has_pending(impl_->ssl.get()) == 1 ? 1 : 0;
 }
 
 void TlsSession::close_notify() {
@@ -106,6 +181,7 @@ TlsContext::TlsContext(const std::string& cert_file, const std::string& key_file
     throw Error(ErrorKind::internal, "tls", "cannot make a TLS context: " + openssl_reason());
   SSL_CTX* ctx = impl_->ctx.get();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
   // A write may be retried with a moved buffer (the connection loop writes from its own).
   SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_AUTO_RETRY);
   if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
@@ -132,25 +208,17 @@ TlsContext::TlsContext(const std::string& cert_file, const std::string& key_file
 
 TlsContext::~TlsContext() = default;
 
-std::unique_ptr<TlsSession> TlsContext::accept(int fd, std::chrono::milliseconds timeout) const {
-  pollfd p{fd, POLLIN, 0};
-  int ready = 0;
-  do {
-    ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
-  } while (ready < 0 && errno == EINTR);
-  if (ready <= 0) return nullptr;  // no ClientHello in time
+std::unique_ptr<TlsSession> TlsContext::session(int fd) const {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return nullptr;
   auto impl = std::make_unique<TlsSession::Impl>();
+  impl->fd = fd;
   impl->ssl.reset(SSL_new(impl_->ctx.get()));
   if (!impl->ssl || SSL_set_fd(impl->ssl.get(), fd) != 1) {
     ERR_clear_error();
     return nullptr;
   }
-  // The socket blocks with SO_RCVTIMEO/SO_SNDTIMEO (the read and write timeouts), which bound a
-  // handshake that stalls half way.
-  if (SSL_accept(impl->ssl.get()) != 1) {
-    ERR_clear_error();
-    return nullptr;
-  }
+  SSL_set_accept_state(impl->ssl.get());
   return std::unique_ptr<TlsSession>(new TlsSession(std::move(impl)));
 }
 

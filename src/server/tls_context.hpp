@@ -4,7 +4,6 @@
 // session per accepted connection, which the connection loop reads and writes instead of the bare
 // socket (connection_loop.hpp).
 
-#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -13,18 +12,39 @@
 
 namespace clef::server {
 
-/// One TLS connection over an accepted socket (the socket stays the caller's). Move-only.
+/// Where a non-blocking TLS operation stands.
+enum class TlsStep {
+  done,        ///< finished
+  want_read,   ///< waits for the socket to be readable
+  want_write,  ///< waits for the socket to be writable
+  failed,      ///< not TLS, a protocol error, the peer gone
+};
+
+/// One TLS connection over an accepted socket, which it switches to non-blocking (the socket
+/// stays the caller's). Every call waits at most the time it is given, so a peer that sends a
+/// record a byte at a time cannot hold the caller past its deadline. Move-only; one thread at a
+/// time.
 class TlsSession {
  public:
+  /// read()/peek() found no whole record within the time given.
+  static constexpr ssize_t kTimedOut = -2;
+
   ~TlsSession();
   TlsSession(TlsSession&&) noexcept;
   TlsSession& operator=(TlsSession&&) noexcept;
 
-  /// SSL_read: > 0 bytes read, 0 the peer closed (close_notify or EOF), -1 an error or timeout.
-  ssize_t read(char* data, std::size_t size);
-  /// SSL_write of all `size` bytes: `size`, or -1 on an error.
-  ssize_t write(const char* data, std::size_t size);
-  /// Decrypted bytes OpenSSL holds that the socket no longer shows as readable (SSL_pending).
+  /// One step of the server handshake (TLS 1.2 or 1.3), never waiting.
+  TlsStep handshake();
+  /// SSL_read of up to `size` bytes, waiting at most `wait_ms` in all: > 0 bytes read, 0 the peer
+  /// closed (close_notify or EOF), -1 an error, kTimedOut.
+  ssize_t read(char* data, std::size_t size, int wait_ms);
+  /// Up to `size` decrypted bytes left unread (SSL_peek), never waiting: > 0, 0 the peer closed,
+  /// -1 an error, kTimedOut when no whole record is there yet.
+  ssize_t peek(char* data, std::size_t size);
+  /// SSL_write of all `size` bytes, each stall waiting at most `wait_ms`: `size`, or -1.
+  ssize_t write(const char* data, std::size_t size, int wait_ms);
+  /// Decrypted bytes OpenSSL holds that the socket no longer shows as readable (SSL_pending);
+  /// at least 1 when it holds bytes of a record not decrypted yet (SSL_has_pending).
   std::size_t pending() const;
   /// Sends close_notify (best effort; no wait for the peer's).
   void close_notify();
@@ -48,10 +68,9 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  /// The TLS handshake as server on socket `fd` (TLS 1.2 or 1.3), waiting at most `timeout` for
-  /// the client's first bytes; nullptr when it fails (not TLS, a timeout, the client refused our
-  /// certificate).
-  std::unique_ptr<TlsSession> accept(int fd, std::chrono::milliseconds timeout) const;
+  /// A server session on the accepted socket `fd`, made non-blocking; the handshake is still to
+  /// do (TlsSession::handshake). nullptr when OpenSSL cannot make one.
+  std::unique_ptr<TlsSession> session(int fd) const;
 
  private:
   struct Impl;

@@ -28,6 +28,7 @@ class RawSocket {
   RawSocket& operator=(const RawSocket&) = delete;
 
   bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
   bool send_all(const std::string& data) {
     std::size_t sent = 0;

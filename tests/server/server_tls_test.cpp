@@ -4,21 +4,26 @@
 // start naming it.
 
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
 #include "json/parse.hpp"
+#include "raw_socket.hpp"
 #include "server_fixture.hpp"
 #include "temp_dir.hpp"
 
 namespace clef::server {
 namespace {
 
+using testing::RawSocket;
 using testing::ServerFixture;
 using testing::TempDir;
 using testing::test_config;
+using namespace std::chrono_literals;
 
 const char* kCard = R"({"state":"Production database is down",)"
                     R"("questions":{"outage":{"type":"noul"}}})";
@@ -177,6 +182,124 @@ TEST(ServerTls, BadCertificateOrKeyFilesAreRefusedAtStartNamingTheFile) {
   EXPECT_NE(start_error(half, param).find("--ssl-cert-file and --ssl-key-file together"),
             std::string::npos);
   EXPECT_EQ(param, "ssl-key-file");
+}
+
+/// Sends `bytes` one at a time, `gap` apart, until they are sent or `stop` is set.
+void drip(RawSocket& socket, const std::string& bytes, std::chrono::milliseconds gap,
+          const std::atomic<bool>& stop) {
+  for (char byte : bytes) {
+    if (stop || !socket.send_all(std::string(1, byte))) return;
+    std::this_thread::sleep_for(gap);
+  }
+}
+
+/// Waits until the server closes `socket` (or `limit` passes); the time it took.
+std::chrono::milliseconds time_to_close(RawSocket& socket, std::chrono::milliseconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  socket.read_all(limit);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t0);
+}
+
+/// Slowloris over TLS: a ClientHello sent a byte every 200 ms is cut off at the header timeout,
+/// and meanwhile the one general worker still serves a decision (the handshake waits on the
+/// poller, not on a worker; it used to hold one with no overall deadline).
+TEST(ServerTls, ADrippedHandshakeIsCutOffAndHoldsNoWorker) {
+  TempDir dir;
+  CertPair pair(dir);
+  ASSERT_TRUE(pair.ok);
+  ServerConfig config = tls_config(pair);
+  config.http_threads = 1;
+  config.header_timeout_s = 2;
+  config.read_timeout_s = 5;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  std::vector<std::unique_ptr<RawSocket>> slow;
+  std::vector<std::thread> drippers;
+  std::atomic<bool> stop{false};
+  // A TLS 1.2 record header and the start of a ClientHello.
+  const std::string hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + std::string(40, 'r'));
+  for (int i = 0; i < 4; ++i) {
+    slow.push_back(std::make_unique<RawSocket>(f.port));
+    drippers.emplace_back([&, socket = slow.back().get()] { drip(*socket, hello, 200ms, stop); });
+  }
+  auto c = tls_client(f, pair);
+  c->set_read_timeout(2, 0);
+  auto res = c->Post("/v1/decisions", kCard, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  for (auto& socket : slow) EXPECT_LT(time_to_close(*socket, 6s), 4s);
+  stop = true;
+  for (auto& t : drippers) t.join();
+}
+
+/// After the handshake, a request sent as one TLS record a byte every 200 ms: the connection is
+/// closed once the header timeout passes (the record never completes), holding no worker.
+TEST(ServerTls, ARequestRecordDrippedAfterTheHandshakeIsCutOff) {
+  TempDir dir;
+  CertPair pair(dir);
+  ASSERT_TRUE(pair.ok);
+  ServerConfig config = tls_config(pair);
+  config.http_threads = 1;
+  config.header_timeout_s = 2;
+  config.read_timeout_s = 5;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+
+  RawSocket socket(f.port);
+  ASSERT_TRUE(socket.valid());
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()),
+                                                        SSL_CTX_free);
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
+  ASSERT_EQ(SSL_set_fd(ssl.get(), socket.fd()), 1);
+  ASSERT_EQ(SSL_connect(ssl.get()), 1);
+  // The request's record is made in memory, then sent a byte at a time.
+  BIO* memory = BIO_new(BIO_s_mem());
+  SSL_set0_wbio(ssl.get(), memory);  // the SSL owns it
+  const std::string request = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(SSL_write(ssl.get(), request.data(), static_cast<int>(request.size())),
+            static_cast<int>(request.size()));
+  std::string record(static_cast<std::size_t>(BIO_pending(memory)), '\0');
+  ASSERT_EQ(BIO_read(memory, record.data(), static_cast<int>(record.size())),
+            static_cast<int>(record.size()));
+  std::atomic<bool> stop{false};
+  std::thread dripper([&] { drip(socket, record, 200ms, stop); });
+
+  auto c = tls_client(f, pair);
+  c->set_read_timeout(2, 0);
+  auto res = c->Post("/v1/decisions", kCard, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(time_to_close(socket, 8s), 4s);
+  stop = true;
+  dripper.join();
+}
+
+/// An encrypted key is refused at start naming the file; OpenSSL never asks for a passphrase on
+/// the terminal (it did, with the signals that could stop it blocked).
+TEST(ServerTls, AnEncryptedKeyIsRefusedWithoutAPassphrasePrompt) {
+  TempDir dir;
+  CertPair pair(dir);
+  ASSERT_TRUE(pair.ok);
+  const std::string encrypted = (dir.path() / "encrypted.key").string();
+  ASSERT_EQ(std::system(("openssl pkey -in '" + pair.key + "' -aes256 -passout pass:secret -out '" +
+                         encrypted + "' 2>/dev/null")
+                            .c_str()),
+            0);
+  ServerConfig config = tls_config(pair);
+  config.ssl_key_file = encrypted;
+  std::string param;
+  const std::string error = start_error(config, param);
+  EXPECT_NE(error.find("encrypted.key: is not a PEM private key without a passphrase"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(param, "ssl-key-file");
+
+  ServerConfig directory = tls_config(pair);
+  directory.ssl_cert_file = dir.path().string();
+  EXPECT_NE(start_error(directory, param).find("is a directory, not a PEM file"),
+            std::string::npos);
+  EXPECT_EQ(param, "ssl-cert-file");
 }
 
 }  // namespace

@@ -1,0 +1,328 @@
+#include "server/connection.hpp"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace clef::server {
+
+namespace {
+
+/// Numeric address and port of a socket address ("" and -1 when it is not an IP address).
+void numeric(const sockaddr_storage& addr, socklen_t len, std::string& host, int& port) {
+  char host_buf[NI_MAXHOST];
+  char port_buf[NI_MAXSERV];
+  host.clear();
+  port = -1;
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host_buf, sizeof host_buf,
+                  port_buf, sizeof port_buf, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    host = host_buf;
+    port = std::atoi(port_buf);
+  }
+}
+
+/// Waits up to `ms` for `events` on `fd`; true when they are there.
+bool wait_for(int fd, short events, int ms) {
+  pollfd p{fd, events, 0};
+  int n = 0;
+  do {
+    n = ::poll(&p, 1, std::max(ms, 0));
+  } while (n < 0 && errno == EINTR);
+  return n > 0;
+}
+
+/// True when `head` (a response's status line and headers) has a Connection header with the
+/// token "close" (httplib writes each header as "Name: value\r\n").
+bool says_close(std::string_view head) {
+  std::string lower(head);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (auto at = lower.find("\r\nconnection:"); at != std::string::npos;
+       at = lower.find("\r\nconnection:", at + 1)) {
+    auto end = lower.find("\r\n", at + 2);
+    if (lower.substr(at, end - at).find("close") != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// The first bytes of a request a LightRequest is shown ("HEAD /v1/models/" and a little).
+constexpr std::size_t kLookBytes = 64;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ConnectionStream
+
+ConnectionStream::ConnectionStream(int fd, const ConnectionLimits& limits, TlsSession* tls)
+    : fd_(fd), limits_(limits), tls_(tls) {}
+
+bool ConnectionStream::is_readable() const {
+  return buffered() > 0 || tls_pending();
+}
+
+bool ConnectionStream::wait_readable() const {
+  return buffered() > 0 || tls_pending() || wait_for(fd_, POLLIN, read_wait_ms());
+}
+
+bool ConnectionStream::wait_writable() const {
+  return wait_for(fd_, POLLOUT, limits_.write_timeout_s * 1000);
+}
+
+ssize_t ConnectionStream::read(char* ptr, size_t size) {
+  if (buffered() == 0) {
+    ssize_t n = fill();
+    if (n <= 0) return n == 0 ? 0 : -1;  // 0: the peer closed
+  }
+  std::size_t n = std::min(size, buffered());
+  std::memcpy(ptr, buffer_.data() + begin_, n);
+  begin_ += n;
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t ConnectionStream::write(const char* ptr, size_t size) {
+  if (watching_head_) watch_head(ptr, size);
+  if (tls_ != nullptr) return tls_->write(ptr, size, limits_.write_timeout_s * 1000);
+  if (!wait_writable()) return -1;
+  ssize_t n = 0;
+  do {
+    n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) numeric(addr, len, ip, port);
+}
+
+void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) numeric(addr, len, ip, port);
+}
+
+time_t ConnectionStream::duration() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count();
+}
+
+const char* ConnectionStream::buffered_data(size_t& size) const {
+  size = buffered();
+  return size ? buffer_.data() + begin_ : nullptr;
+}
+
+void ConnectionStream::consume_buffered(size_t size) {
+  begin_ += std::min(size, buffered());
+}
+
+int ConnectionStream::header_status() const {
+  const std::string_view pending = buffered_view();
+  const std::size_t line_end = pending.find("\r\n");
+  const std::size_t end = pending.find("\r\n\r\n");
+  if (std::min(line_end, pending.size()) > limits_.max_request_line) return 414;
+  const std::string_view block = pending.substr(0, std::min(end, pending.size()));
+  std::size_t fields = 0;
+  for (std::size_t at = line_end; at != std::string_view::npos && at < block.size();) {
+    const std::size_t next = block.find("\r\n", at + 2);
+    if (std::min(next, block.size()) - (at + 2) > limits_.max_header_line) return 431;
+    if (++fields > limits_.max_header_count) return 431;
+    at = next;
+  }
+  if (end != std::string_view::npos) return 0;
+  if (pending.size() >= limits_.max_header_bytes) return 431;
+  return kIncomplete;
+}
+
+int ConnectionStream::fill_headers() {
+  while (true) {
+    if (const int status = header_status(); status != kIncomplete) return status;
+    ssize_t n = fill();
+    if (n == kWaitedInVain) {
+      if (timed_out()) return 408;
+      continue;  // a read timeout before the deadline
+    }
+    if (n <= 0) return 0;  // peer closed or a socket error: httplib sees it
+  }
+}
+
+void ConnectionStream::begin_response() {
+  watching_head_ = true;
+  head_.clear();
+  closes_ = false;
+}
+
+ssize_t ConnectionStream::fill() {
+  return receive(read_wait_ms(), false);
+}
+
+ssize_t ConnectionStream::fill_now() {
+  return receive(0, true);
+}
+
+ssize_t ConnectionStream::receive(int wait_ms, bool now) {
+  if (begin_ > 0 && begin_ == buffer_.size()) {
+    buffer_.clear();
+    begin_ = 0;
+  } else if (begin_ > 65536) {
+    buffer_.erase(0, begin_);
+    begin_ = 0;
+  }
+  if (!now && wait_ms <= 0 && !tls_pending()) return kWaitedInVain;  // the deadline passed
+  std::array<char, 16384> chunk{};
+  ssize_t n = 0;
+  if (tls_ != nullptr) {
+    // A record that arrives a byte at a time still ends at the deadline (non-blocking session).
+    n = tls_->read(chunk.data(), chunk.size(), std::max(wait_ms, 0));
+    if (n == TlsSession::kTimedOut) return kWaitedInVain;
+  } else {
+    if (!now && !wait_for(fd_, POLLIN, wait_ms)) return kWaitedInVain;
+    do {
+      n = ::recv(fd_, chunk.data(), chunk.size(), now ? MSG_DONTWAIT : 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return kWaitedInVain;
+  }
+  if (n > 0) buffer_.append(chunk.data(), static_cast<std::size_t>(n));
+  return n;
+}
+
+void ConnectionStream::watch_head(const char* ptr, std::size_t size) {
+  head_.append(ptr, std::min<std::size_t>(size, 65536));
+  auto end = head_.find("\r\n\r\n");
+  if (end == std::string::npos && head_.size() < 65536) return;
+  if (head_.compare(0, 10, "HTTP/1.1 1") == 0 && end != std::string::npos) {
+    head_.erase(0, end + 4);  // an interim answer (100 Continue): the final one follows
+    if (!head_.empty()) watch_head("", 0);
+    return;
+  }
+  closes_ = says_close(std::string_view(head_).substr(0, end));
+  watching_head_ = false;
+  head_.clear();
+}
+
+int ConnectionStream::read_wait_ms() const {
+  auto wait = std::chrono::milliseconds(limits_.read_timeout_s * 1000);
+  if (deadline_) {
+    // Rounded up: a wait cut short by rounding would end a read before its deadline.
+    wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - Clock::now()));
+  }
+  return static_cast<int>(wait.count());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connection
+
+Connection::Connection(int fd, const ConnectionLimits& limits, std::unique_ptr<TlsSession> tls)
+    : fd_(fd),
+      limits_(limits),
+      tls_(std::move(tls)),
+      stream_(fd, limits, tls_.get()),
+      phase_(tls_ ? Phase::handshake : Phase::request),
+      deadline_(Clock::now() + std::chrono::seconds(limits.header_timeout_s)) {}
+
+Connection::~Connection() {
+  ::shutdown(fd_, SHUT_RDWR);
+  ::close(fd_);
+}
+
+bool Connection::request_ready() const {
+  return stream_.buffered() > 0 || stream_.tls_pending() || wait_for(fd_, POLLIN, 0);
+}
+
+void Connection::await_request(std::chrono::milliseconds wait) {
+  phase_ = Phase::request;
+  started_ = stream_.buffered() > 0;
+  const auto limit = started_ ? std::chrono::seconds(limits_.header_timeout_s) : wait;
+  deadline_ = Clock::now() + limit;
+}
+
+void Connection::refuse(const std::string& reply) {
+  if (tls_) {
+    tls_->write(reply.data(), reply.size(), 0);
+  } else {
+    [[maybe_unused]] ssize_t sent =
+        ::send(fd_, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  drain();
+}
+
+void Connection::drain() {
+  if (tls_) tls_->close_notify();
+  ::shutdown(fd_, SHUT_WR);
+  phase_ = Phase::draining;
+  deadline_ = Clock::now() + limits_.linger;
+}
+
+Next Connection::advance(const LightRequest& light) {
+  if (phase_ == Phase::handshake) {
+    switch (tls_->handshake()) {
+      case TlsStep::done:
+        phase_ = Phase::request;
+        deadline_ = Clock::now() + std::chrono::seconds(limits_.header_timeout_s);
+        return look(light);  // TLS 1.3 clients may send the request with their Finished
+      case TlsStep::want_read:
+        return Next::read;
+      case TlsStep::want_write:
+        return Next::write;
+      case TlsStep::failed:
+        return Next::close;  // not TLS, or the client refused our certificate: nothing to say
+    }
+  }
+  if (phase_ == Phase::draining) return discard();
+  return look(light);
+}
+
+Next Connection::look(const LightRequest& light) {
+  // The header block is read here, never waiting, so a client sending it slowly holds no worker.
+  while (true) {
+    const int status = stream_.header_status();
+    if (status == 0) break;  // all here
+    if (status != ConnectionStream::kIncomplete) {
+      refusal_ = status;  // 414 / 431
+      return Next::refuse;
+    }
+    const ssize_t n = stream_.fill_now();
+    if (n == ConnectionStream::kWaitedInVain) return Next::read;
+    if (n <= 0) {
+      // The peer left (or failed): between requests nothing to say; with a request half sent,
+      // httplib answers what it can of it on a worker.
+      if (stream_.buffered() == 0) return Next::close;
+      break;
+    }
+    if (!started_) {  // the request's first bytes: its header deadline starts
+      started_ = true;
+      deadline_ = Clock::now() + std::chrono::seconds(limits_.header_timeout_s);
+    }
+  }
+  lane_ = light && light(stream_.buffered_view().substr(0, kLookBytes)) ? Lane::reserved
+                                                                        : Lane::general;
+  return Next::dispatch;
+}
+
+Next Connection::expire() {
+  if (phase_ == Phase::request && stream_.buffered() > 0) {
+    refusal_ = 408;  // a request began but its headers missed their deadline
+    return Next::refuse;
+  }
+  return Next::close;
+}
+
+Next Connection::discard() {
+  std::array<char, 16384> sink{};
+  for (int chunks = 0; chunks < 64; ++chunks) {  // 1 MiB a step: other parked ones go on too
+    const ssize_t n = ::recv(fd_, sink.data(), sink.size(), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Next::read;
+    return Next::close;  // the client closed (or reset): it has read what it wanted
+  }
+  return Next::read;
+}
+
+}  // namespace clef::server

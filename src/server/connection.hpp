@@ -1,0 +1,197 @@
+#pragma once
+// One accepted connection as it lives between requests and while one is served: its socket, its
+// TLS session, the read buffer that lasts as long as the connection (ConnectionStream), and the
+// non-blocking steps the connection pool's poller takes while no worker holds it (the TLS
+// handshake, a look at the next request's first bytes, discarding what a refused client still
+// sends). See connection_pool.hpp for who holds a connection when.
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "server/tls_context.hpp"
+
+namespace clef::server {
+
+using Clock = std::chrono::steady_clock;
+
+/// Timeouts of one connection (seconds unless named otherwise) and the worker threads that serve
+/// connections.
+struct ConnectionLimits {
+  int read_timeout_s = 10;       ///< one read() may wait this long
+  int write_timeout_s = 10;      ///< one write() may wait this long
+  int keep_alive_timeout_s = 5;  ///< idle time before the next request's first byte
+  int header_timeout_s = 10;     ///< first byte of a request -> its headers complete
+  int body_timeout_s = 30;       ///< headers complete -> body read (reads fail afterwards)
+  int max_requests = 1000;       ///< requests on one connection, then it closes
+  std::size_t max_header_bytes = 64 * 1024;  ///< a longer header block gets 431
+  std::size_t max_request_line = 32 * 1024;  ///< a longer request line gets 414 (httplib's limit)
+  /// A longer header line gets 431 (httplib refuses lines of 8,191 bytes and more with a 400).
+  std::size_t max_header_line = 8 * 1024 - 2;
+  std::size_t max_header_count = 100;      ///< more header fields get 431 (httplib's limit: a 400)
+  std::chrono::milliseconds linger{1000};  ///< most time spent discarding a refused body
+  int worker_threads = 8;                  ///< the general lane: every request but the light ones
+  int reserved_threads = 2;  ///< the reserved lane: light requests (health, metrics, models)
+  /// A request that waited this long for a general worker is answered "busy" (429/503) by the
+  /// poller, without a worker.
+  std::chrono::milliseconds busy_after{50};
+};
+
+/// Which workers serve a connection's next request.
+enum class Lane {
+  general,   ///< decisions and everything else
+  reserved,  ///< light requests only: they never wait behind decisions
+};
+
+/// True when a request that starts with `head` (its first bytes, e.g. "GET /health HTTP/1.1") is
+/// light: served on the reserved lane.
+using LightRequest = std::function<bool(std::string_view head)>;
+
+/// httplib::Stream over one accepted socket (through its TLS session under HTTPS), with a read
+/// buffer that lives as long as the connection (pipelining), an optional deadline on reads (header
+/// and body phases), and a look at each response's head as it is written (does it close the
+/// connection?).
+class ConnectionStream final : public httplib::Stream {
+ public:
+  /// `limits` and `tls` (nullptr: plain HTTP) must outlive the stream.
+  ConnectionStream(int fd, const ConnectionLimits& limits, TlsSession* tls);
+
+  bool is_readable() const override;
+  bool wait_readable() const override;
+  bool wait_writable() const override;
+  ssize_t read(char* ptr, size_t size) override;
+  ssize_t write(const char* ptr, size_t size) override;
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  socket_t socket() const override { return fd_; }
+  time_t duration() const override;
+  const char* buffered_data(size_t& size) const override;
+  void consume_buffered(size_t size) override;
+
+  /// Bytes read from the socket that no request has taken yet.
+  std::size_t buffered() const { return buffer_.size() - begin_; }
+  /// The bytes buffered() counts.
+  std::string_view buffered_view() const { return {buffer_.data() + begin_, buffered()}; }
+  /// True when the TLS session holds decrypted bytes the socket no longer shows.
+  bool tls_pending() const { return tls_ != nullptr && tls_->pending() > 0; }
+  void set_deadline(std::optional<Clock::time_point> deadline) { deadline_ = deadline; }
+
+  /// header_status(): the header block is not all here yet.
+  static constexpr int kIncomplete = -1;
+  /// fill_now(): nothing more is there.
+  static constexpr ssize_t kWaitedInVain = -2;
+
+  /// The buffered request's header block: 0 complete ("\r\n\r\n"), kIncomplete, or the status to
+  /// refuse it with: 414 / 431 when the request line / the header block or a header line is over
+  /// the limits.
+  int header_status() const;
+  /// Reads until header_status() is not kIncomplete (its result then), or the peer closes or
+  /// fails (httplib sees that): 0; 408 when the deadline passed first.
+  int fill_headers();
+  /// Appends what the socket holds now, never waiting: > 0 bytes, 0 the peer closed, -1 an
+  /// error, kWaitedInVain when nothing is there.
+  ssize_t fill_now();
+
+  bool timed_out() const { return deadline_ && Clock::now() >= *deadline_; }
+
+  /// Starts watching the next response's head; response_closes() tells what it said.
+  void begin_response();
+  bool response_closes() const { return closes_; }
+
+ private:
+  /// Appends what one read brings to the buffer; its result (0: peer closed, -1: error,
+  /// kWaitedInVain: nothing arrived within the read timeout or before the deadline).
+  ssize_t fill();
+  /// fill() waiting at most `wait_ms`, or (`now`) not at all.
+  ssize_t receive(int wait_ms, bool now);
+  void watch_head(const char* ptr, std::size_t size);
+  /// How long the next read may wait, ms: the read timeout, cut at the deadline.
+  int read_wait_ms() const;
+
+  int fd_;
+  const ConnectionLimits& limits_;
+  TlsSession* tls_;  ///< not owned; nullptr for plain HTTP
+  Clock::time_point started_ = Clock::now();
+  std::string buffer_;
+  std::size_t begin_ = 0;
+  std::optional<Clock::time_point> deadline_;
+  bool watching_head_ = false;
+  std::string head_;
+  bool closes_ = false;
+};
+
+/// What a connection waits for next while parked (Connection::advance).
+enum class Next {
+  read,      ///< the socket to be readable
+  write,     ///< the socket to be writable (a TLS handshake)
+  dispatch,  ///< a request's header block is there: hand it to a worker on Connection::lane()
+  refuse,    ///< answer Connection::refusal() (408, 414, 431) without a worker, then drain
+  close,     ///< done: the peer left, failed, or was answered and drained
+};
+
+/// One accepted connection. Owns its socket: the destructor closes it. One thread at a time
+/// (the poller while parked, then one worker).
+class Connection {
+ public:
+  /// `tls`: the connection's TLS session, handshake still to do; nullptr for plain HTTP. The
+  /// first request (after the handshake) must start within limits.header_timeout_s.
+  Connection(int fd, const ConnectionLimits& limits, std::unique_ptr<TlsSession> tls);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  int fd() const { return fd_; }
+  ConnectionStream& stream() { return stream_; }
+  TlsSession* tls() { return tls_.get(); }
+  /// Until when the poller keeps it parked; it closes afterwards.
+  Clock::time_point deadline() const { return deadline_; }
+  /// Where advance() said the next request goes.
+  Lane lane() const { return lane_; }
+  /// The status advance() or expire() said to refuse the request with.
+  int refusal() const { return refusal_; }
+  /// True when bytes of a next request are already here (buffered, or readable now).
+  bool request_ready() const;
+
+  /// Parks it to wait `wait` at most for the next request's first bytes.
+  void await_request(std::chrono::milliseconds wait);
+  /// Sends `reply` (best effort, never waiting) and parks it to discard what the client still
+  /// sends, for limits.linger at most, so closing does not reset the connection before the
+  /// client has read the reply.
+  void refuse(const std::string& reply);
+  /// Parks it to discard what the client still sends (after close_notify under TLS), for
+  /// limits.linger at most.
+  void drain();
+
+  /// One step on the poller thread, never waiting: the handshake, reading the next request's
+  /// header block (then `light` picks the lane), or discarding. Call when the socket shows what
+  /// the last step waited for, and once when it is parked.
+  Next advance(const LightRequest& light);
+  /// The deadline passed while parked: refuse (408: a request's headers came too slowly) or close.
+  Next expire();
+
+  int served = 0;  ///< requests answered on it
+
+ private:
+  enum class Phase { handshake, request, draining };
+
+  Next look(const LightRequest& light);
+  Next discard();
+
+  int fd_;
+  const ConnectionLimits& limits_;
+  std::unique_ptr<TlsSession> tls_;
+  ConnectionStream stream_;
+  Phase phase_;
+  Clock::time_point deadline_;
+  bool started_ = false;  ///< the next request's first bytes are here (its header deadline runs)
+  Lane lane_ = Lane::general;
+  int refusal_ = 0;
+};
+
+}  // namespace clef::server
