@@ -77,6 +77,8 @@ fs::path demo_model_dir(std::uint64_t seed) {
 }
 
 int run_serve(ServeOptions& options) {
+  // Before anything slow (the demo model, a download) and before any thread starts.
+  server::HeldSighup held_sighup;
   options.server.log_format = server::parse_log_format(options.log_format);
   if (options.demo) {
     if (!options.engine.model_dir.empty() || !options.engine.model.empty()) {

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 
@@ -26,6 +27,23 @@ ShutdownSignals::~ShutdownSignals() {
   pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 
+HeldSighup::HeldSighup() {
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &hup, &old_mask_);
+}
+
+HeldSighup::~HeldSighup() {
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  const timespec zero{0, 0};
+  while (sigtimedwait(&hup, nullptr, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
 int ShutdownSignals::wait_for(std::chrono::milliseconds timeout) {
   if (timeout.count() < 0) timeout = std::chrono::milliseconds(0);
   timespec ts{static_cast<time_t>(timeout.count() / 1000),
@@ -33,6 +51,26 @@ int ShutdownSignals::wait_for(std::chrono::milliseconds timeout) {
   int signo = sigtimedwait(&set_, nullptr, &ts);
   return signo > 0 ? signo : 0;  // -1: timeout (EAGAIN) or EINTR
 }
+
+namespace {
+
+/// A signal while the model loads: `on_signal` may have aborted the load (the backbone's); if it
+/// is still loading 2 s later (a part that cannot be interrupted: the mmproj, the warm-up), the
+/// process exits 0 at once instead of waiting for it. Nothing is lost: no decision is accepted
+/// before the model is ready, and nothing is written while it loads.
+void exit_if_still_loading(const HttpServer& server, ServerLog& events, std::ostream& out,
+                           std::ostream& log) {
+  for (int i = 0; i < 20 && server.health() == Health::loading; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (server.health() != Health::loading) return;
+  events.event("info", "the model is still loading: exiting without waiting for it");
+  out.flush();
+  log.flush();
+  std::_Exit(0);
+}
+
+}  // namespace
 
 int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
                        std::ostream& out, std::ostream& log, std::function<void()> on_signal) {
@@ -75,6 +113,7 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
     if (signo != 0) {
       events.event("info", signo == SIGINT ? "SIGINT received" : "SIGTERM received");
       if (on_signal) on_signal();
+      exit_if_still_loading(*server, events, out, log);
       break;
     }
     Health health = server->health();

@@ -36,11 +36,28 @@ class ShutdownSignals {
   sigset_t old_mask_{};
 };
 
+/// Holds SIGHUP back (blocked in the calling thread and the threads it starts) for its lifetime,
+/// so a SIGHUP sent while `clef serve` starts (making the demo model, downloading one) waits for
+/// serve_until_signal, which takes it as "re-read the key file", instead of ending the process.
+/// The destructor discards a SIGHUP still pending and restores the mask.
+class HeldSighup {
+ public:
+  HeldSighup();
+  ~HeldSighup();
+  HeldSighup(const HeldSighup&) = delete;
+  HeldSighup& operator=(const HeldSighup&) = delete;
+
+ private:
+  sigset_t old_mask_{};
+};
+
 /// Blocks SIGTERM/SIGINT (call it before any other thread starts), binds `config`'s address,
 /// prints one line `clef serve: listening on http://HOST:PORT` to `out` (the actual port when
 /// config.port is 0) and serves while the model loads on the runtime thread.
 /// Returns the process exit code:
-///   0  after SIGTERM/SIGINT: new requests got 503, queued and running decisions were answered;
+///   0  after SIGTERM/SIGINT: new requests got 503, queued and running decisions were answered
+///      (during the model load, if `on_signal` did not stop it within 2 s, the process exits 0
+///      right there: nothing was accepted yet);
 ///   1  the address could not be bound;
 ///   2  the model failed to load (the reason is logged) or `config` is invalid.
 /// SIGHUP re-reads config.api_key_file (HttpServer::reload_api_keys; without one it is logged

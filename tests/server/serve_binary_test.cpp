@@ -246,6 +246,27 @@ TEST(ServeBinary, OpenMpWorkersWaitPassivelyUnlessTheUserChoseOtherwise) {
   }
 }
 
+/// A SIGHUP while `clef serve` starts (here: while it makes the demo model in a fresh cache) is
+/// held for the serve loop, which takes it as "re-read the key file": the server comes up (it
+/// used to die of the signal's default action).
+TEST(ServeBinary, SighupWhileStartingDoesNotEndTheServer) {
+  TempDir tmp;
+  ChildProcess child({kClef, "serve", "--demo", "--port", "0", "--threads", "1"},
+                     {"XDG_CACHE_HOME=" + tmp.path().string()}, (tmp.path() / "log").string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  child.send_signal(SIGHUP);
+  const int port = port_from_banner(child.read_line(120s));
+  ASSERT_GT(port, 0) << "the SIGHUP ended it";
+  child.send_signal(SIGHUP);
+  httplib::Client c("127.0.0.1", port);
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  child.send_signal(SIGTERM);
+  const auto code = child.wait_exit(30s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+}
+
 TEST(ServeBinary, RunsUnderValgrindWithoutExecutingItselfAgain) {
   // Under valgrind /proc/self/exe is valgrind's tool: clef must not execute it (reported input).
   if (std::system("valgrind --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no valgrind";
