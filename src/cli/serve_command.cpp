@@ -169,13 +169,20 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
                   "accept this API key (repeatable; named key-1, key-2, ... in logs and metrics): "
                   "every endpoint but /health and the web files then needs Authorization: "
                   "Bearer KEY or X-API-Key: KEY, else 401");
+  // An empty value would silently mean "no keys" / "plain HTTP" (reported input).
+  const auto names_a_file = [](const std::string& value) {
+    return value.empty() ? std::string("must name a file, not be empty") : std::string();
+  };
   cmd->add_option("--api-key-file", s.api_key_file,
                   "accept the keys of this file: one a line, name:key or a bare key, # comments; "
-                  "re-read on SIGHUP");
+                  "re-read on SIGHUP")
+      ->check(names_a_file);
   cmd->add_option("--ssl-cert-file", s.ssl_cert_file,
-                  "serve HTTPS with this PEM certificate (chain); needs --ssl-key-file");
+                  "serve HTTPS with this PEM certificate (chain); needs --ssl-key-file")
+      ->check(names_a_file);
   cmd->add_option("--ssl-key-file", s.ssl_key_file,
-                  "the PEM private key of --ssl-cert-file (no passphrase); checked at start");
+                  "the PEM private key of --ssl-cert-file (no passphrase); checked at start")
+      ->check(names_a_file);
   cmd->add_option("--log-format", options->log_format, "request log on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

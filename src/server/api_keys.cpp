@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <map>
 #include <set>
 
 #include "server/http_exchange.hpp"
@@ -13,6 +13,9 @@
 namespace clef::server {
 
 namespace {
+
+/// The most an --api-key-file may hold (about 40,000 keys of 100 bytes).
+constexpr std::size_t kMaxKeyFileBytes = 4u << 20;
 
 std::string_view trim(std::string_view s) {
   const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
@@ -58,10 +61,12 @@ Error file_error(std::string_view file, std::string message) {
 
 }  // namespace
 
-std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view file) {
+std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view file,
+                                       bool may_be_empty) {
   std::vector<ApiKey> keys;
   std::set<std::string, std::less<>> names;
   int number = 0;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   for (std::size_t pos = 0; pos <= text.size();) {
     ++number;
     const std::size_t end = std::min(text.find('\n', pos), text.size());
@@ -88,21 +93,51 @@ std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view f
                                  "spaces");
     }
     if (!names.insert(entry.name).second) {
-      throw file_error(file, where + ": the name '" + entry.name + "' is used twice");
+      throw file_error(file, where + ": the name '" + entry.name +
+                                 "' is used twice (a bare key is named line-N after its line)");
     }
     keys.push_back(std::move(entry));
   }
-  if (keys.empty()) throw file_error(file, "holds no key (one a line, name:key or a bare key)");
+  if (keys.empty() && !may_be_empty) {
+    throw file_error(file, "holds no key (one a line, name:key or a bare key)");
+  }
   return keys;
 }
 
-std::string presented_key(std::string_view authorization, std::string_view x_api_key) {
-  const std::string_view auth = trim(authorization);
-  const std::size_t space = auth.find(' ');
-  if (space != std::string_view::npos && same_name(auth.substr(0, space), "Bearer")) {
-    return std::string(trim(auth.substr(space + 1)));
+PresentedKey presented_key(const std::vector<std::string>& authorization,
+                           const std::vector<std::string>& x_api_key) {
+  PresentedKey out;
+  auto refuse = [&out](int status, std::string problem) {
+    out.key.clear();
+    out.status = status;
+    out.problem = std::move(problem);
+    return out;
+  };
+  // RFC 6750 section 3.1: more than one way of sending the token is an invalid request.
+  if (authorization.size() > 1)
+    return refuse(400, "the request has more than one Authorization header");
+  if (x_api_key.size() > 1) return refuse(400, "the request has more than one X-API-Key header");
+  const std::string header = x_api_key.empty() ? "" : std::string(trim(x_api_key.front()));
+  std::string bearer;
+  if (!authorization.empty()) {
+    const std::string_view auth = trim(authorization.front());
+    const std::size_t space = auth.find(' ');
+    const std::string_view scheme = auth.substr(0, space);
+    if (!same_name(scheme, "Bearer") && header.empty()) {
+      // Another scheme (Basic, for a gateway) is fine beside X-API-Key; alone it is no key.
+      return refuse(401, "Authorization uses the '" + std::string(scheme.substr(0, 32)) +
+                             "' scheme; this server takes Authorization: Bearer KEY (or "
+                             "X-API-Key: KEY)");
+    }
+    if (same_name(scheme, "Bearer") && space != std::string_view::npos) {
+      bearer = std::string(trim(auth.substr(space + 1)));
+    }
   }
-  return std::string(trim(x_api_key));
+  if (!bearer.empty() && !header.empty() && bearer != header) {
+    return refuse(400, "Authorization and X-API-Key carry different keys; send one");
+  }
+  out.key = bearer.empty() ? header : bearer;
+  return out;
 }
 
 ApiKeys::ApiKeys(const std::vector<std::string>& flag_keys, std::string file)
@@ -113,11 +148,9 @@ ApiKeys::ApiKeys(const std::vector<std::string>& flag_keys, std::string file)
           "--api-key: a key is 1 to 1024 printable ASCII characters without spaces", "api-key");
     }
     std::string digest = sha256_hex(flag_keys[i]);
-    for (const Entry& e : flag_entries_) {
-      if (e.digest == digest) {
-        throw invalid_request("--api-key: the same key is given twice", "api-key");
-      }
-    }
+    const bool twice = std::any_of(flag_entries_.begin(), flag_entries_.end(),
+                                   [&](const Entry& e) { return e.digest == digest; });
+    if (twice) throw invalid_request("--api-key: the same key is given twice", "api-key");
     flag_entries_.push_back({"key-" + std::to_string(i + 1), std::move(digest)});
   }
   set_ = load();
@@ -126,24 +159,42 @@ ApiKeys::ApiKeys(const std::vector<std::string>& flag_keys, std::string file)
 std::shared_ptr<const ApiKeys::Set> ApiKeys::load() const {
   auto set = std::make_shared<Set>(flag_entries_);
   if (file_.empty()) return set;
-  std::ifstream in(file_, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file_)) {
-    throw file_error(file_, "cannot be read (missing, a directory, or no permission)");
+  std::error_code ec;
+  const auto status = std::filesystem::status(file_, ec);  // follows a symlink
+  if (ec || !std::filesystem::exists(status)) throw file_error(file_, "cannot be read (missing?)");
+  if (!std::filesystem::is_regular_file(status)) {
+    // A FIFO or a device would block the start or a SIGHUP, or never end (/dev/zero).
+    throw file_error(file_, "is not a regular file (a directory, FIFO or device)");
   }
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ifstream in(file_, std::ios::binary);
+  if (!in) throw file_error(file_, "cannot be read (no permission?)");
+  std::string text(kMaxKeyFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) throw file_error(file_, "cannot be read");
-  for (ApiKey& key : parse_api_key_file(text, file_)) {
-    const bool taken =
-        std::any_of(set->begin(), set->end(), [&](const Entry& e) { return e.name == key.name; });
-    if (taken) throw file_error(file_, "the name '" + key.name + "' is also an --api-key's");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxKeyFileBytes) {
+    throw file_error(file_, "is larger than " + std::to_string(kMaxKeyFileBytes >> 20) + " MiB");
+  }
+  // With --api-key keys an empty file is fine: it revokes every key it held.
+  const bool may_be_empty = !flag_entries_.empty();
+  std::map<std::string, std::string, std::less<>> names;    // name -> where from
+  std::map<std::string, std::string, std::less<>> digests;  // digest -> name
+  for (const Entry& e : flag_entries_) {
+    names.emplace(e.name, "--api-key");
+    digests.emplace(e.digest, e.name);
+  }
+  for (ApiKey& key : parse_api_key_file(text, file_, may_be_empty)) {
+    if (names.count(key.name) != 0) {
+      throw file_error(file_, "the name '" + key.name + "' is also an --api-key's");
+    }
     Entry entry{std::move(key.name), sha256_hex(key.key)};
-    const auto same = std::find_if(set->begin(), set->end(),
-                                   [&](const Entry& e) { return e.digest == entry.digest; });
-    if (same != set->end()) {
-      throw file_error(file_, "the key named '" + entry.name + "' is also '" + same->name +
+    if (const auto same = digests.find(entry.digest); same != digests.end()) {
+      throw file_error(file_, "the key named '" + entry.name + "' is also '" + same->second +
                                   "' (one key, one name: metrics and logs could not tell them "
                                   "apart)");
     }
+    names.emplace(entry.name, file_);
+    digests.emplace(entry.digest, entry.name);
     set->push_back(std::move(entry));
   }
   return set;
@@ -158,17 +209,18 @@ std::size_t ApiKeys::size() const {
   return set_->size();
 }
 
-std::string ApiKeys::names() const {
+std::string ApiKeys::names(std::size_t most) const {
   std::shared_ptr<const Set> set;
   {
     std::lock_guard lock(mutex_);
     set = set_;
   }
   std::string out;
-  for (const Entry& e : *set) {
+  for (std::size_t i = 0; i < set->size() && i < most; ++i) {
     if (!out.empty()) out += ", ";
-    out += e.name;
+    out += (*set)[i].name;
   }
+  if (set->size() > most) out += " and " + std::to_string(set->size() - most) + " more";
   return out;
 }
 

@@ -20,14 +20,27 @@ struct ApiKey {
 
 /// The keys of an --api-key-file's text: one a line, `name:key` or a bare key (then named
 /// "line-N" after its line number); `#` starts a comment line; blank lines and the spaces around
-/// a line are ignored; a key holding ':' needs a name in front. Throws clef::Error
-/// (invalid_request, param "api-key-file") naming `file` and the line for a malformed line, a
-/// name used twice, or a file without any key.
-std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view file);
+/// a line are ignored, and so is a UTF-8 byte order mark; a key holding ':' needs a name in front.
+/// Throws clef::Error (invalid_request, param "api-key-file") naming `file` and the line for a
+/// malformed line, a name used twice, or (unless `may_be_empty`) a file without any key.
+std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view file,
+                                       bool may_be_empty = false);
+
+/// What a request presents as its API key.
+struct PresentedKey {
+  std::string key;  ///< "" when it carries none
+  /// Why the credentials cannot be used ("" when they can): 400 for a header given twice or
+  /// Authorization and X-API-Key with different keys; 401 for an Authorization of another scheme
+  /// than Bearer without an X-API-Key.
+  std::string problem;
+  int status = 0;  ///< 400 or 401 with a problem
+};
 
 /// The key a request presents: `Authorization: Bearer KEY` (scheme case-insensitive, RFC 6750
-/// section 2.1) or else `X-API-Key: KEY`; "" when it carries neither.
-std::string presented_key(std::string_view authorization, std::string_view x_api_key);
+/// section 2.1) or `X-API-Key: KEY` (each header's values as received; both may be sent with the
+/// same key).
+PresentedKey presented_key(const std::vector<std::string>& authorization,
+                           const std::vector<std::string>& x_api_key);
 
 /// The accepted keys of a server. Thread-safe: match() may run on any HTTP thread while reload()
 /// replaces the set whole (requests in flight keep the set they were checked against).
@@ -43,8 +56,8 @@ class ApiKeys {
   bool enabled() const;
   /// How many keys are accepted now.
   std::size_t size() const;
-  /// Their names, comma-separated, in order (for the log).
-  std::string names() const;
+  /// Their names, comma-separated, in order (for the log): the first `most`, then "and N more".
+  std::string names(std::size_t most = 20) const;
   /// The name of the key `presented` is, nullopt when it is none of them (also for ""). Every
   /// accepted key is compared, each in constant time over its SHA-256 digest.
   std::optional<std::string> match(std::string_view presented) const;

@@ -81,11 +81,20 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req, Reques
   const Endpoint endpoint = state.endpoint;
   // Keys before routing: a client without one learns nothing about which paths exist.
   if (keys_.enabled() && endpoint != Endpoint::health && endpoint != Endpoint::web) {
-    const std::string presented =
-        presented_key(req.header("Authorization"), req.header("X-API-Key"));
-    std::optional<std::string> name = keys_.match(presented);
+    const PresentedKey presented =
+        presented_key(req.header_values("Authorization"), req.header_values("X-API-Key"));
+    if (presented.status == 400) {
+      return refuse(req, ErrorReply::from(invalid_request(presented.problem, "Authorization")));
+    }
+    if (presented.status == 401) {
+      HttpResponse res = refuse(
+          req, ErrorReply{401, "authentication_error", "invalid_api_key", presented.problem, ""});
+      res.set_header("WWW-Authenticate", "Bearer realm=\"clef\"");
+      return res;
+    }
+    std::optional<std::string> name = keys_.match(presented.key);
     if (!name) {
-      const bool missing = presented.empty();
+      const bool missing = presented.key.empty();
       HttpResponse res = refuse(
           req,
           ErrorReply{401, "authentication_error", missing ? "missing_api_key" : "invalid_api_key",

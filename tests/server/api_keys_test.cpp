@@ -3,6 +3,7 @@
 #include "server/api_keys.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -52,13 +53,33 @@ TEST(ApiKeyFile, MalformedLinesAreRefusedNamingFileAndLine) {
   EXPECT_NE(error_of([] { parse_api_key_file("", "f.txt"); }).find("no key"), std::string::npos);
 }
 
-TEST(ApiKeyFile, PresentedKeyReadsBearerThenXApiKey) {
-  EXPECT_EQ(presented_key("Bearer sk-1", ""), "sk-1");
-  EXPECT_EQ(presented_key("bearer   sk-1 ", "other"), "sk-1");  // scheme case-insensitive
-  EXPECT_EQ(presented_key("", " sk-2"), "sk-2");
-  EXPECT_EQ(presented_key("Basic dXNlcjpwYXNz", "sk-3"), "sk-3");  // not a bearer token
-  EXPECT_EQ(presented_key("Basic dXNlcjpwYXNz", ""), "");
-  EXPECT_EQ(presented_key("Bearer", ""), "");
+using Values = std::vector<std::string>;
+
+TEST(ApiKeyFile, PresentedKeyReadsBearerOrXApiKey) {
+  EXPECT_EQ(presented_key({"Bearer sk-1"}, {}).key, "sk-1");
+  EXPECT_EQ(presented_key({"bearer   sk-1 "}, {}).key, "sk-1");     // scheme case-insensitive
+  EXPECT_EQ(presented_key({"Bearer sk-1"}, {"sk-1"}).key, "sk-1");  // both, the same key
+  EXPECT_EQ(presented_key({}, {" sk-2"}).key, "sk-2");
+  EXPECT_EQ(presented_key({"Basic dXNlcjpwYXNz"}, {"sk-3"}).key, "sk-3");  // a gateway's Basic
+  EXPECT_EQ(presented_key({"Bearer"}, {}).key, "");
+  EXPECT_EQ(presented_key({"Bearer"}, {}).status, 0);  // no key: missing_api_key
+  EXPECT_EQ(presented_key({}, {}).status, 0);
+}
+
+/// Reported inputs: a Basic (or scheme-less) Authorization alone was answered "missing key";
+/// two Authorization headers silently used the first.
+TEST(ApiKeyFile, CredentialsThatCannotBeUsedSayWhy) {
+  const PresentedKey basic = presented_key({"Basic dXNlcjpwYXNz"}, {});
+  EXPECT_EQ(basic.status, 401);
+  EXPECT_NE(basic.problem.find("'Basic' scheme"), std::string::npos) << basic.problem;
+  EXPECT_EQ(presented_key({"sk-no-scheme"}, {}).status, 401);
+  const PresentedKey two = presented_key({"Bearer sk-1", "Bearer sk-2"}, {});
+  EXPECT_EQ(two.status, 400);
+  EXPECT_NE(two.problem.find("more than one Authorization"), std::string::npos);
+  EXPECT_EQ(presented_key({}, {"sk-1", "sk-2"}).status, 400);
+  const PresentedKey differ = presented_key({"Bearer sk-1"}, {"sk-2"});
+  EXPECT_EQ(differ.status, 400);
+  EXPECT_TRUE(differ.key.empty());
 }
 
 TEST(ApiKeys, MatchNamesTheKeyAndRefusesOthers) {
@@ -131,6 +152,69 @@ TEST(ApiKeys, EmptyFilesDirectoriesAndOneKeyUnderTwoNamesAreRefused) {
 TEST(ApiKeys, AMissingFileIsRefusedAtStart) {
   EXPECT_NE(error_of([] { ApiKeys keys({}, "/nonexistent/clef-keys"); }).find("cannot be read"),
             std::string::npos);
+}
+
+/// Reported inputs: a key file saved with a UTF-8 byte order mark gave a puzzling name error; a
+/// bare key's line-N name colliding with an explicit one was not explained.
+TEST(ApiKeyFile, AByteOrderMarkIsSkippedAndLineNamesAreExplained) {
+  const auto keys = parse_api_key_file("\xEF\xBB\xBFops:sk-1\n", "keys.txt");
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0].name, "ops");
+  EXPECT_NE(error_of([] {
+              parse_api_key_file("line-2:sk-a\nsk-b\n", "f.txt");
+            }).find("a bare key is named line-N"),
+            std::string::npos);
+}
+
+/// Reported inputs: /dev/zero as a key file ended in bad_alloc, a FIFO blocked the start, and a
+/// file of 200,000 keys took minutes (a quadratic duplicate check).
+TEST(ApiKeys, DevicesFifosAndHugeFilesAreRefusedAndManyKeysLoadFast) {
+  TempDir dir;
+  EXPECT_NE(error_of([] { ApiKeys keys({}, "/dev/zero"); }).find("not a regular file"),
+            std::string::npos);
+  const std::string fifo = (dir.path() / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { ApiKeys keys({}, fifo); }).find("not a regular file"),
+            std::string::npos);
+  const std::string huge = (dir.path() / "huge").string();
+  {
+    std::ofstream out(huge);
+    const std::string line = "sk-" + std::string(1000, 'x') + "\n";
+    for (int i = 0; i < 5000; ++i) out << line;  // 5 MB
+  }
+  EXPECT_NE(error_of([&] { ApiKeys keys({}, huge); }).find("larger than 4 MiB"), std::string::npos);
+
+  const std::string many = (dir.path() / "many").string();
+  {
+    std::ofstream out(many);
+    for (int i = 0; i < 100000; ++i) out << "k" << i << ":sk-" << i << "\n";
+  }
+  ApiKeys keys({"sk-flag"}, many);  // quadratic, this took about a minute
+  EXPECT_EQ(keys.size(), 100001u);
+  EXPECT_EQ(keys.match("sk-99999"), "k99999");
+  const std::string names = keys.names();
+  EXPECT_NE(names.find("and 99981 more"), std::string::npos) << names.substr(0, 300);
+  EXPECT_LT(names.size(), 400u);
+}
+
+/// Reported input: emptying the key file to revoke its keys was refused on SIGHUP ("holds no
+/// key") while --api-key keys remained, so the revoked keys stayed valid.
+TEST(ApiKeys, AnEmptiedFileRevokesItsKeysWhenFlagKeysRemain) {
+  TempDir dir;
+  const std::string file = (dir.path() / "keys").string();
+  std::ofstream(file) << "ops:sk-ops\n";
+  ApiKeys keys({"sk-flag"}, file);
+  EXPECT_EQ(keys.match("sk-ops"), "ops");
+  std::ofstream(file).close();
+  EXPECT_EQ(keys.reload(), "");
+  EXPECT_EQ(keys.match("sk-ops"), std::nullopt);
+  EXPECT_EQ(keys.match("sk-flag"), "key-1");
+  // Without flag keys an empty file would open the server to anyone: still refused.
+  std::ofstream(file) << "ops:sk-ops\n";
+  ApiKeys only_file({}, file);
+  std::ofstream(file).close();
+  EXPECT_NE(only_file.reload().find("holds no key"), std::string::npos);
+  EXPECT_EQ(only_file.match("sk-ops"), "ops");
 }
 
 }  // namespace

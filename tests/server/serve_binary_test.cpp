@@ -349,9 +349,12 @@ TEST(ServeBinary, BadEngineParametersAreRefusedBeforeListening) {
                                                        {"--set", "weight_repacking=2"},
                                                        {"--set", "flash_attention=-1"},
                                                        {"--validation-status", "418"},
-                                                       {"--queue-size", "abc"}};
+                                                       {"--queue-size", "abc"},
+                                                       // Reported: "" meant no keys / no TLS.
+                                                       {"--api-key-file", ""},
+                                                       {"--ssl-cert-file", ""}};
   for (const auto& extra : cases) {
-    SCOPED_TRACE(extra[1]);
+    SCOPED_TRACE(extra[0] + " " + extra[1]);
     std::vector<std::string> argv = {kClef, "serve", "--demo", "--port", "0", "--threads", "1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     ChildProcess child(argv, {}, (tmp.path() / "log").string());
@@ -361,7 +364,8 @@ TEST(ServeBinary, BadEngineParametersAreRefusedBeforeListening) {
     EXPECT_EQ(child.read_line(1s).find("listening"), std::string::npos);
     std::ifstream log(tmp.path() / "log");
     const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find(extra[1].substr(0, extra[1].find('='))), std::string::npos) << text;
+    const std::string named = extra[1].empty() ? extra[0] : extra[1].substr(0, extra[1].find('='));
+    EXPECT_NE(text.find(named), std::string::npos) << text;
   }
 }
 

@@ -54,9 +54,20 @@ TEST(ServerApiKeys, EveryEndpointButHealthAndTheWebFilesNeedsAKey) {
   expect_unauthorized(
       c->Post("/v1/decisions", {{"Authorization", "Bearer sk-wrong"}}, kCard, "application/json"),
       "invalid_api_key");
-  expect_unauthorized(
-      c->Get("/v1/models", httplib::Headers{{"Authorization", "Basic c2stZmxhZy1zZWNyZXQ="}}),
-      "missing_api_key");
+  // Reported: another scheme alone was answered "missing key"; it now says what to send.
+  auto basic =
+      c->Get("/v1/models", httplib::Headers{{"Authorization", "Basic c2stZmxhZy1zZWNyZXQ="}});
+  ASSERT_TRUE(basic);
+  EXPECT_EQ(basic->status, 401);
+  EXPECT_EQ(basic->get_header_value("WWW-Authenticate"), "Bearer realm=\"clef\"");
+  EXPECT_NE(basic->body.find(R"("code":"invalid_api_key")"), std::string::npos) << basic->body;
+  EXPECT_NE(basic->body.find("'Basic' scheme"), std::string::npos) << basic->body;
+  // Reported: with two Authorization headers the first one won.
+  auto twice = c->Get("/v1/models", httplib::Headers{{"Authorization", "Bearer sk-flag-secret"},
+                                                     {"Authorization", "Bearer sk-other"}});
+  ASSERT_TRUE(twice);
+  EXPECT_EQ(twice->status, 400);
+  EXPECT_NE(twice->body.find(R"("param":"Authorization")"), std::string::npos) << twice->body;
   EXPECT_EQ(c->Get("/health")->status, 200);
   EXPECT_EQ(c->Get("/openapi.json")->status, 200);
   EXPECT_EQ(c->Get("/")->status, 200);  // the playground page asks for the key itself
