@@ -226,6 +226,13 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
 
 std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOptions& options) {
   const fs::path dir = store_dir(resolved, options);
+  std::error_code missing;
+  if (!fs::is_directory(dir, missing)) {
+    // Never downloaded: nothing to hash, and nothing is written (it used to fail writing the
+    // records into a folder that is not there).
+    return {resolved.reference + ": not downloaded (nothing stored at " + dir.string() +
+            "; `clef pull " + resolved.reference + "` downloads it)"};
+  }
   std::map<std::string, Record> records = read_records(dir);
   std::vector<std::string> out;
   for (const RegistryFile& f : resolved.variant->files) {

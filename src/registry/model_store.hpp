@@ -46,7 +46,8 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
                          std::ostream& progress);
 
 /// Hashes every stored file of the variant again and compares (pinned: the registry's sha256;
-/// unpinned: the recorded one). Returns one line per file ("ok" or what is wrong).
+/// unpinned: the recorded one). Returns one line per file ("ok" or what is wrong), or one line
+/// saying the variant was never downloaded (its folder is not in the store; nothing is written).
 std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOptions& options);
 
 using util::human_bytes;

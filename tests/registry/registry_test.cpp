@@ -180,6 +180,16 @@ TEST_F(StoreTest, DownloadsVerifiesResumesAndStartsOfflineWithoutRehashing) {
   }
 }
 
+/// Reported input: `clef models verify` of a model never downloaded failed writing its records
+/// ("cannot write .../.verified.json.tmp (disk full?)").
+TEST_F(StoreTest, VerifyingAModelNeverDownloadedSaysSoAndWritesNothing) {
+  const std::vector<std::string> lines = verify_stored(resolve(), store_);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("not downloaded"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].find(": ok"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(store_dir(resolve(), store_)));
+}
+
 TEST_F(StoreTest, ACorruptedFileIsCaughtByItsPinnedHashAndRemoved) {
   write_registry(std::string(64, 'a'));  // the head's pin does not match what the hub serves
   std::ostringstream log;
