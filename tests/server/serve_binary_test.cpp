@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -366,6 +368,61 @@ TEST(ServeBinary, BadEngineParametersAreRefusedBeforeListening) {
     const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
     const std::string named = extra[1].empty() ? extra[0] : extra[1].substr(0, extra[1].find('='));
     EXPECT_NE(text.find(named), std::string::npos) << text;
+  }
+}
+
+/// Issue 28, item 5: a truncated backbone GGUF, a head of another shape, a corrupt mmproj: each is
+/// refused while the model loads (exit 2, never ready) with a message naming the file.
+TEST(ServeBinary, BrokenModelFilesAreRefusedAtStartNamingTheFile) {
+  TempDir tmp;
+  namespace fs = std::filesystem;
+  const fs::path base = tmp.path() / "base";
+  const fs::path small = tmp.path() / "small";
+  for (const auto& [dir, preset] : {std::pair{base, "tiny"}, std::pair{small, "small"}}) {
+    ChildProcess make({kClef, "make-test-model", dir.string(), "--preset", preset}, {},
+                      (tmp.path() / "make.log").string());
+    ASSERT_EQ(make.wait_exit(120s).value_or(-1), 0);
+  }
+  struct Case {
+    std::string name, file, expect;
+    std::function<void(const fs::path&)> spoil;
+  };
+  const std::vector<Case> cases = {
+      {"truncated backbone", "backbone.gguf", "truncated",
+       [](const fs::path& d) {
+         fs::resize_file(d / "backbone.gguf", fs::file_size(d / "backbone.gguf") / 2);
+       }},
+      {"a head of another model", "joint_head.safetensors", "do not match the joint schema head",
+       [&](const fs::path& d) {
+         fs::copy_file(small / "joint_head.safetensors", d / "joint_head.safetensors",
+                       fs::copy_options::overwrite_existing);
+       }},
+      {"corrupt mmproj", "mmproj.gguf", "vision tower",
+       [](const fs::path& d) {
+         fs::resize_file(d / "mmproj.gguf", fs::file_size(d / "mmproj.gguf") / 3);
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path dir = tmp.path() / "case";
+    fs::remove_all(dir);
+    fs::copy(base, dir);
+    c.spoil(dir);
+    const std::string log_file = (tmp.path() / "serve.log").string();
+    ChildProcess child(
+        {kClef, "serve", "--model-dir", dir.string(), "--port", "0", "--threads", "1"}, {},
+        log_file);
+    const auto code = child.wait_exit(60s);
+    ASSERT_TRUE(code.has_value());
+    EXPECT_EQ(*code, 2);
+    std::ifstream in(log_file);
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(log.find("ready:"), std::string::npos) << log;
+    const std::size_t failed = log.find("the model failed to load");
+    ASSERT_NE(failed, std::string::npos) << log;
+    const std::string line = log.substr(failed, log.find('\n', failed) - failed);
+    EXPECT_NE(line.find(c.file), std::string::npos) << line;
+    EXPECT_NE(line.find(c.expect), std::string::npos) << line;
   }
 }
 
