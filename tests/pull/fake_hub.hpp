@@ -71,6 +71,12 @@ class FakeHub {
     const std::lock_guard lock(mu_);
     return ranges_[path];
   }
+  /// Sleeps `pause` after every 4 KiB chunk of a file from now on (0: full speed), so a test can
+  /// stop a client mid-download.
+  void set_pace(std::chrono::microseconds pause) {
+    const std::lock_guard lock(mu_);
+    pace_ = pause;
+  }
   std::size_t bytes_sent(const std::string& path) {
     const std::lock_guard lock(mu_);
     return sent_[path];
@@ -151,6 +157,7 @@ class FakeHub {
                                }
                                sink.write(data.data() + offset, n);
                                count(path, n);
+                               std::this_thread::sleep_for(pace());
                                return true;
                              });
   }
@@ -161,6 +168,11 @@ class FakeHub {
     const bool was = *flag;
     *flag = false;
     return was;
+  }
+
+  std::chrono::microseconds pace() {
+    const std::lock_guard lock(mu_);
+    return pace_;
   }
 
   void count(const std::string& path, std::size_t n) {
@@ -175,6 +187,7 @@ class FakeHub {
   std::map<std::string, std::vector<File>> repos_;
   std::map<std::string, std::vector<std::string>> ranges_;
   std::map<std::string, std::size_t> sent_;
+  std::chrono::microseconds pace_{0};
 };
 
 }  // namespace clef::test

@@ -269,6 +269,73 @@ TEST_F(StoreTest, ClefServeARegistryNameDownloadsOnceThenServesOffline) {
   }
 }
 
+/// Issue 28, item 5: `clef serve NAME:TAG` killed with SIGKILL while it downloads the backbone;
+/// the next start resumes the file from its .part (a Range request from where it stopped), checks
+/// its sha256 and serves.
+TEST_F(StoreTest, KilledDuringADownloadResumesAndVerifiesOnTheNextStart) {
+  using namespace std::chrono_literals;
+  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
+  const std::vector<std::string> argv = {clef,
+                                         "serve",
+                                         "tiny:latest",
+                                         "--registry",
+                                         registry_file_.string(),
+                                         "--models-dir",
+                                         store_.models_dir.string(),
+                                         "--hub-endpoint",
+                                         hub_.endpoint(),
+                                         "--port",
+                                         "0",
+                                         "--threads",
+                                         "1"};
+  hub_.set_pace(2ms);  // ~2 MB/s: seconds for the backbone
+  {
+    server::testing::ChildProcess serve(argv, {}, (dir_.path() / "killed.log").string());
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (hub_.bytes_sent("clef-tiny-F16.gguf") < (1u << 20) &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ASSERT_GE(hub_.bytes_sent("clef-tiny-F16.gguf"), 1u << 20);
+    serve.send_signal(SIGKILL);
+    ASSERT_TRUE(serve.wait_exit(10s).has_value());
+  }
+  const auto dir = store_dir(resolve(), store_);
+  const auto part = dir / "clef-tiny-F16.gguf.part";
+  ASSERT_TRUE(std::filesystem::exists(part)) << "the partial download is kept";
+  const auto kept = std::filesystem::file_size(part);
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, model_.size());
+  EXPECT_FALSE(std::filesystem::exists(dir / "clef-tiny-F16.gguf")) << "nothing half-written "
+                                                                       "under the final name";
+
+  hub_.set_pace(0us);
+  server::testing::ChildProcess serve(argv, {}, (dir_.path() / "resumed.log").string());
+  const int port = server::testing::port_from_banner(serve.read_line(120s));
+  ASSERT_GT(port, 0) << read((dir_.path() / "resumed.log").string());
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  httplib::Result res;
+  for (int i = 0; i < 1200 && !(res && res->status == 200); ++i) {
+    res = client.Get("/health");
+    if (!(res && res->status == 200)) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(res && res->status == 200) << read((dir_.path() / "resumed.log").string());
+  const auto ranges = hub_.ranges("clef-tiny-F16.gguf");
+  ASSERT_GE(ranges.size(), 2u);
+  // The resumed request starts at or before what the killed run had written (its last write may
+  // not have reached the disk), never at 0.
+  // ranges[0]: the killed run's request; ranges[1]: the first of the restart.
+  EXPECT_EQ(ranges[0], "");
+  EXPECT_EQ(ranges[1].rfind("bytes=", 0), 0u) << ranges[1];
+  EXPECT_NE(ranges[1], "bytes=0-") << "downloaded again from the start";
+  for (const std::string& line : verify_stored(resolve(), store_)) {
+    EXPECT_NE(line.find(": ok"), std::string::npos) << line;
+  }
+  serve.send_signal(SIGTERM);
+  EXPECT_EQ(serve.wait_exit(30s).value_or(-1), 0);
+}
+
 TEST_F(StoreTest, ClefAskWithARegistryNameAnswersLikeTheFilesByPath) {
   const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
   const std::string request = std::string(CLEF_SOURCE_DIR) + "/examples/card.json";
