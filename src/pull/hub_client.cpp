@@ -2,8 +2,10 @@
 
 #include <httplib.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -194,6 +196,7 @@ void HubClient::download(const std::string& repo, const HubFile& file,
     if (!out) throw model_error("cannot write " + part.string());
     bool restart = false;
     int status = 0;
+    int write_errno = 0;  // why writing the .part failed (ENOSPC: the store is full)
     std::uint64_t done = have;
     const auto r = impl_->client->Get(
         impl_->file_url(repo, file),
@@ -206,12 +209,24 @@ void HubClient::download(const std::string& repo, const HubFile& file,
         },
         [&](const char* data, std::size_t n) {
           if (status != 200 && status != 206) return true;  // an error page: not file content
+          errno = 0;
           out.write(data, static_cast<std::streamsize>(n));
+          if (!out) {
+            write_errno = errno != 0 ? errno : EIO;
+            return false;
+          }
           done += n;
           bar.update(done);
-          return static_cast<bool>(out) && done <= file.size;
+          return done <= file.size;
         });
     out.close();
+    if (write_errno != 0) {
+      // Retrying cannot help: say so now. The .part stays, so a later run resumes from it.
+      bar.finish("failed");
+      throw model_error("cannot write " + part.string() + ": " + std::strerror(write_errno) +
+                        " (is the model store full?); the partial file is kept and the next "
+                        "run resumes it");
+    }
     if (restart) {
       std::filesystem::remove(part, ec);
       continue;

@@ -336,6 +336,34 @@ TEST_F(StoreTest, KilledDuringADownloadResumesAndVerifiesOnTheNextStart) {
   EXPECT_EQ(serve.wait_exit(30s).value_or(-1), 0);
 }
 
+/// Issue 28, item 5: the store fills up mid-download (here the file size limit of `ulimit -f`,
+/// with SIGXFSZ ignored, makes the write fail as ENOSPC would): a clear error at once, not
+/// retries, and nothing half-written taken for a verified file.
+TEST_F(StoreTest, AStoreThatFillsUpMidDownloadIsAClearErrorAndNothingIsVerified) {
+  using namespace std::chrono_literals;
+  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
+  const std::string command = "trap '' XFSZ; ulimit -f 4096; exec '" + clef +
+                              "' serve tiny:latest --registry '" + registry_file_.string() +
+                              "' --models-dir '" + store_.models_dir.string() +
+                              "' --hub-endpoint " + hub_.endpoint() + " --port 0 --threads 1";
+  const std::string log_file = (dir_.path() / "full.log").string();
+  server::testing::ChildProcess serve({"/bin/sh", "-c", command}, {}, log_file);
+  const auto code = serve.wait_exit(60s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  const std::string log = read(log_file);
+  EXPECT_NE(log.find("is the model store full?"), std::string::npos) << log;
+  EXPECT_NE(log.find("clef-tiny-F16.gguf.part"), std::string::npos) << log;
+  EXPECT_EQ(log.find("listening"), std::string::npos) << log;
+  const auto dir = store_dir(resolve(), store_);
+  EXPECT_FALSE(std::filesystem::exists(dir / "clef-tiny-F16.gguf"));
+  for (const std::string& line : verify_stored(resolve(), store_)) {
+    if (line.rfind("clef-tiny-F16.gguf", 0) == 0) {
+      EXPECT_NE(line.find("missing"), std::string::npos) << line;
+    }
+  }
+}
+
 TEST_F(StoreTest, ClefAskWithARegistryNameAnswersLikeTheFilesByPath) {
   const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
   const std::string request = std::string(CLEF_SOURCE_DIR) + "/examples/card.json";
