@@ -23,46 +23,19 @@ total_timeout="${TOTAL_TIMEOUT:-300}"
 command -v wrk >/dev/null || { echo "load.sh: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 [[ -x "$clef" ]] || { echo "load.sh: no clef binary at $clef" >&2; exit 2; }
 
+# shellcheck source=bench/serve_lib.sh
+source "$here/serve_lib.sh"
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
+  [[ -n "$server_pid" ]] && stop_clef "$server_pid" >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# The access log costs a write per request; keep it in a file, not the terminal.
-"$clef" serve --host 127.0.0.1 --port 0 --queue-size 256 "${serve_args[@]}" \
-  >"$work/stdout" 2>"$work/server.log" &
-server_pid=$!
-
-port=""
-for _ in $(seq 600); do  # generating the demo model on first use can take a while
-  port="$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/stdout" | head -1)"
-  [[ -n "$port" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n "$port" ]] || { echo "load.sh: the server printed no port" >&2; exit 1; }
-
-health() {  # GET /health over bash's /dev/tcp; prints the status code
-  exec 3<>"/dev/tcp/127.0.0.1/$port" || { echo 000; return; }
-  printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-  head -1 <&3 | cut -d' ' -f2
-  exec 3<&-
-}
-for _ in $(seq 600); do
-  [[ "$(health 2>/dev/null)" == "200" ]] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ "$(health)" == "200" ]] || { echo "load.sh: the server never became healthy" >&2; exit 1; }
-
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status"; }
+start_clef "$clef" "$work" server --queue-size 256 "${serve_args[@]}" || exit 1
+server_pid="$CLEF_PID"
+port="$CLEF_PORT"
 url="http://127.0.0.1:$port"
 echo "clef serve ${serve_args[*]} on $url (pid $server_pid)"
 
@@ -72,7 +45,7 @@ run_wrk() {  # connections duration -> the CLEF summary line
     | grep '^CLEF'
 }
 
-rss_before="$(rss_kib)"
+rss_before="$(rss_kib "$server_pid")"
 printf '%-12s %10s %10s %10s %8s\n' connections "req/s" "p50 ms" "p99 ms" "non-200"
 for c in 1 4 16; do
   line="$(run_wrk "$c" "$duration")"
@@ -83,18 +56,12 @@ for c in 1 4 16; do
   printf '%-12s %10s %10s %10s %8s\n' "$c" "$rps" "$p50" "$p99" "$bad"
 done
 
-rss_mid="$(rss_kib)"
+rss_mid="$(rss_kib "$server_pid")"
 line="$(CLEF_MAX_REQUESTS="$total" run_wrk 4 "${total_timeout}s")"
 done_requests="$(sed 's/.*requests=\([0-9]*\).*/\1/' <<<"$line")"
-rss_after="$(rss_kib)"
+rss_after="$(rss_kib "$server_pid")"
 echo "RSS: ${rss_before} KiB at start, ${rss_mid} KiB after the sweep," \
   "${rss_after} KiB after ${done_requests} more requests (target $total, 4 connections)"
 
-kill -TERM "$server_pid"
-for _ in $(seq 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$server_pid" 2>/dev/null; then
-  echo "load.sh: the server did not exit within 30 s of SIGTERM" >&2
-  exit 1
-fi
-wait "$server_pid" && echo "server drained and exited 0" || echo "server exit status $?"
+if stop_clef "$server_pid"; then echo "server drained and exited 0"; else echo "server exit status $?"; fi
 server_pid=""
