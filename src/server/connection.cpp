@@ -231,10 +231,6 @@ Connection::~Connection() {
   ::close(fd_);
 }
 
-bool Connection::request_ready() const {
-  return stream_.buffered() > 0 || stream_.tls_pending() || wait_for(fd_, POLLIN, 0);
-}
-
 void Connection::await_request(std::chrono::milliseconds wait) {
   phase_ = Phase::request;
   started_ = stream_.buffered() > 0;

@@ -155,8 +155,6 @@ class Connection {
   Lane lane() const { return lane_; }
   /// The status advance() or expire() said to refuse the request with.
   int refusal() const { return refusal_; }
-  /// True when bytes of a next request are already here (buffered, or readable now).
-  bool request_ready() const;
 
   /// Parks it to wait `wait` at most for the next request's first bytes.
   void await_request(std::chrono::milliseconds wait);

@@ -51,16 +51,18 @@ void ConnectionServer::serve(std::unique_ptr<Connection> connection, Lane lane) 
   bool close_lingering = false;
   for (int here = 0; connection->served < limits_.max_requests && svr_sock_ != INVALID_SOCKET;
        ++here) {
-    // A light request on the reserved lane is served alone; on the general lane, requests already
-    // here (pipelined) follow on this worker. Anything else waits parked, costing no thread.
-    const bool more = here == 0 || lane == Lane::general;
-    if (!more || !connection->request_ready()) {
+    // A light request on the reserved lane is served alone; on the general lane, a request whose
+    // header block is already buffered (pipelined) follows on this worker. Anything else waits
+    // parked, costing no thread: the poller reads its headers (so a client that sends a byte after
+    // each answer cannot hold a worker for the header timeout).
+    const bool more = here == 0 || (lane == Lane::general && stream.header_status() == 0);
+    if (!more) {
       connection->await_request(std::chrono::seconds(limits_.keep_alive_timeout_s));
       pool_->park(std::move(connection));
       return;
     }
-    // The header deadline: the whole header block must be here before httplib parses it (it is,
-    // but for a request pipelined after the first one here).
+    // The header block is here (the poller read it, or it was pipelined); the deadline only
+    // bounds httplib's reads of it.
     stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.header_timeout_s));
     if (const int refused = stream.fill_headers(); refused != 0) {
       std::string reply =

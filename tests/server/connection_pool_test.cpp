@@ -171,6 +171,38 @@ TEST(ConnectionPool, SlowHeaderSendersHoldNoWorker) {
   dripper.join();
 }
 
+/// A keep-alive client that, after its answer, drips its next request a byte at a time: the one
+/// general worker is not held by it (the next request's headers are read by the poller).
+TEST(ConnectionPool, ANextRequestDrippedAfterAnAnswerHoldsNoWorker) {
+  ServerConfig config = test_config();
+  config.http_threads = 1;
+  config.header_timeout_s = 3;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  const std::string request =
+      "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(kCard.size()) + "\r\n\r\n" + kCard;
+  RawSocket slow(f.port);
+  slow.send_all(request);
+  ASSERT_NE(slow.read_until("\"usage\"", 5s).find("HTTP/1.1 200"), std::string::npos);
+  std::atomic<bool> stop{false};
+  std::thread dripper([&] {
+    for (char byte : request) {
+      if (stop || !slow.send_all(std::string(1, byte))) return;
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  std::this_thread::sleep_for(300ms);  // a few bytes are in
+  auto other = f.client();
+  other->set_read_timeout(2, 0);  // a held worker would keep it waiting for the 3 s deadline
+  auto res = other->Post("/v1/decisions", kCard, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  stop = true;
+  dripper.join();
+}
+
 /// A stopping server closes parked idle connections at once instead of waiting out their
 /// keep-alive timeout.
 TEST(ConnectionPool, StoppingClosesIdleConnectionsAtOnce) {
