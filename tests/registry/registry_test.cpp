@@ -130,6 +130,22 @@ class StoreTest : public ::testing::Test {
         {"role": "head_config", "repository": "fake/clef", "path": "joint_head_config.json"}],
       "engine": {"context_size": 2048}}}}}})";
   }
+  /// `clef serve tiny:latest` from this registry, store and hub, on a free port.
+  std::vector<std::string> serve_argv() const {
+    return {std::string(CLEF_BINARY_DIR) + "/clef",
+            "serve",
+            "tiny:latest",
+            "--registry",
+            registry_file_.string(),
+            "--models-dir",
+            store_.models_dir.string(),
+            "--hub-endpoint",
+            hub_.endpoint(),
+            "--port",
+            "0",
+            "--threads",
+            "1"};
+  }
   Resolved resolve() {
     registry_ = Registry();
     registry_.add_file(registry_file_);
@@ -224,23 +240,10 @@ TEST_F(StoreTest, TooLittleDiskOrOfflineWithMissingFilesIsRefusedBeforeDownloadi
 
 TEST_F(StoreTest, ClefServeARegistryNameDownloadsOnceThenServesOffline) {
   using namespace std::chrono_literals;
-  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
   const std::string request = read(std::string(CLEF_SOURCE_DIR) + "/examples/card.json");
   std::string first_body;
   for (const bool offline : {false, true}) {
-    std::vector<std::string> argv = {clef,
-                                     "serve",
-                                     "tiny:latest",
-                                     "--registry",
-                                     registry_file_.string(),
-                                     "--models-dir",
-                                     store_.models_dir.string(),
-                                     "--hub-endpoint",
-                                     hub_.endpoint(),
-                                     "--port",
-                                     "0",
-                                     "--threads",
-                                     "1"};
+    std::vector<std::string> argv = serve_argv();
     if (offline) argv.push_back("--offline");
     server::testing::ChildProcess serve(argv, {}, (dir_.path() / "serve.log").string());
     const int port = server::testing::port_from_banner(serve.read_line(120s));
@@ -274,20 +277,7 @@ TEST_F(StoreTest, ClefServeARegistryNameDownloadsOnceThenServesOffline) {
 /// its sha256 and serves.
 TEST_F(StoreTest, KilledDuringADownloadResumesAndVerifiesOnTheNextStart) {
   using namespace std::chrono_literals;
-  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
-  const std::vector<std::string> argv = {clef,
-                                         "serve",
-                                         "tiny:latest",
-                                         "--registry",
-                                         registry_file_.string(),
-                                         "--models-dir",
-                                         store_.models_dir.string(),
-                                         "--hub-endpoint",
-                                         hub_.endpoint(),
-                                         "--port",
-                                         "0",
-                                         "--threads",
-                                         "1"};
+  const std::vector<std::string> argv = serve_argv();
   hub_.set_pace(2ms);  // ~2 MB/s: seconds for the backbone
   {
     server::testing::ChildProcess serve(argv, {}, (dir_.path() / "killed.log").string());

@@ -201,6 +201,15 @@ std::chrono::milliseconds time_to_close(RawSocket& socket, std::chrono::millisec
                                                                t0);
 }
 
+/// HTTPS with one general worker and a 2 s header timeout (each read may wait 5 s).
+ServerConfig slow_client_config(const CertPair& pair) {
+  ServerConfig config = tls_config(pair);
+  config.http_threads = 1;
+  config.header_timeout_s = 2;
+  config.read_timeout_s = 5;
+  return config;
+}
+
 /// Slowloris over TLS: a ClientHello sent a byte every 200 ms is cut off at the header timeout,
 /// and meanwhile the one general worker still serves a decision (the handshake waits on the
 /// poller, not on a worker; it used to hold one with no overall deadline).
@@ -208,11 +217,7 @@ TEST(ServerTls, ADrippedHandshakeIsCutOffAndHoldsNoWorker) {
   TempDir dir;
   CertPair pair(dir);
   ASSERT_TRUE(pair.ok);
-  ServerConfig config = tls_config(pair);
-  config.http_threads = 1;
-  config.header_timeout_s = 2;
-  config.read_timeout_s = 5;
-  ServerFixture f(config);
+  ServerFixture f(slow_client_config(pair));
   ASSERT_TRUE(f.wait_ready());
   std::vector<std::unique_ptr<RawSocket>> slow;
   std::vector<std::thread> drippers;
@@ -239,11 +244,7 @@ TEST(ServerTls, ARequestRecordDrippedAfterTheHandshakeIsCutOff) {
   TempDir dir;
   CertPair pair(dir);
   ASSERT_TRUE(pair.ok);
-  ServerConfig config = tls_config(pair);
-  config.http_threads = 1;
-  config.header_timeout_s = 2;
-  config.read_timeout_s = 5;
-  ServerFixture f(config);
+  ServerFixture f(slow_client_config(pair));
   ASSERT_TRUE(f.wait_ready());
 
   RawSocket socket(f.port);
