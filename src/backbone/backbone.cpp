@@ -487,37 +487,42 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
 }
 
 HiddenStates Backbone::finish(Prefill& p) {
-  const PrefillOptions& reuse = p.reuse_;
-  // A prefill others may pause goes in pieces of at most kPausablePiece tokens, so a waiting
-  // request waits for at most one of them; with flash attention the layout's batches themselves
-  // (its kernels depend on the layout).
-  const int limit = reuse.preemption != nullptr && !params_.flash_attention
-                        ? kPausablePiece
-                        : std::numeric_limits<int>::max();
-  bool first_piece = true;
+  if (p.suspended_) bad_prefill("finish() of a suspended prefill");
   Prefill* self = &p;
   while (!p.done()) {
-    if (!first_piece && reuse.preemption != nullptr && reuse.preemption->wanted()) {
-      // Others run on this context now; the memory is set back before the next piece.
-      const MemorySnapshot paused = take_snapshot(p.seq_, p.at_, false);
-      reuse.preemption->run_others();
-      clear_sequence(p.seq_);
-      if (!set_memory(p.seq_, paused, false)) {
-        clear_sequence(p.seq_);
-        bad_prefill("llama.cpp did not take back a paused prefill's memory");
-      }
-      ++p.out_.preemptions;
-    }
-    first_piece = false;
     try {
       if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(p.at_);
-      decode_pieces(std::span<Prefill* const>(&self, 1), next_piece(p, limit), p.cancelled_);
+      decode_pieces(std::span<Prefill* const>(&self, 1), next_piece(p, kWholeBatches),
+                    p.cancelled_);
     } catch (const DecisionCancelled&) {
       p.cancelled_at_ = p.at_;  // what it prefilled stays in `p` (take())
       throw;
     }
   }
   return p.take();
+}
+
+void Backbone::suspend(Prefill& p) {
+  if (p.done() || p.suspended_) bad_prefill("suspend() of a prefill that is done or suspended");
+  p.suspended_memory_ = take_snapshot(p.seq_, p.at_, false);
+  clear_sequence(p.seq_);
+  p.suspended_ = true;
+}
+
+void Backbone::resume(Prefill& p, int seq) {
+  if (!p.suspended_) bad_prefill("resume() of a prefill that is not suspended");
+  if (seq < 0 || seq >= params_.parallel) {
+    bad_prefill("sequence " + std::to_string(seq) + " of a context of " +
+                std::to_string(params_.parallel));
+  }
+  clear_sequence(seq);
+  if (!set_memory(seq, p.suspended_memory_, false)) {
+    clear_sequence(seq);
+    bad_prefill("llama.cpp did not take back a suspended prefill's memory");
+  }
+  p.seq_ = seq;
+  p.suspended_ = false;
+  p.suspended_memory_ = MemorySnapshot{};
 }
 
 int Backbone::next_piece(const Prefill& p, int limit) {
@@ -529,10 +534,11 @@ int Backbone::next_piece(const Prefill& p, int limit) {
   return limit;
 }
 
-void Backbone::step(std::span<Prefill* const> prefills) {
+void Backbone::step(std::span<Prefill* const> prefills, int most_tokens) {
   std::vector<Prefill*> live;
   for (Prefill* p : prefills) {
     if (p->done()) continue;
+    if (p->suspended_) bad_prefill("step() of a suspended prefill");
     if (p->cancelled_ && abort_if_cancelled(&p->cancelled_)) {
       p->cancelled_at_ = p->at_;
       clear_sequence(p->seq_);
@@ -543,11 +549,11 @@ void Backbone::step(std::span<Prefill* const> prefills) {
   if (live.empty()) return;
   const int n = static_cast<int>(live.size());
   // With flash attention the layout's whole batches (its kernels depend on the layout: pieces
-  // would move the rows); else at most kPausablePiece, shared among the prefills.
+  // would move the rows); else at most most_tokens, shared among the prefills.
   const int limit =
-      params_.flash_attention
-          ? std::numeric_limits<int>::max()
-          : std::max(kBatchRowAlignment, std::min(kPausablePiece, params_.chunk_tokens / n) /
+      params_.flash_attention || most_tokens == kWholeBatches
+          ? kWholeBatches
+          : std::max(kBatchRowAlignment, std::min(most_tokens, params_.chunk_tokens / n) /
                                              kBatchRowAlignment * kBatchRowAlignment);
   // Pieces of one length (a multiple of the row alignment) and kind share a llama_decode, in
   // sequence order; any other piece is decoded alone.
@@ -561,7 +567,20 @@ void Backbone::step(std::span<Prefill* const> prefills) {
       groups[{piece, p->batches_[p->next_batch_].embeddings}].push_back(p);
     }
   }
+  // A group of one can be stopped during its piece: the abort callback asks its own `cancelled`.
+  auto decode_one = [this](Prefill* p, int piece) {
+    try {
+      decode_pieces(std::span<Prefill* const>(&p, 1), piece, p->cancelled_);
+    } catch (const DecisionCancelled&) {
+      p->cancelled_at_ = p->at_;
+      clear_sequence(p->seq_);
+    }
+  };
   for (auto& [key, group] : groups) {
+    if (group.size() == 1) {
+      decode_one(group.front(), key.first);
+      continue;
+    }
     std::sort(group.begin(), group.end(),
               [](const Prefill* a, const Prefill* b) { return a->seq_ < b->seq_; });
     // At most a chunk of tokens per llama_decode (n_batch = n_ubatch = chunk_tokens).
@@ -572,10 +591,7 @@ void Backbone::step(std::span<Prefill* const> prefills) {
                     key.first, {});
     }
   }
-  for (auto& [p, piece] : alone) {
-    Prefill* const one = p;
-    decode_pieces(std::span<Prefill* const>(&one, 1), piece, {});
-  }
+  for (auto& [p, piece] : alone) decode_one(p, piece);
 }
 
 void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cancelled& cancelled) {

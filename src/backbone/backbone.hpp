@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,8 +36,6 @@ struct HiddenStates {
   std::vector<MemorySnapshot> snapshots;
   /// The recurrent states after each PrefillOptions::checkpoint_at point (partial), in that order.
   std::vector<MemorySnapshot> checkpoints;
-  /// How many times the prefill let others run (PrefillOptions::preemption).
-  int preemptions = 0;
   /// The latest progress snapshot (PrefillOptions::progress_every) of a prefill that did not
   /// finish: what a cancelled prefill leaves to resume from. Empty (tokens 0) otherwise.
   MemorySnapshot progress;
@@ -110,29 +109,21 @@ inline constexpr int kBatchRowAlignment = 16;
 /// hidden states.
 int chunk_length(int total, int start, int chunk);
 
-/// The longest piece of a prefill that others may interrupt (Backbone::finish with a Preemption,
-/// Backbone::step), with flash attention off: a waiting request waits for at most one piece.
+/// The longest piece of a prefill a scheduler steps while others may wait (Backbone::step's
+/// default), with flash attention off: a waiting request waits for at most one piece.
 /// A multiple of kBatchRowAlignment, so the rows are those of the record's own layout (measured:
 /// 256-token pieces cost ~4% of a 1,934-token prefill against 512, 128-token ones ~10%; shape-0.8b,
 /// docs/performance.md).
 inline constexpr int kPausablePiece = 256;
 
+/// Backbone::step's `most_tokens` for a prefill that runs alone and nothing waits for: each piece
+/// is a whole batch of the record's layout (the fewest llama_decode calls).
+inline constexpr int kWholeBatches = std::numeric_limits<int>::max();
+
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.
 using Cancelled = std::function<bool()>;
 
-/// Lets other work use the backbone's context between two pieces of a long prefill (at most
-/// kPausablePiece tokens each, with flash attention off), so a short request does not wait for a
-/// long one to finish. Asked before every piece but the first one decoded: when `wanted()` says
-/// true, the prefill's memory is snapshotted, `run_others()` runs (other prefills on the same
-/// backbone, from their own fresh state), and the memory is set back before the piece: the same
-/// pieces are decoded from the same memory, so the rows are the same bytes as without it.
-/// `run_others` must not itself be preempted (no nesting).
-struct Preemption {
-  std::function<bool()> wanted;
-  std::function<void()> run_others;
-};
-
-/// How a prefill shares work with others (the state cache, preemption). The layout
+/// How a prefill shares work with others (the state cache). The layout
 /// (prefill_batches) is cut at `cuts` whether or not a snapshot is resumed, so a record's hidden
 /// states are the same bytes cold and warm.
 struct PrefillOptions {
@@ -154,8 +145,6 @@ struct PrefillOptions {
   /// Take a partial MemorySnapshot (recurrent states only) after these many tokens (sorted; each
   /// a batch boundary after the resumed part) into HiddenStates::checkpoints.
   std::span<const int> checkpoint_at;
-  /// Optional: others may run between batches (see Preemption).
-  const Preemption* preemption = nullptr;
   /// Progress snapshots: at the first layout batch boundary after this long since the prefill
   /// started or since its last progress snapshot, the memory is snapshotted into
   /// HiddenStates::progress (replacing the previous one), so a prefill cancelled later leaves
@@ -202,6 +191,8 @@ class Prefill {
   int cancelled_at() const noexcept { return cancelled_at_; }
   /// The context sequence (llama_seq_id) holding its memory.
   int sequence() const noexcept { return seq_; }
+  /// Its memory is out of the context (Backbone::suspend) until Backbone::resume sets it back.
+  bool suspended() const noexcept { return suspended_; }
   /// Tokens whose hidden rows are known (resumed ones included).
   int prefilled() const noexcept { return at_; }
   int total() const noexcept { return static_cast<int>(ids_.size()); }
@@ -226,6 +217,8 @@ class Prefill {
   std::size_t next_snapshot_ = 0;
   std::size_t next_checkpoint_ = 0;
   int cancelled_at_ = -1;
+  bool suspended_ = false;
+  MemorySnapshot suspended_memory_;                      ///< what suspend() took out of the context
   std::chrono::steady_clock::time_point last_progress_;  ///< start, or the last progress snapshot
   HiddenStates out_;
 };
@@ -302,27 +295,38 @@ class Backbone {
                 std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                 const Cancelled& cancelled, int seq);
 
-  /// Decodes the rest of `prefill` alone, one layout batch per llama_decode (pieces of at most
-  /// kPausablePiece tokens when reuse.preemption is set and flash attention is off), pausing for
-  /// reuse.preemption between them, and returns its hidden states. Throws
-  /// clef::DecisionCancelled once `cancelled` says so (`prefill` is then cancelled(), and take()
-  /// gives what it prefilled), clef::Error (internal) when llama_decode fails.
+  /// Decodes the rest of `prefill` alone, one layout batch per llama_decode, and returns its
+  /// hidden states. Throws clef::DecisionCancelled once `cancelled` says so (`prefill` is then
+  /// cancelled(), and take() gives what it prefilled), clef::Error (internal) when llama_decode
+  /// fails or the prefill is suspended().
   HiddenStates finish(Prefill& prefill);
 
   /// One step of continuous batching: every prefill not done() decodes its next piece, pieces of
   /// the same length going through ONE llama_decode as consecutive sequences. A piece is at most
-  /// max(16, min(kPausablePiece, chunk / n)) tokens of its layout batch (n: the prefills not
-  /// done), rounded down to a multiple of kBatchRowAlignment, so every boundary stays where the
-  /// record alone may have one; a piece of another length (a layout batch's tail) is decoded on its
-  /// own. With flash attention a piece is a whole layout batch (its kernels depend on the layout).
-  /// So each record's rows are the bytes it gets alone: llama.cpp splits a batch of several
-  /// sequences into ubatches of consecutive sequence ids and equal lengths (llama-batch.cpp
-  /// split_equal), each sequence keeps its own KV stream (kv_unified off) and recurrent cell, and
-  /// every row of an aligned piece takes the 16-row matrix path it takes alone. A prefill whose
-  /// `cancelled` says true is stopped before its piece (done(), cancelled(); its memory cleared);
-  /// the others go on. No preemption here. Throws clef::Error (internal) when llama_decode fails:
-  /// every prefill of the step is then unusable.
-  void step(std::span<Prefill* const> prefills);
+  /// max(16, min(most_tokens, chunk / n)) tokens of its layout batch (n: the prefills not done),
+  /// rounded down to a multiple of kBatchRowAlignment, so every boundary stays where the record
+  /// alone may have one; a piece of another length (a layout batch's tail) is decoded on its own.
+  /// With kWholeBatches, or with flash attention (its kernels depend on the layout), a piece is a
+  /// whole layout batch. So each record's rows are the bytes it gets alone: llama.cpp splits a
+  /// batch of several sequences into ubatches of consecutive sequence ids and equal lengths
+  /// (llama-batch.cpp split_equal), each sequence keeps its own KV stream (kv_unified off) and
+  /// recurrent cell, and every row of an aligned piece takes the 16-row matrix path it takes
+  /// alone. A prefill whose `cancelled` says true is stopped before its piece, or, when its piece
+  /// goes through llama_decode on its own, during it (llama.cpp's abort callback): done(),
+  /// cancelled(), its memory cleared; the others go on. Throws clef::Error (internal) when
+  /// llama_decode fails (every prefill of the step is then unusable) or a prefill is suspended().
+  void step(std::span<Prefill* const> prefills, int most_tokens = kPausablePiece);
+
+  /// Takes `prefill`'s memory out of its sequence (a full snapshot) and clears the sequence, so
+  /// another record may use it; the prefill is suspended() until resume(). Bytes unchanged: the
+  /// same pieces are decoded later from the same memory (llama-probes.md section 3). Throws
+  /// clef::Error (internal) for a prefill that is done() or already suspended.
+  void suspend(Prefill& prefill);
+
+  /// Sets a suspended prefill's memory back into sequence `seq` (cleared first; any free one, its
+  /// own or another) and goes on from there. Throws clef::Error (internal) for a prefill that is
+  /// not suspended, a sequence out of range, or a memory llama.cpp does not take back.
+  void resume(Prefill& prefill, int seq);
 
   /// What one sequence of the context holds (measured when the backbone was made).
   const SequenceMemory& sequence_memory() const noexcept { return sequence_memory_; }

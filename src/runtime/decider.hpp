@@ -23,7 +23,7 @@ struct StageTimings {
   double backbone_ms = 0;
   double head_ms = 0;
   double total_ms = 0;  ///< preparing + deciding (not the time spent waiting between the two)
-  /// Time its prefill was paused while other decisions ran (not in backbone_ms or total_ms).
+  /// Time it was suspended while other decisions ran (not in backbone_ms or total_ms).
   double paused_ms = 0;
 };
 
@@ -36,7 +36,7 @@ struct Decision {
   /// model order: record::QuestionRecord::option_ids), before softmax.
   std::vector<std::vector<float>> logits;
   int cached_tokens = 0;  ///< tokens resumed from the state cache instead of prefilled
-  int preemptions = 0;    ///< times its prefill paused for others (backbone::Preemption)
+  int suspensions = 0;    ///< times it was suspended for shorter ones (Decider::suspend)
   StageTimings timings;
 };
 
@@ -96,46 +96,47 @@ class Decider {
     return prepared;
   }
 
-  /// Runs the model over a prepared request. NOT thread-safe: callers serialize decide() (the
-  /// server runs all decisions on its runtime thread). Throws clef::DecisionCancelled once
-  /// prepared.cancellation says so, clef::Error for a request the model cannot take.
+  /// Runs the model over a prepared request alone: begin(), step() until prefilled() in whole
+  /// layout batches, finish() (a decider that does not batch implements it directly). NOT
+  /// thread-safe: callers serialize it with the other deciding calls (the server runs them all on
+  /// its runtime thread). Throws clef::DecisionCancelled once prepared.cancellation says so,
+  /// clef::Error for a request the model cannot take.
   virtual Decision decide(const PreparedRequest& prepared) = 0;
 
-  /// decide(), letting the caller run other decisions between two prefill batches of this one
-  /// (backbone::Preemption: the answer bytes do not change). Default: decide(prepared), never
-  /// preempted.
-  virtual Decision decide(const PreparedRequest& prepared, const backbone::Preemption& preemption) {
-    (void)preemption;
-    return decide(prepared);
-  }
-
-  /// How many decisions this decider prefills together (backbone::BackboneParams::parallel);
-  /// 1: one at a time (the server then uses decide(); begin() still takes one).
+  /// How many decisions this decider prefills together (backbone::BackboneParams::parallel):
+  /// the scheduler's slots (runtime/scheduler.hpp).
   virtual int parallel() const { return 1; }
 
-  /// Continuous batching, on the deciding thread like decide(). Starts deciding `prepared`
-  /// (which the caller keeps alive until the decision is destroyed) beside at most parallel() - 1
-  /// others: the state cache's lookup and the snapshot points; its images go through the vision
-  /// tower in step(), one per step. Throws what decide() throws before its images; clef::Error
-  /// (internal) when parallel() decisions are already in progress or the decider does not batch.
-  virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) {
-    (void)prepared;
-    throw Error(ErrorKind::internal, "internal", "this decider does not batch decisions");
-  }
+  /// Starts deciding `prepared` (which the caller keeps alive until the decision is destroyed)
+  /// beside at most parallel() - 1 others, on the deciding thread like decide(): the state
+  /// cache's lookup and the snapshot points; its images go through the vision tower in step(),
+  /// one per step. Throws what decide() throws before its images; clef::Error (internal) when
+  /// parallel() decisions are already in progress. Default (a decider that does not batch): a
+  /// decision that the first step() makes whole with decide().
+  virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared);
 
-  /// One step of every decision in `decisions` not prefilled() yet: at most one vision-tower image
-  /// among them, then their next prefill pieces, several records in one backbone call
-  /// (backbone::Backbone::step); each one's answer is the bytes it gets from decide() alone. A
-  /// decision whose client has gone stops here without disturbing the others. Throws clef::Error
-  /// (internal) when the backbone fails: every decision of the step is then lost.
-  virtual void step(std::span<DecisionInProgress* const> decisions) { (void)decisions; }
+  /// One step of every decision in `decisions` not prefilled() yet (none suspended): at most one
+  /// vision-tower image among them, then their next prefill pieces of at most `most_tokens`
+  /// tokens each (backbone::Backbone::step; backbone::kWholeBatches: whole layout batches),
+  /// several records in one backbone call; each one's answer is the bytes it gets from decide()
+  /// alone. A decision whose client has gone stops here without disturbing the others. Throws
+  /// clef::Error (internal) when the backbone fails: every decision of the step is then lost.
+  /// Default: decide() of each, one after the other, each one's error kept for its finish().
+  virtual void step(std::span<DecisionInProgress* const> decisions,
+                    int most_tokens = backbone::kPausablePiece);
 
   /// The answer of a prefilled() decision (the joint schema head, the response, the state
   /// cache). Throws clef::DecisionCancelled when its client has gone, clef::Error as decide().
-  virtual Decision finish(DecisionInProgress& decision) {
-    (void)decision;
-    throw Error(ErrorKind::internal, "internal", "this decider does not batch decisions");
-  }
+  virtual Decision finish(DecisionInProgress& decision);
+
+  /// Takes a decision that is not prefilled() off its sequence (its backbone memory kept aside)
+  /// so another may use it; resume() puts it back on a free one. Its answer bytes do not change.
+  /// Throws clef::Error (internal) for a decision that is suspended already or prefilled, or a
+  /// decider that cannot (the default: its decisions are whole after one step, never suspended).
+  virtual void suspend(DecisionInProgress& decision);
+  /// Puts a suspended decision back on a free sequence. Throws clef::Error (internal) when none
+  /// is free or it is not suspended.
+  virtual void resume(DecisionInProgress& decision);
 
   /// Called on the deciding thread when no request waits: a moment to give back memory a large
   /// request made the decider hold. Default: nothing.

@@ -27,6 +27,7 @@
 #include "request/parse.hpp"
 #include "runtime/head_inputs.hpp"
 #include "runtime/image_inputs.hpp"
+#include "runtime/sequence_slots.hpp"
 #include "runtime/video_inputs.hpp"
 #include "util/error.hpp"
 #include "util/physical_memory.hpp"
@@ -168,18 +169,16 @@ class Engine final : public Decider {
     return out;
   }
 
+  /// The one path alone: begin(), step() in whole layout batches until prefilled, finish().
   /// Checks `prepared.cancellation` before the vision tower and between its images, and through
-  /// the backbone between and during prefill chunks (Backbone::hidden_states). Resumes from the
-  /// longest cached prefix of the record (the tower then skips the images inside it) and caches
-  /// the record's snapshot points it prefilled. The points cut the prefill layout only where they
-  /// can be used (a state cache, or flash attention, whose kernels depend on the layout); they
-  /// are placed so that, with flash attention off, the hidden states are the same with or
-  /// without them, so the answer bytes never depend on the cache.
-  Decision decide(const PreparedRequest& prepared) override { return decide(prepared, nullptr); }
-
-  Decision decide(const PreparedRequest& prepared,
-                  const backbone::Preemption& preemption) override {
-    return decide(prepared, &preemption);
+  /// the backbone between and during prefill batches. Resumes from the longest cached prefix of
+  /// the record and caches the record's snapshot points it prefilled (start_decision()).
+  Decision decide(const PreparedRequest& prepared) override {
+    const std::unique_ptr<DecisionInProgress> decision = begin(prepared);
+    DecisionInProgress* const one = decision.get();
+    while (!one->prefilled())
+      step(std::span<DecisionInProgress* const>(&one, 1), backbone::kWholeBatches);
+    return finish(*one);
   }
 
   int parallel() const override { return backbone_.params().parallel; }
@@ -188,22 +187,50 @@ class Engine final : public Decider {
   /// consecutive ones, which llama.cpp puts in one ubatch) and does what decide() does before
   /// the prefill.
   std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) override {
-    const auto free = std::find(sequences_.begin(), sequences_.end(), false);
-    if (free == sequences_.end()) {
+    return start_decision(prepared, sequences_.take());
+  }
+
+  /// A prefill under way gives its memory to the backbone to keep (Backbone::suspend); one still
+  /// at its images has nothing in the context. Either way its sequence is free until resume().
+  void suspend(DecisionInProgress& decision) override {
+    auto& p = static_cast<Pending&>(decision);
+    if (p.suspended || p.prefilled()) {
       throw Error(ErrorKind::internal, "internal",
-                  "all " + std::to_string(sequences_.size()) + " sequences are in use");
+                  "suspend() of a decision that is suspended or prefilled");
     }
-    return start_decision(prepared, nullptr, &sequences_,
-                          static_cast<int>(free - sequences_.begin()), true);
+    if (p.prefill) backbone_.suspend(*p.prefill);
+    sequences_.give_back(p.seq);
+    p.suspended = true;
+    p.suspended_at = Clock::now();
+  }
+
+  void resume(DecisionInProgress& decision) override {
+    auto& p = static_cast<Pending&>(decision);
+    if (!p.suspended)
+      throw Error(ErrorKind::internal, "internal", "resume() of a running decision");
+    const int seq = sequences_.take();
+    if (p.prefill) {
+      try {
+        backbone_.resume(*p.prefill, seq);
+      } catch (...) {
+        sequences_.give_back(seq);
+        throw;
+      }
+    }
+    p.seq = seq;
+    p.suspended = false;
+    p.paused_ms += ms_since(p.suspended_at);
+    ++p.out.suspensions;
   }
 
   /// At most one vision-tower image per step (an encode cannot be interrupted), so a request
   /// with images holds the others up for one image at a time, as with --parallel 1; a decision
   /// whose images are all encoded starts its prefill and steps with the others.
-  void step(std::span<DecisionInProgress* const> decisions) override {
+  void step(std::span<DecisionInProgress* const> decisions, int most_tokens) override {
     bool encoded = false;
     for (DecisionInProgress* d : decisions) {
       auto& p = static_cast<Pending&>(*d);
+      if (p.suspended) throw Error(ErrorKind::internal, "internal", "step() of a suspended one");
       if (p.prefill || p.error) continue;
       try {
         if (!encoded && p.next_image < p.prepared.images.size()) {
@@ -220,7 +247,7 @@ class Engine final : public Decider {
       auto& p = static_cast<Pending&>(*d);
       if (p.prefill && !p.prefill->done()) prefills.push_back(&*p.prefill);
     }
-    backbone_.step(prefills);
+    backbone_.step(prefills, most_tokens);
   }
 
   Decision finish(DecisionInProgress& decision) override {
@@ -241,19 +268,11 @@ class Engine final : public Decider {
   /// tower rows, snapshot points, the cache hit) lives here, on the heap, so it stays put. Holds
   /// its backbone sequence until destroyed.
   struct Pending final : DecisionInProgress {
-    /// `used`: the engine's sequence flags when the decision holds `sequence` while it lasts
-    /// (begin()); null for decide(), which runs on sequence 0 and may pause for nested ones.
-    Pending(const PreparedRequest& p, std::vector<bool>* used, int sequence)
-        : prepared(p), sequences(used), seq(sequence) {
-      if (sequences == nullptr) return;
-      if ((*sequences)[static_cast<std::size_t>(seq)]) {
-        throw Error(ErrorKind::internal, "internal",
-                    "backbone sequence " + std::to_string(seq) + " is already in use");
-      }
-      (*sequences)[static_cast<std::size_t>(seq)] = true;
-    }
+    /// Holds sequence `sequence` of `slots` while it lasts (given back when suspended).
+    Pending(const PreparedRequest& p, SequenceSlots& slots, int sequence)
+        : prepared(p), sequences(slots), seq(sequence) {}
     ~Pending() override {
-      if (sequences != nullptr) (*sequences)[static_cast<std::size_t>(seq)] = false;
+      if (!suspended) sequences.give_back(seq);
     }
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
@@ -265,8 +284,10 @@ class Engine final : public Decider {
     }
 
     const PreparedRequest& prepared;
-    std::vector<bool>* sequences;
-    const int seq;
+    SequenceSlots& sequences;
+    int seq;                 ///< the sequence it holds (its prefill's), unless suspended
+    bool suspended = false;  ///< suspend()ed: holds no sequence
+    Clock::time_point suspended_at;
     Decision out;
     Clock::time_point t0;
     Clock::time_point t1;  ///< the prefill started
@@ -280,8 +301,7 @@ class Engine final : public Decider {
     cache::CacheHit hit;
     std::vector<int> snapshot_at;
     std::vector<int> checkpoint_at;
-    backbone::Preemption timed;
-    double paused_ms = 0;
+    double paused_ms = 0;  ///< time suspended
     double paused_before_prefill = 0;
     backbone::PrefillOptions reuse;  ///< what the prefill starts with
     std::size_t next_image = 0;      ///< the first image whose tower rows are not made yet
@@ -295,35 +315,23 @@ class Engine final : public Decider {
         std::to_string(token));
   }
 
-  Decision decide(const PreparedRequest& prepared, const backbone::Preemption* preemption) {
-    if (std::find(sequences_.begin(), sequences_.end(), true) != sequences_.end()) {
-      throw Error(ErrorKind::internal, "internal",
-                  "decide() while decisions begun with begin() are in progress");
-    }
-    std::unique_ptr<Pending> p = start_decision(prepared, preemption, nullptr, 0);
-    backbone::HiddenStates hidden;
-    try {
-      hidden = backbone_.finish(*p->prefill);
-    } catch (const DecisionCancelled&) {
-      keep_abandoned(*p);
-      throw;
-    }
-    return complete(*p, std::move(hidden));
-  }
-
-  /// Everything before the prefill's batches: the cache lookup, the vision tower (checking
-  /// `prepared.cancellation` before each image), the snapshot points, and Backbone::start on
-  /// sequence `seq` (held in `sequences` while the decision lasts, when not null). Resumes from the
+  /// Everything before the prefill's batches on sequence `seq` (taken from sequences_; the
+  /// decision holds it): the cache lookup and the snapshot points. Its images go through the
+  /// vision tower in step() (one per step, checking `prepared.cancellation` before each), then
+  /// Backbone::start. Resumes from the
   /// longest cached prefix of the record (the tower then skips the images inside it) and asks for
   /// the record's snapshot points it will prefill. The points cut the prefill layout only where
   /// they can be used (a state cache, or flash attention, whose kernels depend on the layout); they
   /// are placed so that, with flash attention off, the hidden states are the same with or without
   /// them, so the answer bytes never depend on the cache.
-  std::unique_ptr<Pending> start_decision(const PreparedRequest& prepared,
-                                          const backbone::Preemption* preemption,
-                                          std::vector<bool>* sequences, int seq,
-                                          bool defer_images = false) {
-    auto p = std::make_unique<Pending>(prepared, sequences, seq);
+  std::unique_ptr<Pending> start_decision(const PreparedRequest& prepared, int seq) {
+    std::unique_ptr<Pending> p;
+    try {
+      p = std::make_unique<Pending>(prepared, sequences_, seq);
+    } catch (...) {
+      sequences_.give_back(seq);
+      throw;
+    }
     p->t0 = Clock::now();
     const record::Record& rec = prepared.record;
     p->cancelled = prepared.cancellation.as_check();
@@ -355,21 +363,6 @@ class Engine final : public Decider {
                          cache::fixed_prefix_tokens(rec));
     const int resumed = p->hit.tokens;
 
-    // Time spent on others while paused is theirs, not this decision's. Others may run before
-    // each tower image and between prefill batches (nothing of this record is in the backbone's
-    // memory before the prefill; the prefill snapshots its own).
-    if (preemption != nullptr) {
-      p->timed.wanted = preemption->wanted;
-      p->timed.run_others = [preemption, raw = p.get()] {
-        const auto tp = Clock::now();
-        preemption->run_others();
-        raw->paused_ms += ms_since(tp);
-      };
-    }
-    auto pause_for_others = [&] {
-      if (preemption != nullptr && p->timed.wanted()) p->timed.run_others();
-    };
-
     // The vision tower's rows for every image block after the resumed prefix (deferred: one per
     // step(), then the prefill starts there). Images are in record order: those inside the
     // resumed prefix come first and need no rows.
@@ -380,13 +373,6 @@ class Engine final : public Decider {
                                  p->image_starts.begin());
     if (!prepared.images.empty() && !tower_) {
       throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
-    }
-    if (!defer_images) {
-      while (p->next_image < prepared.images.size()) {
-        pause_for_others();
-        encode_next_image(*p);
-      }
-      if (!prepared.images.empty()) pause_for_others();  // before the prefill too
     }
 
     // Snapshots at the points after the resumed part that are worth keeping and not kept yet;
@@ -418,7 +404,6 @@ class Engine final : public Decider {
       }
     }
     backbone::PrefillOptions& reuse = p->reuse;
-    reuse.preemption = preemption != nullptr ? &p->timed : nullptr;
     reuse.cuts = p->points;
     reuse.snapshot_at = p->snapshot_at;
     reuse.checkpoint_at = p->checkpoint_at;
@@ -436,7 +421,6 @@ class Engine final : public Decider {
                               .first(static_cast<std::size_t>(resumed) *
                                      static_cast<std::size_t>(backbone_.n_embd()));
     }
-    if (!defer_images) start_prefill(*p);
     return p;
   }
 
@@ -516,7 +500,6 @@ class Engine final : public Decider {
     out.timings.backbone_ms = ms_since(p.t1) - (p.paused_ms - p.paused_before_prefill);
     out.timings.paused_ms = p.paused_ms;
     out.cached_tokens = p.hit.tokens;
-    out.preemptions = hidden.preemptions;
 
     const auto t2 = Clock::now();
     const HeadInputs inputs = make_head_inputs(rec, lexical_);
@@ -643,7 +626,7 @@ class Engine final : public Decider {
                         head_device_)),
         tokenizer_(backbone_.vocab(), record::Normalization::nfc),
         cache_(state_cache_bytes(config.state_cache_mb)),
-        sequences_(static_cast<std::size_t>(config.backbone.parallel), false) {
+        sequences_(config.backbone.parallel) {
     if (lexical_.n_embd() != backbone_.n_embd()) {
       throw model_error("output.weight rows have " + std::to_string(lexical_.n_embd()) +
                         " values but the backbone's n_embd is " +
@@ -923,7 +906,7 @@ class Engine final : public Decider {
   decision::AnswerOptions answer_options_;            ///< points into calibration_
   std::uint64_t vision_memory_ = 0;                   ///< bytes the tower may take for one image
   bool release_pending_ = false;                      ///< a large image ran since the last idle()
-  std::vector<bool> sequences_;  ///< which backbone sequences a decision holds (parallel())
+  SequenceSlots sequences_;  ///< the backbone sequences (parallel()) and who holds them
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 #include <list>
+#include <optional>
+
+#include "runtime/scheduler.hpp"
 
 #include "util/error.hpp"
 
@@ -225,68 +228,60 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
 }
 
 void DecisionQueue::serve(runtime::Decider& decider) {
+  const int slots = std::max(1, decider.parallel());
   {
     std::lock_guard lock(mutex_);
-    parallel_ = decider.parallel();
+    parallel_ = slots;
   }
-  if (decider.parallel() > 1) return serve_batched(decider);
-  while (true) {
-    Job job;
-    {
-      std::unique_lock lock(mutex_);
-      if (jobs_.empty() && !closing_) {
-        // Nothing waits (and the last request is gone): the decider may tidy up now.
-        lock.unlock();
-        decider.idle();
-        lock.lock();
-      }
-      work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
-      if (jobs_.empty()) return;  // closing_ and nothing left: drained
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-      in_flight_ = 1;
-    }
-    DecisionOutcome outcome = decide_one(decider, job, true);
-    {
-      std::lock_guard lock(mutex_);
-      in_flight_ = 0;
-      if (outcome.status == DecisionOutcome::Status::decided) {
-        note_decision_time(outcome.decision_ms);
-      }
-    }
-    job.promise.set_value(std::move(outcome));
-  }
-}
-
-void DecisionQueue::serve_batched(runtime::Decider& decider) {
   struct Active {
     Job job;
     std::unique_ptr<runtime::DecisionInProgress> decision;
     Clock::time_point taken;
-    int steps_out = 0;  ///< steps in a row it sat out for shorter ones
+    int steps_out = 0;     ///< steps in a row it sat out for shorter ones
+    bool stepped = false;  ///< advanced since it began or resumed
+    bool suspended = false;
+    Clock::time_point suspended_at;
   };
-  const auto most = static_cast<std::size_t>(decider.parallel());
   std::list<Active> active;  // a list: an element never moves while its decision is in progress
-  // A request taken from the queue leaves the batch (no longer counted in flight) before its
-  // promise is set.
-  auto leave = [this] {
-    std::lock_guard lock(mutex_);
-    --in_flight_;
-  };
-  // What became of `a`: its place is given back, then its promise is set.
-  auto settle = [this, &leave](Active& a, DecisionOutcome outcome) {
-    outcome.queue_wait_ms = ms_between(a.job.submitted, a.taken);
-    outcome.decision_ms = ms_between(a.taken, Clock::now());
-    a.decision.reset();
-    if (outcome.status == DecisionOutcome::Status::decided) {
-      std::lock_guard lock(mutex_);
-      note_decision_time(outcome.decision_ms);
+  auto view = [&active] {
+    std::vector<runtime::RunningDecision> running;
+    for (const Active& a : active) {
+      running.push_back({a.job.prepared.input_tokens(), a.decision->tokens_left(), a.steps_out,
+                         a.stepped, a.suspended, a.job.prepared.cancellation.requested()});
     }
-    leave();
-    a.job.promise.set_value(std::move(outcome));
+    return running;
+  };
+  auto nth = [&active](std::size_t i) { return std::next(active.begin(), static_cast<long>(i)); };
+  // Counted in flight: the decisions not suspended (a long one suspended for shorter ones counts
+  // once). A request leaves the count before its promise is set.
+  auto count_in_flight = [this, &active] {
+    std::lock_guard lock(mutex_);
+    in_flight_ = static_cast<int>(
+        std::count_if(active.begin(), active.end(), [](const Active& a) { return !a.suspended; }));
+  };
+  // What became of `it`: its place is given back, then its promise is set.
+  auto settle = [&](std::list<Active>::iterator it, DecisionOutcome outcome) {
+    Active& a = *it;
+    outcome.queue_wait_ms = ms_between(a.job.submitted, a.taken);
+    outcome.decision_ms = ms_between(a.taken, Clock::now()) - outcome.decision.timings.paused_ms;
+    a.decision.reset();
+    Job job = std::move(a.job);
+    active.erase(it);
+    {
+      std::lock_guard lock(mutex_);
+      if (outcome.status == DecisionOutcome::Status::decided) {
+        note_decision_time(outcome.decision_ms);
+      }
+    }
+    count_in_flight();
+    job.promise.set_value(std::move(outcome));
   };
   while (true) {
+    // The plan of what begins, is suspended or resumed, made under the lock with the queue as it
+    // is; the waiting requests that begin leave the queue at once.
     std::vector<Job> joining;
+    std::optional<std::size_t> suspend;
+    std::optional<std::size_t> resume;
     {
       std::unique_lock lock(mutex_);
       if (active.empty()) {
@@ -298,12 +293,39 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
         work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
         if (jobs_.empty()) return;  // closing_ and nothing left: drained
       }
-      // New requests join at a step boundary, in arrival order, while places are free.
-      while (!jobs_.empty() && active.size() + joining.size() < most) {
-        joining.push_back(std::move(jobs_.front()));
-        jobs_.pop_front();
+      const auto since =
+          std::find_if(active.begin(), active.end(), [](const Active& a) { return a.suspended; });
+      std::vector<runtime::WaitingRequest> waiting;
+      for (const Job& j : jobs_) {
+        waiting.push_back({j.prepared.input_tokens(),
+                           since != active.end() && j.submitted <= since->suspended_at});
       }
-      in_flight_ = static_cast<int>(active.size() + joining.size());
+      const runtime::Admission plan = runtime::plan_admission(slots, view(), waiting);
+      suspend = plan.suspend;
+      resume = plan.resume;
+      for (std::size_t i : plan.begin) joining.push_back(std::move(jobs_[i]));
+      for (auto i = plan.begin.rbegin(); i != plan.begin.rend(); ++i) {
+        jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(*i));
+      }
+    }
+    try {
+      if (suspend) {
+        Active& a = *nth(*suspend);
+        decider.suspend(*a.decision);
+        a.suspended = true;
+        a.suspended_at = Clock::now();
+      }
+      if (resume) {
+        Active& a = *nth(*resume);
+        decider.resume(*a.decision);
+        a.suspended = false;
+        a.stepped = false;
+      }
+    } catch (...) {
+      // The backbone could not keep or set back a memory: that decision is lost, told why.
+      DecisionOutcome failed;
+      take_current_exception(failed);
+      settle(nth(suspend ? *suspend : *resume), std::move(failed));
     }
     for (Job& job : joining) {
       const auto taken = Clock::now();
@@ -311,118 +333,66 @@ void DecisionQueue::serve_batched(runtime::Decider& decider) {
         DecisionOutcome dropped;
         dropped.status = DecisionOutcome::Status::dropped;
         dropped.queue_wait_ms = ms_between(job.submitted, taken);
-        leave();
         job.promise.set_value(std::move(dropped));
         continue;
       }
       // In place first: the decision refers to its prepared request, which must not move.
-      Active& a = active.emplace_back(Active{std::move(job), nullptr, taken, 0});
+      Active& a = active.emplace_back();
+      a.job = std::move(job);
+      a.taken = taken;
       try {
         a.decision = decider.begin(a.job.prepared);
       } catch (...) {
         DecisionOutcome failed;
         take_current_exception(failed);
-        settle(a, std::move(failed));
-        active.pop_back();
+        settle(std::prev(active.end()), std::move(failed));
       }
     }
-    // Shortest first: a decision sits this step out while another has at most half its tokens
-    // left (is_much_shorter, as a paused prefill in serve()), so a short request is not slowed by
-    // a long one's pieces; after kMostStepsOut steps out in a row it goes anyway (no starvation).
-    int fewest = std::numeric_limits<int>::max();
-    for (const Active& a : active) fewest = std::min(fewest, a.decision->tokens_left());
-    std::vector<runtime::DecisionInProgress*> step;
-    for (Active& a : active) {
-      // One whose client has gone steps anyway: the step stops it and gives its place back.
-      if (is_much_shorter(fewest, a.decision->tokens_left()) && a.steps_out < kMostStepsOut &&
-          !a.job.prepared.cancellation.requested()) {
+    count_in_flight();
+    const runtime::StepPlan step = runtime::plan_step(slots, view());
+    std::vector<runtime::DecisionInProgress*> advancing;
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const bool goes =
+          std::find(step.advance.begin(), step.advance.end(), i) != step.advance.end();
+      Active& a = *nth(i);
+      if (a.suspended) continue;
+      if (!goes) {
         ++a.steps_out;
         continue;
       }
       a.steps_out = 0;
-      step.push_back(a.decision.get());
+      a.stepped = true;
+      advancing.push_back(a.decision.get());
     }
     try {
-      if (!step.empty()) decider.step(step);
+      if (!advancing.empty()) decider.step(advancing, step.most_tokens);
     } catch (...) {
-      // The backbone failed: every decision of this step is lost, each told why.
-      for (Active& a : active) {
-        DecisionOutcome failed;
-        take_current_exception(failed);
-        settle(a, std::move(failed));
+      // The backbone failed: every decision of this step is lost, each told why (a suspended one
+      // keeps its memory aside and goes on).
+      for (auto it = active.begin(); it != active.end();) {
+        auto next = std::next(it);
+        if (!it->suspended) {
+          DecisionOutcome failed;
+          take_current_exception(failed);
+          settle(it, std::move(failed));
+        }
+        it = next;
       }
-      active.clear();
     }
     for (auto it = active.begin(); it != active.end();) {
-      if (!it->decision->prefilled()) {
-        ++it;
-        continue;
+      auto next = std::next(it);
+      if (!it->suspended && it->decision->prefilled()) {
+        DecisionOutcome outcome;
+        try {
+          outcome.decision = decider.finish(*it->decision);
+          outcome.status = DecisionOutcome::Status::decided;
+        } catch (...) {
+          take_current_exception(outcome);
+        }
+        settle(it, std::move(outcome));
       }
-      DecisionOutcome outcome;
-      try {
-        outcome.decision = decider.finish(*it->decision);
-        outcome.status = DecisionOutcome::Status::decided;
-      } catch (...) {
-        take_current_exception(outcome);
-      }
-      settle(*it, std::move(outcome));
-      it = active.erase(it);
+      it = next;
     }
-  }
-}
-
-DecisionOutcome DecisionQueue::decide_one(runtime::Decider& decider, Job& job, bool preemptible) {
-  DecisionOutcome outcome;
-  auto taken = Clock::now();
-  outcome.queue_wait_ms = ms_between(job.submitted, taken);
-  if (job.prepared.cancellation.requested()) {
-    outcome.status = DecisionOutcome::Status::dropped;
-    return outcome;
-  }
-  double paused_ms = 0;
-  try {
-    if (preemptible) {
-      const int size = job.prepared.input_tokens();
-      backbone::Preemption preemption;
-      preemption.wanted = [this, size] {
-        std::lock_guard lock(mutex_);
-        return std::any_of(jobs_.begin(), jobs_.end(), [size](const Job& j) {
-          return is_much_shorter(j.prepared.input_tokens(), size);
-        });
-      };
-      preemption.run_others = [this, &decider, size] { run_shorter(decider, size); };
-      outcome.decision = decider.decide(job.prepared, preemption);
-    } else {
-      outcome.decision = decider.decide(job.prepared);
-    }
-    paused_ms = outcome.decision.timings.paused_ms;
-    outcome.status = DecisionOutcome::Status::decided;
-  } catch (...) {
-    take_current_exception(outcome);
-  }
-  outcome.decision_ms = ms_between(taken, Clock::now()) - paused_ms;
-  return outcome;
-}
-
-void DecisionQueue::run_shorter(runtime::Decider& decider, int running_tokens) {
-  const auto since = Clock::now();
-  while (true) {
-    Job job;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job& j) {
-        return j.submitted <= since && is_much_shorter(j.prepared.input_tokens(), running_tokens);
-      });
-      if (it == jobs_.end()) return;
-      job = std::move(*it);
-      jobs_.erase(it);
-    }
-    DecisionOutcome outcome = decide_one(decider, job, false);
-    if (outcome.status == DecisionOutcome::Status::decided) {
-      std::lock_guard lock(mutex_);
-      note_decision_time(outcome.decision_ms);
-    }
-    job.promise.set_value(std::move(outcome));
   }
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // The bounded queue between the HTTP threads and the ONE runtime thread that owns the Decider
 // (runtime::Decider::decide is not thread-safe). The runtime thread loads the model, runs one
-// warm-up decision, then decides queued requests in arrival order. The HTTP threads prepare
-// their requests themselves (Decider::prepare is thread-safe) before they queue, so the queue
-// holds only requests that can be decided and the runtime thread only runs the model.
+// warm-up decision, then decides queued requests in one loop (serve(), runtime/scheduler.hpp). The
+// HTTP threads prepare their requests themselves (Decider::prepare is thread-safe) before they
+// queue, so the queue holds only requests that can be decided and the runtime thread only runs the
+// model.
 
 #include <chrono>
 #include <condition_variable>
@@ -111,8 +112,8 @@ class DecisionQueue {
   /// What the factory or the warm-up decision threw, when state() is failed.
   std::string load_error() const;
   std::size_t depth() const;  ///< requests waiting
-  /// Decisions in progress: 1 while decide() runs (a long decision paused for shorter ones counts
-  /// once), else 0; with a batching decider, how many are in its batch.
+  /// Decisions in progress and not suspended: with parallel() 1 at most 1 (a long decision
+  /// suspended for shorter ones counts once), else how many are in the batch.
   int in_flight() const;
   std::size_t capacity() const { return capacity_; }
   /// How long until the runtime thread next takes a waiting request, estimated from the recent
@@ -131,24 +132,12 @@ class DecisionQueue {
 
   void run(Factory factory, json::Value warmup);
   std::unique_ptr<runtime::Decider> load(const Factory& factory, const json::Value& warmup);
+  /// The one decision loop: before every step runtime::plan_admission says which waiting
+  /// requests begin (and, with one slot, which decision is suspended for a much shorter one or
+  /// resumed), runtime::plan_step which decisions advance; the decider executes it (begin,
+  /// suspend, resume, step, finish). A new request joins at the next step, so a short request
+  /// does not wait for a long one to finish, at any parallel().
   void serve(runtime::Decider& decider);
-  /// serve() for a decider with parallel() > 1: continuous batching. Up to parallel() requests
-  /// are in progress; each step advances all of them (Decider::step) and a new request joins at
-  /// the next step, so a short request does not wait for a long one to finish.
-  void serve_batched(runtime::Decider& decider);
-  /// Decides `job`. When `preemptible`, its prefill pauses between batches while shorter
-  /// requests wait (is_much_shorter), and run_shorter() decides them first.
-  DecisionOutcome decide_one(runtime::Decider& decider, Job& job, bool preemptible);
-  /// Decides, in arrival order, every request that was waiting when it was called and is much
-  /// shorter than a running one of `running_tokens` tokens; they cannot pause in turn.
-  void run_shorter(runtime::Decider& decider, int running_tokens);
-  /// A waiting request of `tokens` tokens goes before a running one of `running_tokens`: at most
-  /// half its size (a short request need not wait for a long one; similar sizes keep their order).
-  static bool is_much_shorter(int tokens, int running_tokens) {
-    return 2 * tokens <= running_tokens;
-  }
-  /// serve_batched(): the most steps in a row a decision sits out for much shorter ones.
-  static constexpr int kMostStepsOut = 64;
 
   /// Counts one decided request that took `ms` in slot_wait_ms()'s average; mutex_ held.
   void note_decision_time(double ms);

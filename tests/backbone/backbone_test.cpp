@@ -232,23 +232,28 @@ TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
   EXPECT_EQ(backbone.hidden_states(b, {}, {}, cold_b).data, b_cold.data);
 }
 
-TEST_F(BackboneTest, OthersRunBetweenTheBatchesOfAPausedPrefillWithoutChangingItsRows) {
+TEST_F(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangingItsRows) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto long_ids = random_token_ids(400, backbone.n_vocab(), 18);
   const auto short_ids = random_token_ids(90, backbone.n_vocab(), 19);
   const HiddenStates long_cold = backbone.hidden_states(long_ids);
   const HiddenStates short_cold = backbone.hidden_states(short_ids);
-  int asked = 0;
+  clef::backbone::Prefill p = backbone.start(long_ids, {}, {}, {}, {}, 0);
+  clef::backbone::Prefill* const one = &p;
+  int batches = 0;
   std::vector<HiddenStates> others;
-  clef::backbone::Preemption preemption;
-  preemption.wanted = [&] { return ++asked % 2 == 1; };  // every other boundary
-  preemption.run_others = [&] { others.push_back(backbone.hidden_states(short_ids)); };
-  clef::backbone::PrefillOptions options;
-  options.preemption = &preemption;
-  const HiddenStates long_paused = backbone.hidden_states(long_ids, {}, {}, options);
-  EXPECT_EQ(long_paused.data, long_cold.data);
-  EXPECT_EQ(asked, 6);  // 7 batches (6 of 64, then 16): asked at the 6 boundaries
-  EXPECT_EQ(long_paused.preemptions, 3);
+  while (!p.done()) {
+    backbone.step(std::span<clef::backbone::Prefill* const>(&one, 1),
+                  clef::backbone::kWholeBatches);
+    if (++batches % 2 == 1 && !p.done()) {  // after every other batch
+      backbone.suspend(p);
+      EXPECT_THROW(backbone.finish(p), clef::Error);
+      others.push_back(backbone.hidden_states(short_ids));
+      backbone.resume(p, 0);
+    }
+  }
+  EXPECT_EQ(p.take().data, long_cold.data);
+  EXPECT_EQ(batches, 7);  // 6 of 64, then 16
   ASSERT_EQ(others.size(), 3u);
   for (const HiddenStates& h : others) EXPECT_EQ(h.data, short_cold.data);
 }

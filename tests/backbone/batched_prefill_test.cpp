@@ -4,6 +4,8 @@
 // a cancelled record, non-consecutive sequences, plain and repacked quantized weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -153,30 +155,63 @@ TEST_F(BatchedPrefillTest, WithFlashAttentionWholeLayoutBatchesKeepTheBytesOfEac
   expect_batch_invariant(solo, batched, records);
 }
 
-TEST_F(BatchedPrefillTest, APausableSoloPrefillGivesTheBytesOfItsLayout) {
-  // Backbone::finish with a Preemption decodes kPausablePiece pieces: the rows stay the bytes of
-  // the whole 512-token layout batches, and others run between pieces.
+TEST_F(BatchedPrefillTest, ASuspendedSoloPrefillGivesTheBytesOfItsLayout) {
+  // One sequence: a prefill stepped in kPausablePiece pieces and suspended between them while
+  // others use the sequence (its memory taken out and set back) gives the bytes of its whole
+  // 512-token layout batches.
   const auto& model = clef::test::tiny_model();
   Backbone backbone(model.backbone.string(), params(512, 1));
   const RecordInput r = text_record(1100, backbone.n_vocab(), 71);
+  const RecordInput other = text_record(40, backbone.n_vocab(), 72);
   const HiddenStates whole = alone(backbone, r);
-  int asked = 0;
-  int ran = 0;
-  clef::backbone::Preemption preemption;
-  preemption.wanted = [&] { return ++asked % 2 == 0; };
-  preemption.run_others = [&] {
-    ++ran;
-    alone(backbone, text_record(40, backbone.n_vocab(), 72));
-  };
-  PrefillOptions pausable;
-  pausable.preemption = &preemption;
-  const HiddenStates pieces = alone(backbone, r, pausable);
-  EXPECT_TRUE(pieces.data == whole.data);
-  // 1,100 tokens in pieces of at most 256: 5 pieces, 4 chances to pause, every second taken.
-  EXPECT_EQ(asked,
-            (1100 + clef::backbone::kPausablePiece - 1) / clef::backbone::kPausablePiece - 1);
-  EXPECT_EQ(ran, asked / 2);
-  EXPECT_EQ(pieces.preemptions, ran);
+  const HiddenStates other_alone = alone(backbone, other);
+  Prefill p = backbone.start(r.ids, r.positions, r.spans, {}, {}, 0);
+  int pieces = 0;
+  int suspended = 0;
+  while (!p.done()) {
+    backbone.step(std::span<Prefill* const>(std::array{&p}), clef::backbone::kPausablePiece);
+    ++pieces;
+    if (p.done() || pieces % 2 != 0) continue;
+    backbone.suspend(p);
+    ASSERT_TRUE(p.suspended());
+    EXPECT_THROW(backbone.step(std::span<Prefill* const>(std::array{&p})), clef::Error);
+    EXPECT_TRUE(alone(backbone, other).data == other_alone.data);
+    backbone.resume(p, 0);
+    ++suspended;
+  }
+  ASSERT_FALSE(p.cancelled());
+  EXPECT_TRUE(p.take().data == whole.data);
+  // 1,100 tokens in pieces of at most 256: 5 pieces; suspended after the 2nd and the 4th.
+  EXPECT_EQ(pieces, (1100 + clef::backbone::kPausablePiece - 1) / clef::backbone::kPausablePiece);
+  EXPECT_EQ(suspended, 2);
+}
+
+TEST_F(BatchedPrefillTest, ASuspendedPrefillResumesOnAnotherSequenceWithItsBytes) {
+  // Two sequences: a prefill suspended from sequence 0 while two others take both sequences
+  // resumes on sequence 1 (where a finished one was) beside the other, every one the bytes it
+  // gets alone.
+  const auto& model = clef::test::tiny_model();
+  Backbone solo(model.backbone.string(), params(64, 1));
+  Backbone batched(model.backbone.string(), params(64, 2));
+  const RecordInput a = text_record(300, solo.n_vocab(), 73);
+  const RecordInput b = text_record(90, solo.n_vocab(), 74);
+  const RecordInput c = text_record(130, solo.n_vocab(), 75);
+  Prefill pa = batched.start(a.ids, a.positions, a.spans, {}, {}, 0);
+  batched.step(std::span<Prefill* const>(std::array{&pa}));
+  batched.suspend(pa);
+  EXPECT_THROW(batched.suspend(pa), clef::Error);
+  Prefill pb = batched.start(b.ids, b.positions, b.spans, {}, {}, 1);
+  Prefill pc = batched.start(c.ids, c.positions, c.spans, {}, {}, 0);
+  batched.step(std::span<Prefill* const>(std::array{&pb, &pc}));
+  EXPECT_THROW(batched.resume(pa, 2), clef::Error);  // out of range
+  run_steps(batched, {&pb});
+  batched.resume(pa, 1);
+  EXPECT_EQ(pa.sequence(), 1);
+  EXPECT_THROW(batched.resume(pa, 1), clef::Error);  // not suspended
+  run_steps(batched, {&pa, &pc});
+  EXPECT_TRUE(pa.take().data == alone(solo, a).data);
+  EXPECT_TRUE(pb.take().data == alone(solo, b).data);
+  EXPECT_TRUE(pc.take().data == alone(solo, c).data);
 }
 
 /// Reported: --chunk-tokens 1..15 aborted at load (the memory probe decoded 16 tokens in one

@@ -131,26 +131,40 @@ TEST_F(ImageEngineTest, OneAndTwoImagesAreDecidedAndCountedInInputTokens) {
   EXPECT_GT(two.timings.vision_ms, 0.0);
 }
 
-TEST(ImagePreemption, OthersRunBeforeEachTowerImageAndDuringThePrefillWithTheSameAnswers) {
+TEST(ImageSuspension, OthersRunBeforeEachTowerImageAndDuringThePrefillWithTheSameAnswers) {
   // A break test: short requests waited for a whole tower encode of a long image request; now
-  // others may run before each image and before the prefill, and the answers do not change.
+  // the one decision loop suspends it between its steps (each image, each prefill piece) and
+  // others decide on its sequence; the answers do not change.
   rt::EngineConfig config = tiny_config();
   config.state_cache_mb = 0;  // the second decision encodes its images again
   auto engine = rt::make_engine(config);
+  ASSERT_EQ(engine->parallel(), 1);
   const Value two = with_images({uri(kArrows), uri(kGauge)});
   const Value text = clef::json::parse(kCard);
   const std::string alone = engine->decide(two).body;
   const std::string text_alone = engine->decide(text).body;
-  int asked = 0;
+  const rt::PreparedRequest prepared = engine->prepare(two);
+  const std::unique_ptr<rt::DecisionInProgress> d = engine->begin(prepared);
+  rt::DecisionInProgress* const one = d.get();
   std::vector<std::string> others;
-  clef::backbone::Preemption p;
-  p.wanted = [&] { return ++asked <= 3; };  // before image 0, image 1 and the prefill
-  p.run_others = [&] { others.push_back(engine->decide(text).body); };
-  const rt::Decision d = engine->decide(engine->prepare(two), p);
-  EXPECT_EQ(d.body, alone);
-  ASSERT_EQ(others.size(), 3u);
+  int steps = 0;
+  while (!d->prefilled()) {
+    engine->step(std::span<rt::DecisionInProgress* const>(&one, 1));
+    ++steps;
+    if (d->prefilled()) break;
+    EXPECT_THROW(engine->decide(text), clef::Error) << "its sequence is held";
+    engine->suspend(*d);
+    EXPECT_THROW(engine->step(std::span<rt::DecisionInProgress* const>(&one, 1)), clef::Error);
+    others.push_back(engine->decide(text).body);
+    engine->resume(*d);
+  }
+  const rt::Decision decided = engine->finish(*d);
+  EXPECT_EQ(decided.body, alone);
+  EXPECT_GE(steps, 2);  // image 0, then image 1 with the prefill's first piece
+  ASSERT_EQ(others.size(), static_cast<std::size_t>(steps - 1));
   for (const std::string& o : others) EXPECT_EQ(o, text_alone);
-  EXPECT_GT(d.timings.paused_ms, 0.0);
+  EXPECT_EQ(decided.suspensions, steps - 1);
+  EXPECT_GT(decided.timings.paused_ms, 0.0);
 }
 
 TEST_F(ImageEngineTest, TheSameImageTwiceGivesIdenticalBytes) {

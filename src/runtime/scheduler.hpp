@@ -1,0 +1,78 @@
+#pragma once
+// The policy of the one decision loop (server::DecisionQueue's runtime thread). Before every step
+// the loop hands these pure functions plain data (the decisions in progress, the requests
+// waiting) and executes what they return on the Decider: which waiting requests begin, which
+// decision is suspended or resumed, which decisions advance and by how many tokens at most.
+// Nothing here calls anything; the backbone only decodes what the loop tells it (vLLM's v1
+// `schedule()` returning per-step data, llama.cpp's server loop over slots).
+//
+// With one slot (--parallel 1) a long decision is suspended between two of its pieces while a
+// much shorter request waits (its memory taken out of the context and set back later: the same
+// bytes), the shorter ones that were waiting then run in arrival order, and the long one resumes.
+// With several slots nothing is suspended: a decision sits a step out while another has at most
+// half its tokens left, at most kMostStepsOut steps in a row.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace clef::runtime {
+
+/// A decision in progress as the scheduler sees it, in the order they began.
+struct RunningDecision {
+  int size = 0;            ///< tokens of its record (PreparedRequest::input_tokens)
+  int tokens_left = 0;     ///< DecisionInProgress::tokens_left, 0 once prefilled
+  int steps_out = 0;       ///< steps in a row it sat out for much shorter ones
+  bool stepped = false;    ///< it has advanced at least once since it began or resumed
+  bool suspended = false;  ///< its memory is out of the context (Decider::suspend)
+  bool cancelled = false;  ///< its client has gone: the next step stops it
+};
+
+/// A request waiting in the queue, in arrival order.
+struct WaitingRequest {
+  int size = 0;  ///< tokens of its record
+  /// It was waiting when the suspended decision (if any) was suspended.
+  bool before_suspension = false;
+};
+
+/// What changes before a step: plan_admission().
+struct Admission {
+  std::vector<std::size_t> begin;      ///< waiting requests that begin, indexes in arrival order
+  std::optional<std::size_t> suspend;  ///< a running decision to suspend first
+  std::optional<std::size_t> resume;   ///< a suspended decision to resume
+};
+
+/// Which decisions advance in a step: plan_step().
+struct StepPlan {
+  std::vector<std::size_t> advance;  ///< indexes of running decisions
+  int most_tokens = 0;               ///< Backbone::step's most_tokens for this step
+};
+
+/// The most steps in a row a decision sits out for much shorter ones (no starvation).
+inline constexpr int kMostStepsOut = 64;
+
+/// A request of `tokens` tokens goes before one of `running_tokens`: at most half its size (a
+/// short request need not wait for a long one; similar sizes keep their order).
+constexpr bool is_much_shorter(int tokens, int running_tokens) {
+  return 2 * tokens <= running_tokens;
+}
+
+/// What begins, is suspended or resumed before the next step, with `slots` sequences (the
+/// decider's parallel(), >= 1). Several slots: waiting requests begin in arrival order while a
+/// slot is free. One slot: an idle slot takes the first waiting request, or, while a decision is
+/// suspended, the first much shorter one that was waiting when it was suspended, else resumes
+/// it; a running decision that has stepped and is not prefilled is suspended for a much shorter
+/// waiting request (which begins at once) unless one is suspended already (no nesting).
+Admission plan_admission(int slots, std::span<const RunningDecision> running,
+                         std::span<const WaitingRequest> waiting);
+
+/// Which of `running` (after plan_admission's changes were made) advance in the next step, and
+/// by how many tokens at most. Suspended ones never do. One slot: the running one, in pieces of
+/// kPausablePiece, or in whole layout batches while a suspended one waits for it (it cannot be
+/// suspended in turn). Several slots: all but those that sit out (another has at most half their
+/// tokens left; after kMostStepsOut steps out in a row, or once cancelled, they go anyway), in
+/// shared pieces of kPausablePiece.
+StepPlan plan_step(int slots, std::span<const RunningDecision> running);
+
+}  // namespace clef::runtime

@@ -1,0 +1,132 @@
+// The one decision loop's policy (runtime/scheduler.hpp): plain data in, plain data out.
+
+#include "runtime/scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "backbone/backbone.hpp"
+
+namespace {
+
+using clef::runtime::Admission;
+using clef::runtime::kMostStepsOut;
+using clef::runtime::plan_admission;
+using clef::runtime::plan_step;
+using clef::runtime::RunningDecision;
+using clef::runtime::StepPlan;
+using clef::runtime::WaitingRequest;
+using Indexes = std::vector<std::size_t>;
+
+RunningDecision running(int size, int left, bool stepped = true) {
+  RunningDecision r;
+  r.size = size;
+  r.tokens_left = left;
+  r.stepped = stepped;
+  return r;
+}
+
+WaitingRequest waiting(int size, bool before_suspension = false) {
+  return WaitingRequest{size, before_suspension};
+}
+
+TEST(SchedulerAdmission, SeveralSlotsTakeWaitingRequestsInArrivalOrderWhileOneIsFree) {
+  const std::vector<RunningDecision> two = {running(500, 300), running(40, 20)};
+  const std::vector<WaitingRequest> queue = {waiting(900), waiting(10), waiting(10)};
+  Admission a = plan_admission(4, two, queue);
+  EXPECT_EQ(a.begin, (Indexes{0, 1}));  // two free slots, arrival order (not size)
+  EXPECT_FALSE(a.suspend);
+  EXPECT_FALSE(a.resume);
+  a = plan_admission(2, two, queue);
+  EXPECT_TRUE(a.begin.empty());
+  a = plan_admission(4, {}, {});
+  EXPECT_TRUE(a.begin.empty());
+}
+
+TEST(SchedulerAdmission, OneIdleSlotTakesTheFirstWaitingRequest) {
+  const std::vector<WaitingRequest> queue = {waiting(900), waiting(10)};
+  const Admission a = plan_admission(1, {}, queue);
+  EXPECT_EQ(a.begin, (Indexes{0}));
+  EXPECT_FALSE(a.suspend);
+}
+
+TEST(SchedulerAdmission, OneSlotSuspendsALongDecisionForAMuchShorterRequest) {
+  const std::vector<RunningDecision> one = {running(1000, 700)};
+  // 600 tokens is more than half of 1,000: it waits; 500 is at most half: it goes first.
+  EXPECT_TRUE(plan_admission(1, one, std::vector{waiting(600)}).begin.empty());
+  const Admission a = plan_admission(1, one, std::vector{waiting(600), waiting(500)});
+  ASSERT_TRUE(a.suspend);
+  EXPECT_EQ(*a.suspend, 0u);
+  EXPECT_EQ(a.begin, (Indexes{1}));
+  EXPECT_FALSE(a.resume);
+}
+
+TEST(SchedulerAdmission, OneSlotDoesNotSuspendWhatHasNotSteppedIsPrefilledOrIsCancelled) {
+  const std::vector<WaitingRequest> queue = {waiting(10)};
+  // It has not advanced since it began (or resumed): it goes one piece first (no livelock).
+  EXPECT_FALSE(plan_admission(1, std::vector{running(1000, 1000, false)}, queue).suspend);
+  // Prefilled: its answer is one head call away.
+  EXPECT_FALSE(plan_admission(1, std::vector{running(1000, 0)}, queue).suspend);
+  RunningDecision gone = running(1000, 700);
+  gone.cancelled = true;  // the next step stops it anyway
+  EXPECT_FALSE(plan_admission(1, std::vector{gone}, queue).suspend);
+}
+
+TEST(SchedulerAdmission, OneSlotNeverSuspendsTwoAtOnce) {
+  RunningDecision held = running(4000, 3000);
+  held.suspended = true;
+  const std::vector<RunningDecision> two = {held, running(1000, 700)};
+  const Admission a = plan_admission(1, two, std::vector{waiting(10, false)});
+  EXPECT_FALSE(a.suspend);
+  EXPECT_TRUE(a.begin.empty());
+  EXPECT_FALSE(a.resume);
+}
+
+TEST(SchedulerAdmission, WithOneSuspendedTheShorterOnesThatWereWaitingGoFirstThenItResumes) {
+  RunningDecision held = running(1000, 700);
+  held.suspended = true;
+  const std::vector<RunningDecision> one = {held};
+  // A short request that came after the suspension does not keep it out (no starvation); a
+  // long one that was waiting does not pass it either.
+  Admission a = plan_admission(
+      1, one, std::vector{waiting(900, true), waiting(10, false), waiting(20, true)});
+  EXPECT_EQ(a.begin, (Indexes{2}));
+  EXPECT_FALSE(a.resume);
+  a = plan_admission(1, one, std::vector{waiting(900, true), waiting(10, false)});
+  EXPECT_TRUE(a.begin.empty());
+  ASSERT_TRUE(a.resume);
+  EXPECT_EQ(*a.resume, 0u);
+}
+
+TEST(SchedulerStep, OneSlotStepsTheRunningOneInPausablePiecesOrWholeBatchesWhileOneWaits) {
+  StepPlan s = plan_step(1, std::vector{running(1000, 700)});
+  EXPECT_EQ(s.advance, (Indexes{0}));
+  EXPECT_EQ(s.most_tokens, clef::backbone::kPausablePiece);
+  RunningDecision held = running(4000, 3000);
+  held.suspended = true;
+  s = plan_step(1, std::vector{held, running(100, 100, false)});
+  EXPECT_EQ(s.advance, (Indexes{1}));
+  EXPECT_EQ(s.most_tokens, clef::backbone::kWholeBatches);  // it cannot be suspended in turn
+  s = plan_step(1, std::vector{held});
+  EXPECT_TRUE(s.advance.empty());
+}
+
+TEST(SchedulerStep, SeveralSlotsLetMuchShorterOnesGoFirstButNotForever) {
+  std::vector<RunningDecision> mix = {running(2000, 1500), running(100, 60), running(200, 119)};
+  StepPlan s = plan_step(4, mix);
+  // 1,500 left is at least twice the fewest (60): it sits out; 119 is not: it goes.
+  EXPECT_EQ(s.advance, (Indexes{1, 2}));
+  EXPECT_EQ(s.most_tokens, clef::backbone::kPausablePiece);
+  mix[0].steps_out = kMostStepsOut;
+  EXPECT_EQ(plan_step(4, mix).advance, (Indexes{0, 1, 2}));
+  mix[0].steps_out = 0;
+  mix[0].cancelled = true;  // a gone client's decision steps so that the step stops it
+  EXPECT_EQ(plan_step(4, mix).advance, (Indexes{0, 1, 2}));
+  mix[0].cancelled = false;
+  mix[1].tokens_left = 0;  // prefilled: its 0 left makes every unprefilled one wait a step
+  EXPECT_EQ(plan_step(4, mix).advance, (Indexes{1}));
+}
+
+}  // namespace
