@@ -25,6 +25,7 @@
 #include "record/llama_tokenizer.hpp"
 #include "record/llama_vocab.hpp"
 #include "request/parse.hpp"
+#include "runtime/decision_loop.hpp"
 #include "runtime/head_inputs.hpp"
 #include "runtime/image_inputs.hpp"
 #include "runtime/sequence_slots.hpp"
@@ -169,16 +170,13 @@ class Engine final : public Decider {
     return out;
   }
 
-  /// The one path alone: begin(), step() in whole layout batches until prefilled, finish().
-  /// Checks `prepared.cancellation` before the vision tower and between its images, and through
-  /// the backbone between and during prefill batches. Resumes from the longest cached prefix of
-  /// the record and caches the record's snapshot points it prefilled (start_decision()).
+  /// The one loop with this decision alone (decide_alone(): begin(), step() in whole layout
+  /// batches until prefilled, finish()). Checks `prepared.cancellation` before the vision tower
+  /// and between its images, and through the backbone between and during prefill batches.
+  /// Resumes from the longest cached prefix of the record and caches the record's snapshot points
+  /// it prefilled (start_decision()).
   Decision decide(const PreparedRequest& prepared) override {
-    const std::unique_ptr<DecisionInProgress> decision = begin(prepared);
-    DecisionInProgress* const one = decision.get();
-    while (!one->prefilled())
-      step(std::span<DecisionInProgress* const>(&one, 1), backbone::kWholeBatches);
-    return finish(*one);
+    return decide_alone(*this, prepared);
   }
 
   int parallel() const override { return backbone_.params().parallel; }

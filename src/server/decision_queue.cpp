@@ -1,11 +1,10 @@
 #include "server/decision_queue.hpp"
 
 #include <algorithm>
-#include <limits>
-#include <list>
+#include <map>
 #include <optional>
-
-#include "runtime/scheduler.hpp"
+#include <utility>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -17,19 +16,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-/// Inside a catch handler: `outcome` takes the exception being handled, as cancelled (a
-/// DecisionCancelled: the client has gone) or failed.
-void take_current_exception(DecisionOutcome& outcome) {
-  try {
-    throw;
-  } catch (const DecisionCancelled&) {
-    outcome.status = DecisionOutcome::Status::cancelled;
-  } catch (...) {
-    outcome.status = DecisionOutcome::Status::failed;
-  }
-  outcome.error = std::current_exception();
 }
 
 }  // namespace
@@ -228,171 +214,72 @@ std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
 }
 
 void DecisionQueue::serve(runtime::Decider& decider) {
-  const int slots = std::max(1, decider.parallel());
+  runtime::DecisionLoop loop(decider);
   {
     std::lock_guard lock(mutex_);
-    parallel_ = slots;
+    parallel_ = loop.slots();
   }
-  struct Active {
-    Job job;
-    std::unique_ptr<runtime::DecisionInProgress> decision;
-    Clock::time_point taken;
-    int steps_out = 0;     ///< steps in a row it sat out for shorter ones
-    bool stepped = false;  ///< advanced since it began or resumed
-    bool suspended = false;
-    Clock::time_point suspended_at;
-  };
-  std::list<Active> active;  // a list: an element never moves while its decision is in progress
-  auto view = [&active] {
-    std::vector<runtime::RunningDecision> running;
-    for (const Active& a : active) {
-      running.push_back({a.job.prepared.input_tokens(), a.decision->tokens_left(), a.steps_out,
-                         a.stepped, a.suspended, a.job.prepared.cancellation.requested()});
-    }
-    return running;
-  };
-  auto nth = [&active](std::size_t i) { return std::next(active.begin(), static_cast<long>(i)); };
-  // Counted in flight: the decisions not suspended (a long one suspended for shorter ones counts
-  // once). A request leaves the count before its promise is set.
-  auto count_in_flight = [this, &active] {
-    std::lock_guard lock(mutex_);
-    in_flight_ = static_cast<int>(
-        std::count_if(active.begin(), active.end(), [](const Active& a) { return !a.suspended; }));
-  };
-  // What became of `it`: its place is given back, then its promise is set.
-  auto settle = [&](std::list<Active>::iterator it, DecisionOutcome outcome) {
-    Active& a = *it;
-    outcome.queue_wait_ms = ms_between(a.job.submitted, a.taken);
-    outcome.decision_ms = ms_between(a.taken, Clock::now()) - outcome.decision.timings.paused_ms;
-    a.decision.reset();
-    Job job = std::move(a.job);
-    active.erase(it);
+  std::map<runtime::DecisionLoop::Ticket, Started> started;  // in the loop, by ticket
+  runtime::DecisionLoop::Ticket next_ticket = 0;
+  // What left the loop: its place is given back, then its promise is set.
+  auto settle = [&](std::vector<runtime::DecisionLoop::Finished> left) {
+    if (left.empty()) return;
     {
       std::lock_guard lock(mutex_);
-      if (outcome.status == DecisionOutcome::Status::decided) {
-        note_decision_time(outcome.decision_ms);
+      in_flight_ = loop.in_flight();
+      for (const auto& f : left) {
+        if (f.outcome.status == DecisionOutcome::Status::decided) {
+          note_decision_time(f.outcome.decision_ms);
+        }
       }
     }
-    count_in_flight();
-    job.promise.set_value(std::move(outcome));
+    for (auto& f : left) {
+      const auto it = started.find(f.ticket);
+      f.outcome.queue_wait_ms = it->second.queue_wait_ms;
+      it->second.promise.set_value(std::move(f.outcome));
+      started.erase(it);
+    }
   };
   while (true) {
     // The plan of what begins, is suspended or resumed, made under the lock with the queue as it
     // is; the waiting requests that begin leave the queue at once.
-    std::vector<Job> joining;
-    std::optional<std::size_t> suspend;
-    std::optional<std::size_t> resume;
+    runtime::Admission plan;
+    std::vector<std::pair<runtime::DecisionLoop::Ticket, runtime::PreparedRequest>> joining;
     {
       std::unique_lock lock(mutex_);
-      if (active.empty()) {
+      if (loop.empty()) {
         if (jobs_.empty() && !closing_) {
+          // Nothing waits (and the last request is gone): the decider may tidy up now.
           lock.unlock();
-          decider.idle();  // nothing waits and nothing is in progress
+          decider.idle();
           lock.lock();
         }
         work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
         if (jobs_.empty()) return;  // closing_ and nothing left: drained
       }
-      const auto since =
-          std::find_if(active.begin(), active.end(), [](const Active& a) { return a.suspended; });
+      const std::optional<Clock::time_point> since = loop.suspended_since();
       std::vector<runtime::WaitingRequest> waiting;
+      waiting.reserve(jobs_.size());
       for (const Job& j : jobs_) {
-        waiting.push_back({j.prepared.input_tokens(),
-                           since != active.end() && j.submitted <= since->suspended_at});
+        waiting.push_back({j.prepared.input_tokens(), since && j.submitted <= *since});
       }
-      const runtime::Admission plan = runtime::plan_admission(slots, view(), waiting);
-      suspend = plan.suspend;
-      resume = plan.resume;
-      for (std::size_t i : plan.begin) joining.push_back(std::move(jobs_[i]));
+      plan = loop.plan(waiting);
+      const auto now = Clock::now();
+      for (std::size_t i : plan.begin) {
+        Job& job = jobs_[i];
+        const runtime::DecisionLoop::Ticket ticket = next_ticket++;
+        started.emplace(ticket, Started{std::move(job.promise), ms_between(job.submitted, now)});
+        joining.emplace_back(ticket, std::move(job.prepared));
+      }
       for (auto i = plan.begin.rbegin(); i != plan.begin.rend(); ++i) {
         jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(*i));
       }
+      // Counted in flight from here: the running ones and those that begin now.
+      in_flight_ = loop.in_flight() + static_cast<int>(joining.size()) - (plan.suspend ? 1 : 0) +
+                   (plan.resume ? 1 : 0);
     }
-    try {
-      if (suspend) {
-        Active& a = *nth(*suspend);
-        decider.suspend(*a.decision);
-        a.suspended = true;
-        a.suspended_at = Clock::now();
-      }
-      if (resume) {
-        Active& a = *nth(*resume);
-        decider.resume(*a.decision);
-        a.suspended = false;
-        a.stepped = false;
-      }
-    } catch (...) {
-      // The backbone could not keep or set back a memory: that decision is lost, told why.
-      DecisionOutcome failed;
-      take_current_exception(failed);
-      settle(nth(suspend ? *suspend : *resume), std::move(failed));
-    }
-    for (Job& job : joining) {
-      const auto taken = Clock::now();
-      if (job.prepared.cancellation.requested()) {
-        DecisionOutcome dropped;
-        dropped.status = DecisionOutcome::Status::dropped;
-        dropped.queue_wait_ms = ms_between(job.submitted, taken);
-        job.promise.set_value(std::move(dropped));
-        continue;
-      }
-      // In place first: the decision refers to its prepared request, which must not move.
-      Active& a = active.emplace_back();
-      a.job = std::move(job);
-      a.taken = taken;
-      try {
-        a.decision = decider.begin(a.job.prepared);
-      } catch (...) {
-        DecisionOutcome failed;
-        take_current_exception(failed);
-        settle(std::prev(active.end()), std::move(failed));
-      }
-    }
-    count_in_flight();
-    const runtime::StepPlan step = runtime::plan_step(slots, view());
-    std::vector<runtime::DecisionInProgress*> advancing;
-    for (std::size_t i = 0; i < active.size(); ++i) {
-      const bool goes =
-          std::find(step.advance.begin(), step.advance.end(), i) != step.advance.end();
-      Active& a = *nth(i);
-      if (a.suspended) continue;
-      if (!goes) {
-        ++a.steps_out;
-        continue;
-      }
-      a.steps_out = 0;
-      a.stepped = true;
-      advancing.push_back(a.decision.get());
-    }
-    try {
-      if (!advancing.empty()) decider.step(advancing, step.most_tokens);
-    } catch (...) {
-      // The backbone failed: every decision of this step is lost, each told why (a suspended one
-      // keeps its memory aside and goes on).
-      for (auto it = active.begin(); it != active.end();) {
-        auto next = std::next(it);
-        if (!it->suspended) {
-          DecisionOutcome failed;
-          take_current_exception(failed);
-          settle(it, std::move(failed));
-        }
-        it = next;
-      }
-    }
-    for (auto it = active.begin(); it != active.end();) {
-      auto next = std::next(it);
-      if (!it->suspended && it->decision->prefilled()) {
-        DecisionOutcome outcome;
-        try {
-          outcome.decision = decider.finish(*it->decision);
-          outcome.status = DecisionOutcome::Status::decided;
-        } catch (...) {
-          take_current_exception(outcome);
-        }
-        settle(it, std::move(outcome));
-      }
-      it = next;
-    }
+    settle(loop.admit(plan, std::move(joining)));
+    settle(loop.step());
   }
 }
 

@@ -1,10 +1,10 @@
 #pragma once
 // The bounded queue between the HTTP threads and the ONE runtime thread that owns the Decider
 // (runtime::Decider::decide is not thread-safe). The runtime thread loads the model, runs one
-// warm-up decision, then decides queued requests in one loop (serve(), runtime/scheduler.hpp). The
-// HTTP threads prepare their requests themselves (Decider::prepare is thread-safe) before they
-// queue, so the queue holds only requests that can be decided and the runtime thread only runs the
-// model.
+// warm-up decision, then decides queued requests in the one decision loop
+// (runtime/decision_loop.hpp). The HTTP threads prepare their requests themselves
+// (Decider::prepare is thread-safe) before they queue, so the queue holds only requests that can
+// be decided and the runtime thread only runs the model.
 
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +21,7 @@
 
 #include "json/value.hpp"
 #include "runtime/decider.hpp"
+#include "runtime/decision_loop.hpp"
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -49,21 +50,8 @@ Error unavailable_error(QueueState state);
 /// {"state": "warm-up", "questions": {"ready": {"type": "noul"}}} (`model` left to its default).
 json::Value warmup_request();
 
-/// What became of one submitted request.
-struct DecisionOutcome {
-  enum class Status {
-    decided,    ///< `decision` holds the answer
-    failed,     ///< `error` holds what decide() threw (clef::Error or another exception)
-    dropped,    ///< cancelled before the runtime thread reached it; not decided
-    cancelled,  ///< cancelled while it was decided: stopped (`error`, a DecisionCancelled, says
-                ///< where)
-  };
-  Status status = Status::failed;
-  runtime::Decision decision;
-  std::exception_ptr error;
-  double queue_wait_ms = 0;  ///< submit -> the runtime thread took it
-  double decision_ms = 0;    ///< time in decide()
-};
+/// What became of one submitted request (the loop's outcome; queue_wait_ms set by the queue).
+using runtime::DecisionOutcome;
 
 class DecisionQueue {
  public:
@@ -129,14 +117,19 @@ class DecisionQueue {
     std::promise<DecisionOutcome> promise;
     std::chrono::steady_clock::time_point submitted;
   };
+  /// A request that left the queue for the loop: where its outcome goes.
+  struct Started {
+    std::promise<DecisionOutcome> promise;
+    double queue_wait_ms = 0;
+  };
 
   void run(Factory factory, json::Value warmup);
   std::unique_ptr<runtime::Decider> load(const Factory& factory, const json::Value& warmup);
-  /// The one decision loop: before every step runtime::plan_admission says which waiting
-  /// requests begin (and, with one slot, which decision is suspended for a much shorter one or
-  /// resumed), runtime::plan_step which decisions advance; the decider executes it (begin,
-  /// suspend, resume, step, finish). A new request joins at the next step, so a short request
-  /// does not wait for a long one to finish, at any parallel().
+  /// Drives the one decision loop (runtime::DecisionLoop) until drained: before every step the
+  /// loop plans, from the requests waiting, which begin (and, with one slot, which decision is
+  /// suspended for a much shorter one or resumed); those leave the queue, the loop carries the
+  /// plan out and steps. A new request joins at the next step, so a short request does not wait
+  /// for a long one to finish, at any parallel().
   void serve(runtime::Decider& decider);
 
   /// Counts one decided request that took `ms` in slot_wait_ms()'s average; mutex_ held.

@@ -1,0 +1,215 @@
+#include "runtime/decision_loop.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+#include "util/error.hpp"
+
+namespace clef::runtime {
+
+namespace {
+
+double ms_between(DecisionLoop::Clock::time_point a, DecisionLoop::Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+DecisionOutcome outcome_of_current_exception() {
+  DecisionOutcome outcome;
+  try {
+    throw;
+  } catch (const DecisionCancelled&) {
+    outcome.status = DecisionOutcome::Status::cancelled;
+  } catch (...) {
+    outcome.status = DecisionOutcome::Status::failed;
+  }
+  outcome.error = std::current_exception();
+  return outcome;
+}
+
+/// A decision in progress: its request (kept by the loop, or by the caller of begin()), the
+/// decider's handle, and what the scheduler needs to know of it.
+struct DecisionLoop::Active {
+  Ticket ticket = 0;
+  std::optional<PreparedRequest> owned;
+  const PreparedRequest* prepared = nullptr;  ///< &*owned, or the caller's
+  std::unique_ptr<DecisionInProgress> decision;
+  Clock::time_point began;
+  int steps_out = 0;     ///< steps in a row it sat out for much shorter ones
+  bool stepped = false;  ///< advanced since it began or resumed
+  bool suspended = false;
+  Clock::time_point suspended_at;
+};
+
+DecisionLoop::DecisionLoop(Decider& decider, bool open)
+    : decider_(decider), open_(open), slots_(std::max(1, decider.parallel())) {}
+
+DecisionLoop::~DecisionLoop() = default;
+
+int DecisionLoop::in_flight() const noexcept {
+  return static_cast<int>(
+      std::count_if(active_.begin(), active_.end(), [](const Active& a) { return !a.suspended; }));
+}
+
+std::optional<DecisionLoop::Clock::time_point> DecisionLoop::suspended_since() const {
+  for (const Active& a : active_) {
+    if (a.suspended) return a.suspended_at;
+  }
+  return std::nullopt;
+}
+
+std::vector<RunningDecision> DecisionLoop::view() const {
+  std::vector<RunningDecision> running;
+  running.reserve(active_.size());
+  for (const Active& a : active_) {
+    running.push_back({a.prepared->input_tokens(), a.decision->tokens_left(), a.steps_out,
+                       a.stepped, a.suspended, a.prepared->cancellation.requested()});
+  }
+  return running;
+}
+
+std::list<DecisionLoop::Active>::iterator DecisionLoop::nth(std::size_t i) {
+  return std::next(active_.begin(), static_cast<std::ptrdiff_t>(i));
+}
+
+Admission DecisionLoop::plan(std::span<const WaitingRequest> waiting) const {
+  return plan_admission(slots_, view(), waiting);
+}
+
+DecisionLoop::Finished DecisionLoop::leave(std::list<Active>::iterator it,
+                                           DecisionOutcome outcome) {
+  outcome.decision_ms = ms_between(it->began, Clock::now()) - outcome.decision.timings.paused_ms;
+  Finished done{it->ticket, std::move(outcome)};
+  it->decision.reset();  // gives its sequence back before its request goes
+  active_.erase(it);
+  return done;
+}
+
+std::optional<DecisionLoop::Finished> DecisionLoop::begin(Active&& incoming) {
+  const PreparedRequest& request = incoming.owned ? *incoming.owned : *incoming.prepared;
+  if (request.cancellation.requested()) {
+    DecisionOutcome dropped;
+    dropped.status = DecisionOutcome::Status::dropped;
+    return Finished{incoming.ticket, std::move(dropped)};
+  }
+  incoming.began = Clock::now();
+  // In place first: the decision refers to its prepared request, which must not move.
+  active_.push_back(std::move(incoming));
+  Active& a = active_.back();
+  if (a.owned) a.prepared = &*a.owned;
+  try {
+    a.decision = decider_.begin(*a.prepared);
+  } catch (...) {
+    return leave(std::prev(active_.end()), outcome_of_current_exception());
+  }
+  return std::nullopt;
+}
+
+std::optional<DecisionLoop::Finished> DecisionLoop::begin(Ticket ticket,
+                                                          const PreparedRequest& prepared) {
+  Active a;
+  a.ticket = ticket;
+  a.prepared = &prepared;
+  return begin(std::move(a));
+}
+
+std::vector<DecisionLoop::Finished> DecisionLoop::admit(
+    const Admission& plan, std::vector<std::pair<Ticket, PreparedRequest>> incoming) {
+  std::vector<Finished> left;
+  const std::optional<std::size_t> change = plan.suspend ? plan.suspend : plan.resume;
+  if (change && *change < active_.size()) {
+    const auto it = nth(*change);
+    try {
+      if (plan.suspend) {
+        decider_.suspend(*it->decision);
+        it->suspended = true;
+        it->suspended_at = Clock::now();
+      } else {
+        decider_.resume(*it->decision);
+        it->suspended = false;
+        it->stepped = false;
+      }
+    } catch (...) {
+      // The backbone could not keep or set back its memory: that decision is lost, told why.
+      left.push_back(leave(it, outcome_of_current_exception()));
+    }
+  }
+  for (auto& [ticket, prepared] : incoming) {
+    Active a;
+    a.ticket = ticket;
+    a.owned.emplace(std::move(prepared));
+    if (auto gone = begin(std::move(a))) left.push_back(std::move(*gone));
+  }
+  return left;
+}
+
+std::vector<DecisionLoop::Finished> DecisionLoop::step() {
+  std::vector<Finished> left;
+  if (active_.empty()) return left;
+  StepPlan plan = plan_step(slots_, view());
+  // Closed, one slot and nothing suspended: nobody can come to pass it, so whole layout batches.
+  if (!open_ && slots_ == 1 && !suspended_since()) plan.most_tokens = backbone::kWholeBatches;
+  std::vector<DecisionInProgress*> advancing;
+  std::size_t i = 0;
+  for (Active& a : active_) {
+    const bool goes =
+        std::find(plan.advance.begin(), plan.advance.end(), i++) != plan.advance.end();
+    if (a.suspended) continue;
+    if (!goes) {
+      ++a.steps_out;
+      continue;
+    }
+    a.steps_out = 0;
+    a.stepped = true;
+    advancing.push_back(a.decision.get());
+  }
+  try {
+    if (!advancing.empty()) decider_.step(advancing, plan.most_tokens);
+  } catch (...) {
+    // The backbone failed: every decision of this step is lost, each told why (a suspended one
+    // keeps its memory aside and goes on).
+    for (auto it = active_.begin(); it != active_.end();) {
+      const auto next = std::next(it);
+      if (!it->suspended) left.push_back(leave(it, outcome_of_current_exception()));
+      it = next;
+    }
+  }
+  for (auto it = active_.begin(); it != active_.end();) {
+    const auto next = std::next(it);
+    if (!it->suspended && it->decision->prefilled()) {
+      DecisionOutcome outcome;
+      try {
+        outcome.decision = decider_.finish(*it->decision);
+        outcome.status = DecisionOutcome::Status::decided;
+      } catch (...) {
+        outcome = outcome_of_current_exception();
+      }
+      left.push_back(leave(it, std::move(outcome)));
+    }
+    it = next;
+  }
+  return left;
+}
+
+Decision decide_alone(Decider& decider, const PreparedRequest& prepared) {
+  DecisionLoop loop(decider, false);
+  std::optional<DecisionLoop::Finished> done = loop.begin(0, prepared);
+  while (!done) {
+    std::vector<DecisionLoop::Finished> left = loop.step();
+    if (!left.empty()) done = std::move(left.front());
+  }
+  DecisionOutcome& outcome = done->outcome;
+  switch (outcome.status) {
+    case DecisionOutcome::Status::decided:
+      return std::move(outcome.decision);
+    case DecisionOutcome::Status::dropped:
+      throw DecisionCancelled("the client closed the connection before its decision began");
+    case DecisionOutcome::Status::failed:
+    case DecisionOutcome::Status::cancelled:
+      break;
+  }
+  std::rethrow_exception(outcome.error);
+}
+
+}  // namespace clef::runtime
