@@ -1,6 +1,8 @@
 #pragma once
 // The cancellation handle of one decision: whoever queued it (the server, for a client that may
-// hang up) can stop it; the backbone asks it between and inside prefill chunks.
+// hang up) can stop it; the decision loop reads it at every step and the backbone inside prefill
+// pieces. A decision's handle is a flag: the server's HTTP thread watches its own connection and
+// sets it; nothing on the runtime side touches a socket.
 
 #include <chrono>
 #include <functional>
@@ -16,7 +18,8 @@ class Cancellation {
 
   /// A handle that also asks `probe` (e.g. "has the client closed its connection?") when
   /// requested() is called, at most once per `interval`; the first true is remembered. A probe
-  /// that throws counts as false. Used by the server with the connection's state.
+  /// that throws counts as false. For work on the connection's own thread that cannot watch it
+  /// meanwhile: the server's preparation of a request (a video being read).
   static Cancellation polling(std::function<bool()> probe,
                               std::chrono::milliseconds interval = std::chrono::milliseconds(50));
 

@@ -8,6 +8,11 @@
 
 namespace clef::server {
 
+namespace {
+/// How often a thread waiting for its decision looks whether its client is still connected.
+constexpr std::chrono::milliseconds kConnectionWatch{20};
+}  // namespace
+
 std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const RequestState& state,
                                                   std::string& body) const {
   bool too_large = false;
@@ -48,15 +53,17 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
   if (auto refused = read_body(req, state, body)) return *refused;
 
   std::future<DecisionOutcome> pending;
+  runtime::Cancellation gone;  // set when the client goes; the decision loop stops it then
   try {
     const json::Value request =
         json::parse(body, json::ParseLimits{body.size(), config_.max_json_depth});
-    // Asked while the request is prepared (a video is read), before its turn and while it is
-    // decided: the connection's own state.
-    const runtime::Cancellation cancellation =
-        req.connection_closed ? runtime::Cancellation::polling(req.connection_closed)
-                              : runtime::Cancellation{};
-    runtime::PreparedRequest prepared = queue_.prepare(request, cancellation);
+    // While the request is prepared (a video is read) on this thread, the preparation asks the
+    // connection itself; from then on the runtime reads only the flag `gone`, which this thread
+    // sets when it sees the client leave (below).
+    const runtime::Cancellation preparing =
+        req.connection_closed ? runtime::Cancellation::polling(req.connection_closed) : gone;
+    runtime::PreparedRequest prepared = queue_.prepare(request, preparing);
+    prepared.cancellation = gone;
     pending = queue_.submit(std::move(prepared));
   } catch (const DecisionCancelled& e) {
     // The client left while its request was prepared (a video being read): 499, as a dropped one.
@@ -82,6 +89,12 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
     return answer(reply);
   }
 
+  // Waiting for the outcome, this thread watches the connection: the runtime never touches a
+  // socket, it stops the decision at its next step (or, inside a long piece, through llama.cpp's
+  // abort callback reading the flag).
+  while (pending.wait_for(kConnectionWatch) != std::future_status::ready) {
+    if (req.connection_closed && !gone.requested() && req.connection_closed()) gone.cancel();
+  }
   DecisionOutcome outcome = pending.get();
   return outcome_answer(outcome, state);
 }

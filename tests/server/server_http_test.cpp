@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "json/parse.hpp"
 #include "json/render.hpp"
@@ -609,6 +611,9 @@ TEST(ServerHttp, RequestWhoseClientLeftBeforeItsTurnIsDropped) {
                      std::to_string(body.size()) + "\r\n\r\n" + body));
     ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1));
   }  // the client leaves while its request waits
+  // Its HTTP thread looks at the connection every 20 ms while it waits and flags the request;
+  // the turn comes well after that.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   f.control->open_gate();
   EXPECT_EQ(running.get()->status, 200);
   ASSERT_TRUE(wait_metric(f, "clef_decisions_dropped_total", 1));
