@@ -61,4 +61,29 @@ std::vector<int> snapshot_points(const record::Record& rec) {
   return out;
 }
 
+SnapshotPlan plan_snapshots(std::span<const int> points, const std::function<bool(int)>& cached,
+                            std::span<const int> boundaries, int resumed, int state_begin,
+                            int state_end) {
+  SnapshotPlan plan;
+  for (int point : points) {
+    if (point > resumed && point >= kMinCachedTokens && !cached(point)) {
+      plan.snapshot_at.push_back(point);
+    }
+  }
+  if (state_end <= 0 || plan.snapshot_at.empty() || plan.snapshot_at.back() != state_end) {
+    return plan;
+  }
+  std::vector<int> candidates;
+  for (int b : boundaries) {
+    if (b > resumed && b > state_begin && b < state_end && b >= kMinCachedTokens) {
+      candidates.push_back(b);
+    }
+  }
+  const std::size_t stride = (candidates.size() + kMaxCheckpoints - 1) / kMaxCheckpoints;
+  for (std::size_t i = candidates.size(); i > 0 && stride > 0; i -= std::min(i, stride)) {
+    plan.checkpoint_at.insert(plan.checkpoint_at.begin(), candidates[i - 1]);
+  }
+  return plan;
+}
+
 }  // namespace clef::cache

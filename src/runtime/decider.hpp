@@ -96,12 +96,12 @@ class Decider {
     return prepared;
   }
 
-  /// Runs the model over a prepared request alone: begin(), step() until prefilled() in whole
-  /// layout batches, finish() (a decider that does not batch implements it directly). NOT
-  /// thread-safe: callers serialize it with the other deciding calls (the server runs them all on
-  /// its runtime thread). Throws clef::DecisionCancelled once prepared.cancellation says so,
-  /// clef::Error for a request the model cannot take.
-  virtual Decision decide(const PreparedRequest& prepared) = 0;
+  /// Decides a prepared request alone through the one decision loop (decide_alone(),
+  /// runtime/decision_loop.hpp: begin(), step() in whole layout batches until prefilled(),
+  /// finish()). NOT thread-safe: callers serialize it with the other deciding calls (the server
+  /// runs them all on its runtime thread). Throws clef::DecisionCancelled once
+  /// prepared.cancellation says so, clef::Error for a request the model cannot take.
+  Decision decide(const PreparedRequest& prepared);
 
   /// How many decisions this decider prefills together (backbone::BackboneParams::parallel):
   /// the scheduler's slots (runtime/scheduler.hpp).
@@ -111,9 +111,8 @@ class Decider {
   /// beside at most parallel() - 1 others, on the deciding thread like decide(): the state
   /// cache's lookup and the snapshot points; its images go through the vision tower in step(),
   /// one per step. Throws what decide() throws before its images; clef::Error (internal) when
-  /// parallel() decisions are already in progress. Default (a decider that does not batch): a
-  /// decision that the first step() makes whole with decide().
-  virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared);
+  /// parallel() decisions are already in progress.
+  virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) = 0;
 
   /// One step of every decision in `decisions` not prefilled() yet (none suspended): at most one
   /// vision-tower image among them, then their next prefill pieces of at most `most_tokens`
@@ -121,22 +120,20 @@ class Decider {
   /// several records in one backbone call; each one's answer is the bytes it gets from decide()
   /// alone. A decision whose client has gone stops here without disturbing the others. Throws
   /// clef::Error (internal) when the backbone fails: every decision of the step is then lost.
-  /// Default: decide() of each, one after the other, each one's error kept for its finish().
   virtual void step(std::span<DecisionInProgress* const> decisions,
-                    int most_tokens = backbone::kPausablePiece);
+                    int most_tokens = backbone::kPausablePiece) = 0;
 
   /// The answer of a prefilled() decision (the joint schema head, the response, the state
   /// cache). Throws clef::DecisionCancelled when its client has gone, clef::Error as decide().
-  virtual Decision finish(DecisionInProgress& decision);
+  virtual Decision finish(DecisionInProgress& decision) = 0;
 
   /// Takes a decision that is not prefilled() off its sequence (its backbone memory kept aside)
   /// so another may use it; resume() puts it back on a free one. Its answer bytes do not change.
-  /// Throws clef::Error (internal) for a decision that is suspended already or prefilled, or a
-  /// decider that cannot (the default: its decisions are whole after one step, never suspended).
-  virtual void suspend(DecisionInProgress& decision);
+  /// Throws clef::Error (internal) for a decision that is suspended already or prefilled.
+  virtual void suspend(DecisionInProgress& decision) = 0;
   /// Puts a suspended decision back on a free sequence. Throws clef::Error (internal) when none
   /// is free or it is not suspended.
-  virtual void resume(DecisionInProgress& decision);
+  virtual void resume(DecisionInProgress& decision) = 0;
 
   /// Called on the deciding thread when no request waits: a moment to give back memory a large
   /// request made the decider hold. Default: nothing.

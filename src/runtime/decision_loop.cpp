@@ -192,6 +192,10 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
   return left;
 }
 
+Decision Decider::decide(const PreparedRequest& prepared) {
+  return decide_alone(*this, prepared);
+}
+
 Decision decide_alone(Decider& decider, const PreparedRequest& prepared) {
   DecisionLoop loop(decider, false);
   std::optional<DecisionLoop::Finished> done = loop.begin(0, prepared);

@@ -1,7 +1,8 @@
 #pragma once
 // A test double of runtime::Decider: deterministic answers computed from the request, an optional
-// delay, an optional gate that holds decide() until the test opens it, and checks that decide()
-// is never entered by two threads at once.
+// delay, an optional gate that holds a decision until the test opens it, and checks that deciding
+// is never entered by two threads at once. One sequence; a decision is made whole in its first
+// step() (what decide() below does), so the loop never suspends one.
 //
 // Behaviour by request:
 //   - prepare(): request::parse_request's refusals (e.g. `questions` missing or not a non-empty
@@ -16,10 +17,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -34,16 +38,16 @@ namespace clef::server::testing {
 /// Shared between a test and the fakes it creates (the server owns the decider itself).
 struct FakeControl {
   std::chrono::milliseconds delay{0};
-  std::atomic<int> started{0};  ///< decide() calls entered (warm-up included)
+  std::atomic<int> started{0};  ///< decisions entered (warm-up included)
   std::atomic<int> finished{0};
   std::atomic<int> active{0};
-  std::atomic<bool> overlapped{false};  ///< two decide() calls ran at once
+  std::atomic<bool> overlapped{false};  ///< two decisions ran at once
   std::atomic<int> cancelled{0};        ///< decisions stopped by their cancellation check
   std::mutex mutex;
   std::condition_variable cv;
   bool gate_open = true;
   bool load_gate_open = true;         ///< factory waits for this
-  std::set<std::thread::id> threads;  ///< threads decide() ran on
+  std::set<std::thread::id> threads;  ///< threads decisions ran on
 
   void close_gate() {
     std::lock_guard lock(mutex);
@@ -84,8 +88,6 @@ class FakeDecider : public runtime::Decider {
   FakeDecider(std::shared_ptr<FakeControl> control, std::string name, int context_size)
       : control_(std::move(control)), name_(std::move(name)), context_size_(context_size) {}
 
-  using runtime::Decider::decide;
-
   /// Validates like the engine (request::parse_request with this model's name as the default).
   /// The fake keeps the body's canonical JSON, which its answers hash, in the record's
   /// rendered_state (it has no tokenizer, so no real record).
@@ -100,7 +102,47 @@ class FakeDecider : public runtime::Decider {
     return prepared;
   }
 
-  runtime::Decision decide(const runtime::PreparedRequest& prepared) override {
+  std::unique_ptr<runtime::DecisionInProgress> begin(
+      const runtime::PreparedRequest& prepared) override {
+    return std::make_unique<Whole>(prepared);
+  }
+  void step(std::span<runtime::DecisionInProgress* const> decisions, int) override {
+    for (runtime::DecisionInProgress* d : decisions) {
+      auto& whole = static_cast<Whole&>(*d);
+      try {
+        whole.decision = decide_whole(whole.prepared);
+      } catch (...) {
+        whole.error = std::current_exception();
+      }
+    }
+  }
+  runtime::Decision finish(runtime::DecisionInProgress& d) override {
+    auto& whole = static_cast<Whole&>(d);
+    if (whole.error) std::rethrow_exception(whole.error);
+    return std::move(*whole.decision);
+  }
+  void suspend(runtime::DecisionInProgress&) override {
+    throw Error(ErrorKind::internal, "internal", "the fake decider does not suspend");
+  }
+  void resume(runtime::DecisionInProgress&) override {
+    throw Error(ErrorKind::internal, "internal", "the fake decider does not suspend");
+  }
+
+  const std::string& model_name() const override { return name_; }
+  int context_size() const override { return context_size_; }
+
+ private:
+  /// A decision made whole in its first step.
+  struct Whole final : runtime::DecisionInProgress {
+    explicit Whole(const runtime::PreparedRequest& p) : prepared(p) {}
+    bool prefilled() const override { return decision || error; }
+    int tokens_left() const override { return prefilled() ? 0 : prepared.input_tokens(); }
+    const runtime::PreparedRequest& prepared;
+    std::optional<runtime::Decision> decision;
+    std::exception_ptr error;
+  };
+
+  runtime::Decision decide_whole(const runtime::PreparedRequest& prepared) {
     if (is_state(prepared, "forever")) return decide_until_cancelled(prepared);
     if (control_->active.fetch_add(1) != 0) control_->overlapped = true;
     control_->started.fetch_add(1);
@@ -120,10 +162,6 @@ class FakeDecider : public runtime::Decider {
     return answer(prepared);
   }
 
-  const std::string& model_name() const override { return name_; }
-  int context_size() const override { return context_size_; }
-
- private:
   static bool is_state(const runtime::PreparedRequest& prepared, const char* state) {
     const json::Value& s = prepared.request.state;
     return s.is_string() && s.as_string() == state;

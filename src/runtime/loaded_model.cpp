@@ -1,0 +1,149 @@
+#include "runtime/loaded_model.hpp"
+
+#include <algorithm>
+
+#include "artifact/backbone_loader.hpp"
+#include "artifact/open_model.hpp"
+#include "decision/confidence.hpp"
+#include "head/head_weights.hpp"
+#include "record/llama_vocab.hpp"
+#include "util/error.hpp"
+#include "util/physical_memory.hpp"
+
+namespace clef::runtime {
+
+namespace {
+
+artifact::OpenedModel open(const EngineConfig& config) {
+  artifact::ModelPaths paths;
+  paths.gguf = config.backbone_path;
+  if (!config.mmproj_path.empty()) paths.mmproj = config.mmproj_path;
+  if (!config.head_path.empty()) paths.head_weights = config.head_path;
+  if (!config.head_config_path.empty()) paths.head_config = config.head_config_path;
+  return artifact::open_model(paths);
+}
+
+backbone::Backbone load_backbone(const artifact::OpenedModel& opened,
+                                 const backbone::BackboneParams& params,
+                                 std::span<const llama_model_kv_override> overrides) {
+  backbone::validate(params);
+  const llama_model_params mp = backbone::Backbone::model_params(params, overrides);
+  artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
+  return backbone::Backbone(backbone::LlamaModelPtr(model.release()), params,
+                            opened.backbone.gguf.string());
+}
+
+/// The joint schema head on the placement's GPU when that backend runs every op of its graph,
+/// else on the CPU with `threads`; `where` says which and why.
+head::JointSchemaHead make_head(const head::HeadWeights& weights,
+                                const device::Placement& placement, int threads,
+                                std::string& where) {
+  if (placement.gpu != nullptr) {
+    ggml_backend_ptr backend(ggml_backend_dev_init(placement.gpu, nullptr));
+    if (backend) {
+      head::JointSchemaHead head(weights, std::move(backend));
+      const std::vector<std::string> missing = head.unsupported_ops();
+      if (missing.empty()) {
+        where = head.backend_name();
+        return head;
+      }
+      where = "CPU (" + placement.info.name + " lacks";
+      for (const std::string& op : missing) where += " " + op;
+      where += ")";
+    } else {
+      where = "CPU (" + placement.info.name + " gave no backend)";
+    }
+  } else {
+    where = "CPU";
+  }
+  return head::JointSchemaHead(weights, threads);
+}
+
+/// The vision tower's memory for one image by default: a quarter of physical memory, and on a
+/// device at most what the device has free once the backbone and the head are on it (an image
+/// over that is a 413 naming it, not a failed allocation on the device).
+std::uint64_t default_vision_memory(const device::Placement& placement) {
+  std::uint64_t bytes = util::physical_memory_bytes() / 4;
+  if (placement.gpu != nullptr) {
+    std::size_t free = 0, total = 0;
+    ggml_backend_dev_memory(placement.gpu, &free, &total);
+    if (free > 0) bytes = std::min<std::uint64_t>(bytes, free);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+LoadedModel::LoadedModel(const EngineConfig& c) : LoadedModel(c, open(c)) {}
+
+LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
+    : config(c),
+      placement(device::resolve(c.backbone.device, c.backbone.gpu_layers)),
+      lexical(opened.lexical_gguf.string()),
+      overrides(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
+      backbone(load_backbone(opened, c.backbone, overrides)),
+      head(make_head(opened.head, placement, backbone::resolved_threads(c.backbone), head_device)),
+      tokenizer(backbone.vocab(), record::Normalization::nfc) {
+  if (lexical.n_embd() != backbone.n_embd()) {
+    throw model_error("output.weight rows have " + std::to_string(lexical.n_embd()) +
+                      " values but the backbone's n_embd is " + std::to_string(backbone.n_embd()));
+  }
+  if (!c.mmproj_path.empty()) {
+    vision::TowerParams tp;
+    tp.threads = backbone::resolved_threads(c.backbone);
+    tp.use_gpu = placement.gpu != nullptr;
+    tp.device = placement.gpu;
+    tp.flash_attention = c.backbone.flash_attention;
+    tp.verbose = c.verbose;
+    tp.use_file_normalization = c.mmproj_file_normalization;
+    tower = std::make_unique<vision::VisionTower>(
+        c.mmproj_path, llama_model_n_embd_inp(backbone.model()), std::move(tp));
+  }
+  vision_memory = c.max_vision_memory > 0 ? c.max_vision_memory : default_vision_memory(placement);
+  answer_options.confidence = decision::parse_confidence_kind(c.confidence);
+  if (!c.calibration_path.empty()) {
+    calibration = decision::load_calibration(c.calibration_path);
+    answer_options.calibration = &*calibration;
+  }
+}
+
+ServedLimits LoadedModel::limits() const {
+  ServedLimits l;
+  l.context_size = backbone.context_size();
+  l.max_questions = config.max_questions;
+  l.max_options = config.max_options;
+  l.max_images = tower ? config.max_images : 0;
+  l.max_image_tokens = config.max_image_tokens;
+  l.max_request_image_tokens = config.max_request_image_tokens;
+  l.max_vision_memory = tower ? vision_memory : 0;
+  l.image_urls = tower && config.allow_image_urls;
+  l.max_videos = tower ? config.max_videos : 0;
+  l.max_video_frames = config.max_video_frames;
+  l.max_video_seconds = config.max_video_seconds;
+  l.max_video_frame_pixels = config.max_video_frame_pixels;
+  l.max_video_bytes = config.max_video_bytes;
+  l.parallel = backbone.params().parallel;
+  l.sequence_bytes = backbone.sequence_memory().per_sequence;
+  return l;
+}
+
+std::string LoadedModel::sequence_memory() const {
+  const int n = backbone.params().parallel;
+  return "parallel " + std::to_string(n) + " x context " + std::to_string(backbone.context_size()) +
+         ": " + backbone::describe_sequence_memory(backbone.sequence_memory(), n);
+}
+
+std::string LoadedModel::placement_text() const {
+  if (placement.gpu == nullptr) {
+    const int threads = backbone::resolved_threads(config.backbone);
+    return "CPU, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  }
+  const int layers = backbone.n_layer();
+  const int offloaded =
+      placement.gpu_layers < 0 || placement.gpu_layers > layers ? layers : placement.gpu_layers;
+  return device::describe(placement) + ": backbone " + std::to_string(offloaded) + "/" +
+         std::to_string(layers) + " layers" + (tower ? ", vision tower" : "") +
+         ", joint schema head on " + head_device;
+}
+
+}  // namespace clef::runtime

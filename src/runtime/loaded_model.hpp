@@ -1,0 +1,66 @@
+#pragma once
+// The model files of one engine, loaded once, and what the server says of them: the backbone, the
+// joint schema head, the lexical prior, the tokenizer, the vision tower, the calibration, where
+// each runs, and the limits served (ServedLimits). Read-only once made, apart from the backbone's
+// context and the tower's compute buffers, which the engine's deciding thread alone uses.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backbone/backbone.hpp"
+#include "decision/calibration.hpp"
+#include "decision/response.hpp"
+#include "device/device.hpp"
+#include "head/joint_schema_head.hpp"
+#include "lexical/lexical_table.hpp"
+#include "record/llama_tokenizer.hpp"
+#include "runtime/decider.hpp"
+#include "runtime/engine_config.hpp"
+#include "vision/tower.hpp"
+
+namespace clef::artifact {
+struct OpenedModel;
+}
+
+namespace clef::runtime {
+
+struct LoadedModel {
+  /// Loads the files of `config` (in whatever layout they are: artifact::open_model): the head's
+  /// weights checked against the backbone, a tied or missing LM head refused before the backbone
+  /// loads. Throws clef::Error (model_error) naming the file at fault. Does not move (the answer
+  /// options point into the calibration).
+  explicit LoadedModel(const EngineConfig& config);
+  LoadedModel(const LoadedModel&) = delete;
+  LoadedModel& operator=(const LoadedModel&) = delete;
+
+  /// The limits a request meets (/v1/models `limits`).
+  ServedLimits limits() const;
+  /// Where the model runs: "CPU, N threads" or "DEVICE (...): backbone L/L layers, vision tower,
+  /// joint schema head on DEVICE".
+  std::string placement_text() const;
+  /// What each decision in progress may hold: "parallel N x context C: ...".
+  std::string sequence_memory() const;
+
+  EngineConfig config;
+  device::Placement placement;  ///< where the backbone, the tower and the head run
+  std::string head_device;      ///< the head's backend, and why when it is not placement's
+  lexical::LexicalTable lexical;
+  std::vector<llama_model_kv_override> overrides;
+  backbone::Backbone backbone;
+  head::JointSchemaHead head;
+  record::LlamaTokenizer tokenizer;
+  std::unique_ptr<vision::VisionTower> tower;        ///< null without an mmproj
+  std::optional<decision::Calibration> calibration;  ///< --calibration, if given
+  decision::AnswerOptions answer_options;            ///< points into calibration
+  std::uint64_t vision_memory = 0;                   ///< bytes the tower may take for one image
+
+ private:
+  // `opened` is taken by value: the f32 head weights are freed once uploaded to the head's
+  // backend buffer.
+  LoadedModel(const EngineConfig& config, artifact::OpenedModel opened);
+};
+
+}  // namespace clef::runtime
