@@ -3,6 +3,7 @@
 // of their text segment, never leaving a 1-token segment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "cache/prefix_points.hpp"
@@ -64,6 +65,42 @@ TEST(SnapshotPoints, PointsAtTheRecordsEndsAreDropped) {
   // Aligned down to 32, the state end of a 33-token record would leave one token after it.
   EXPECT_EQ(snapshot_points(text_record(20, 33, 33)), (std::vector<int>{16}));
   EXPECT_EQ(snapshot_points(text_record(16, 33, 34)), (std::vector<int>{16, 32}));
+}
+
+TEST(SnapshotPlan, PointsAfterTheResumedPartNotCachedYetAndCheckpointsInsideTheState) {
+  const std::vector<int> points = {32, 496};
+  std::vector<int> boundaries;
+  for (int b = 0; b < 620; b += 64) boundaries.push_back(b);
+  const auto none = [](int) { return false; };
+  SnapshotPlan plan = plan_snapshots(points, none, boundaries, 0, 36, 496);
+  EXPECT_EQ(plan.snapshot_at, (std::vector<int>{32, 496}));
+  // Boundaries after the state's start (36) and before its end (496), at most kMaxCheckpoints:
+  // 64 .. 448 are 7, all kept.
+  EXPECT_EQ(plan.checkpoint_at, (std::vector<int>{64, 128, 192, 256, 320, 384, 448}));
+  // The prefix is cached: only the state's end is taken; resumed at 192, checkpoints after it.
+  plan = plan_snapshots(
+      points, [](int p) { return p == 32; }, boundaries, 192, 36, 496);
+  EXPECT_EQ(plan.snapshot_at, (std::vector<int>{496}));
+  EXPECT_EQ(plan.checkpoint_at, (std::vector<int>{256, 320, 384, 448}));
+  // The state's end is cached already: no snapshot of it, so no checkpoints either.
+  plan = plan_snapshots(
+      points, [](int p) { return p == 496; }, boundaries, 0, 36, 496);
+  EXPECT_EQ(plan.snapshot_at, (std::vector<int>{32}));
+  EXPECT_TRUE(plan.checkpoint_at.empty());
+  // Nothing under kMinCachedTokens, nothing at or before the resumed part.
+  plan = plan_snapshots(std::vector<int>{16, 496}, none, boundaries, 496, 20, 496);
+  EXPECT_TRUE(plan.snapshot_at.empty());
+}
+
+TEST(SnapshotPlan, ALongStateKeepsEvenlySpacedCheckpointsAndAlwaysTheLast) {
+  std::vector<int> boundaries;
+  for (int b = 0; b < 4200; b += 64) boundaries.push_back(b);
+  const SnapshotPlan plan = plan_snapshots(
+      std::vector<int>{32, 4096}, [](int) { return false; }, boundaries, 0, 36, 4096);
+  ASSERT_FALSE(plan.checkpoint_at.empty());
+  EXPECT_LE(plan.checkpoint_at.size(), kMaxCheckpoints);
+  EXPECT_EQ(plan.checkpoint_at.back(), 4032);  // the last boundary before the state's end
+  EXPECT_TRUE(std::is_sorted(plan.checkpoint_at.begin(), plan.checkpoint_at.end()));
 }
 
 }  // namespace
