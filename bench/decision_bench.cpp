@@ -334,6 +334,35 @@ void BM_fairness(benchmark::State& state) {
   state.counters["long_tokens"] = long_tokens;
 }
 
+/// Issue 29's gate: a gone client is stopped within one piece. A ~8,000-token request is
+/// submitted to a queue deciding one at a time (arg 1) or two together (arg 2); 300 ms into its
+/// prefill its cancellation flag is set (what the HTTP thread does when it sees the client
+/// leave); the time until the loop hands back its outcome (cancelled). Counter `piece_ms`: what
+/// one kPausablePiece of that prefill takes on average (its whole prefill time over its pieces,
+/// measured alone first), the bound.
+void BM_stop(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  auto& q = queue_with(static_cast<int>(state.range(0)), 8192);
+  const clef::json::Value long_body = clef::json::parse(request_with_state(kLongWords));
+  auto alone = q.submit(q.prepare(long_body)).get();
+  if (alone.status != clef::server::DecisionOutcome::Status::decided) std::abort();
+  const double prefill_ms = alone.decision.timings.backbone_ms;
+  const int tokens = alone.decision.input_tokens;
+  for (auto _ : state) {
+    clef::runtime::Cancellation gone;
+    auto done = q.submit(q.prepare(long_body, gone));
+    while (q.in_flight() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well into the prefill
+    const auto t0 = Clock::now();
+    gone.cancel();
+    const auto outcome = done.get();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    if (outcome.status != clef::server::DecisionOutcome::Status::cancelled) std::abort();
+  }
+  state.counters["piece_ms"] =
+      prefill_ms / ((tokens + clef::backbone::kPausablePiece - 1) / clef::backbone::kPausablePiece);
+}
+
 /// Issue 11's batching benchmark, through the server's queue (no state cache): 8 distinct
 /// ~300-token requests submitted at once to a queue deciding one at a time (arg 1) or 8 together
 /// (arg 8, continuous batching); the time until all 8 are answered.
@@ -420,6 +449,8 @@ void BM_raw_batch(benchmark::State& state) {
 BENCHMARK(BM_raw_batch)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_batching)->Arg(1)->Arg(kBatchRecords)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_stop)->Arg(1)->Arg(2)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_fairness)
     ->Arg(0)
