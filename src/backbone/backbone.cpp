@@ -314,7 +314,10 @@ HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      std::span<const EmbeddingSpan> embeddings,
                                      const PrefillOptions& reuse, const Cancelled& cancelled) {
   Prefill prefill = start(ids, positions, embeddings, reuse, cancelled, 0);
-  return finish(prefill);
+  Prefill* const self = &prefill;
+  while (!prefill.done()) step(std::span<Prefill* const>(&self, 1), kWholeBatches);
+  if (prefill.cancelled()) throw_cancelled(prefill.cancelled_at());
+  return prefill.take();
 }
 
 Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
@@ -398,22 +401,6 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
     ++p.next_batch_;
   }
   return p;
-}
-
-HiddenStates Backbone::finish(Prefill& p) {
-  if (p.suspended_) bad_prefill("finish() of a suspended prefill");
-  Prefill* self = &p;
-  while (!p.done()) {
-    try {
-      if (p.cancelled_ && abort_if_cancelled(&p.cancelled_)) throw_cancelled(p.at_);
-      decode_pieces(std::span<Prefill* const>(&self, 1), next_piece(p, kWholeBatches),
-                    p.cancelled_);
-    } catch (const DecisionCancelled&) {
-      p.cancelled_at_ = p.at_;  // what it prefilled stays in `p` (take())
-      throw;
-    }
-  }
-  return p.take();
 }
 
 void Backbone::suspend(Prefill& p) {

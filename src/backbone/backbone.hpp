@@ -178,10 +178,9 @@ void check_parallel_fits(const SequenceMemory& memory, int parallel, std::uint64
                          const std::string& device);
 
 /// One record's prefill in progress on one sequence of the backbone's context, made by
-/// Backbone::start and advanced by Backbone::step (several records together) or Backbone::finish
-/// (alone). It refers to the inputs it was started with (ids, positions, embedding rows, the
-/// PrefillOptions and what they point to, `cancelled`): the caller keeps them alive until it is
-/// done. Movable, not copyable.
+/// Backbone::start and advanced by Backbone::step (alone or several records together). It refers to
+/// the inputs it was started with (ids, positions, embedding rows, the PrefillOptions and what they
+/// point to, `cancelled`): the caller keeps them alive until it is done. Movable, not copyable.
 class Prefill {
  public:
   /// Every token is prefilled (or the prefill was cancelled): nothing is left to decode.
@@ -294,12 +293,6 @@ class Backbone {
   Prefill start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
                 std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                 const Cancelled& cancelled, int seq);
-
-  /// Decodes the rest of `prefill` alone, one layout batch per llama_decode, and returns its
-  /// hidden states. Throws clef::DecisionCancelled once `cancelled` says so (`prefill` is then
-  /// cancelled(), and take() gives what it prefilled), clef::Error (internal) when llama_decode
-  /// fails or the prefill is suspended().
-  HiddenStates finish(Prefill& prefill);
 
   /// One step of continuous batching: every prefill not done() decodes its next piece, pieces of
   /// the same length going through ONE llama_decode as consecutive sequences. A piece is at most

@@ -247,7 +247,7 @@ TEST_F(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangin
                   clef::backbone::kWholeBatches);
     if (++batches % 2 == 1 && !p.done()) {  // after every other batch
       backbone.suspend(p);
-      EXPECT_THROW(backbone.finish(p), clef::Error);
+      EXPECT_THROW(backbone.step(std::span<clef::backbone::Prefill* const>(&one, 1)), clef::Error);
       others.push_back(backbone.hidden_states(short_ids));
       backbone.resume(p, 0);
     }
