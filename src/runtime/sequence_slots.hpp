@@ -38,9 +38,6 @@ class SequenceSlots {
     }
   }
 
-  State state(int seq) const { return states_.at(static_cast<std::size_t>(seq)); }
-  int count() const noexcept { return static_cast<int>(states_.size()); }
-
  private:
   std::vector<State> states_;
 };

@@ -93,7 +93,10 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
   // socket, it stops the decision at its next step (or, inside a long piece, through llama.cpp's
   // abort callback reading the flag).
   while (pending.wait_for(kConnectionWatch) != std::future_status::ready) {
-    if (req.connection_closed && !gone.requested() && req.connection_closed()) gone.cancel();
+    if (req.connection_closed && !gone.requested() && req.connection_closed()) {
+      gone.cancel();
+      queue_.withdraw_cancelled();  // still waiting: its place is free at once
+    }
   }
   DecisionOutcome outcome = pending.get();
   return outcome_answer(outcome, state);

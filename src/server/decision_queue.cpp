@@ -1,6 +1,7 @@
 #include "server/decision_queue.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <utility>
@@ -102,6 +103,35 @@ std::future<DecisionOutcome> DecisionQueue::submit(runtime::PreparedRequest prep
   jobs_.push_back(std::move(job));
   work_cv_.notify_one();
   return future;
+}
+
+std::vector<DecisionQueue::Job> DecisionQueue::take_cancelled() {
+  std::vector<Job> gone;
+  const auto kept = std::stable_partition(jobs_.begin(), jobs_.end(), [](const Job& j) {
+    return !j.prepared.cancellation.requested();
+  });
+  std::move(kept, jobs_.end(), std::back_inserter(gone));
+  jobs_.erase(kept, jobs_.end());
+  return gone;
+}
+
+void DecisionQueue::drop(std::vector<Job> jobs) {
+  const auto now = Clock::now();
+  for (Job& job : jobs) {
+    DecisionOutcome dropped;
+    dropped.status = DecisionOutcome::Status::dropped;
+    dropped.queue_wait_ms = ms_between(job.submitted, now);
+    job.promise.set_value(std::move(dropped));
+  }
+}
+
+void DecisionQueue::withdraw_cancelled() {
+  std::vector<Job> gone;
+  {
+    std::lock_guard lock(mutex_);
+    gone = take_cancelled();
+  }
+  drop(std::move(gone));
 }
 
 void DecisionQueue::drain() {
@@ -245,6 +275,7 @@ void DecisionQueue::serve(runtime::Decider& decider) {
     // is; the waiting requests that begin leave the queue at once.
     runtime::Admission plan;
     std::vector<std::pair<runtime::DecisionLoop::Ticket, runtime::PreparedRequest>> joining;
+    std::vector<Job> gone;
     {
       std::unique_lock lock(mutex_);
       if (loop.empty()) {
@@ -257,6 +288,9 @@ void DecisionQueue::serve(runtime::Decider& decider) {
         work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });
         if (jobs_.empty()) return;  // closing_ and nothing left: drained
       }
+      // Requests whose clients left wait for nothing: they neither begin nor make a long
+      // decision give way.
+      gone = take_cancelled();
       const std::optional<Clock::time_point> since = loop.suspended_since();
       std::vector<runtime::WaitingRequest> waiting;
       waiting.reserve(jobs_.size());
@@ -278,6 +312,7 @@ void DecisionQueue::serve(runtime::Decider& decider) {
       in_flight_ = loop.in_flight() + static_cast<int>(joining.size()) - (plan.suspend ? 1 : 0) +
                    (plan.resume ? 1 : 0);
     }
+    drop(std::move(gone));
     settle(loop.admit(plan, std::move(joining)));
     settle(loop.step());
   }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "json/value.hpp"
 #include "runtime/decider.hpp"
@@ -84,6 +85,12 @@ class DecisionQueue {
   /// "model_failed" or "shutting_down".
   std::future<DecisionOutcome> submit(runtime::PreparedRequest prepared);
 
+  /// Takes every waiting request whose cancellation was requested out of the queue at once:
+  /// their places are free again (depth(), queue_full) and their outcomes are dropped, without
+  /// waiting for their turn. The thread that sees its client leave calls it after cancelling.
+  /// Thread-safe.
+  void withdraw_cancelled();
+
   /// Stops accepting, lets the runtime thread finish every queued and running decision, and
   /// joins it (waiting for the model load to finish if it is still loading; a queue never
   /// started just stops). Idempotent, thread-safe.
@@ -131,6 +138,12 @@ class DecisionQueue {
   /// plan out and steps. A new request joins at the next step, so a short request does not wait
   /// for a long one to finish, at any parallel().
   void serve(runtime::Decider& decider);
+
+  /// The waiting requests whose cancellation was requested, taken out of jobs_; mutex_ held.
+  /// The caller drop()s them after unlocking.
+  std::vector<Job> take_cancelled();
+  /// Sets each of `jobs`'s promise to a dropped outcome.
+  static void drop(std::vector<Job> jobs);
 
   /// Counts one decided request that took `ms` in slot_wait_ms()'s average; mutex_ held.
   void note_decision_time(double ms);

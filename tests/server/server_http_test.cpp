@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -372,6 +373,41 @@ TEST(ServerHttp, FullQueueIs429WithRetryAfter) {
   EXPECT_EQ(metric_value(metrics_text(f),
                          R"(clef_http_requests_total{endpoint="/v1/decisions",status="429"})"),
             1);
+}
+
+/// Reported: clients that left while their requests waited kept their places until the running
+/// decision ended, so a queue full of departed clients answered 429 queue_full to new ones. A
+/// departed client's request now leaves the queue as soon as its HTTP thread sees it go.
+TEST(ServerHttp, RequestsOfDepartedClientsFreeTheirQueuePlacesAtOnce) {
+  ServerConfig config = test_config();
+  config.queue_size = 2;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  f.control->close_gate();
+  const int started = f.control->started.load();
+  auto running = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(f.control->wait_started(started + 1));
+  {
+    std::vector<std::unique_ptr<RawSocket>> leaving;
+    const std::string body = R"({"state":"left","questions":{"q":{"type":"noul"}}})";
+    for (int i = 0; i < 2; ++i) {
+      leaving.push_back(std::make_unique<RawSocket>(f.port));
+      ASSERT_TRUE(leaving.back()->send_all(
+          "POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          "Content-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body));
+    }
+    ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 2));
+  }  // both clients leave while the gate holds the running decision
+  // Their places free while the running decision still holds the loop: dropped, depth 0.
+  ASSERT_TRUE(wait_metric(f, "clef_decisions_dropped_total", 2));
+  EXPECT_EQ(metric_value(metrics_text(f), "clef_queue_depth"), 0);
+  auto fresh = std::async(std::launch::async, [&] { return post(f, kCard); });
+  ASSERT_TRUE(wait_metric(f, "clef_queue_depth", 1)) << "queued, not refused";
+  f.control->open_gate();
+  EXPECT_EQ(running.get()->status, 200);
+  EXPECT_EQ(fresh.get()->status, 200);
+  EXPECT_EQ(f.control->started.load(), started + 2) << "the departed ones never reached it";
 }
 
 /// With the default thread setting (auto) the queue can fill: more decision clients at once than
