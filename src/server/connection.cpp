@@ -122,7 +122,8 @@ void ConnectionStream::consume_buffered(size_t size) {
   begin_ += std::min(size, buffered());
 }
 
-int ConnectionStream::header_status() const {
+int ConnectionStream::header_status() {
+  while (buffered_view().starts_with("\r\n")) consume_buffered(2);
   const std::string_view pending = buffered_view();
   const std::size_t line_end = pending.find("\r\n");
   const std::size_t end = pending.find("\r\n\r\n");

@@ -89,8 +89,9 @@ class ConnectionStream final : public httplib::Stream {
 
   /// The buffered request's header block: 0 complete ("\r\n\r\n"), kIncomplete, or the status to
   /// refuse it with: 414 / 431 when the request line / the header block or a header line is over
-  /// the limits.
-  int header_status() const;
+  /// the limits. Empty lines before the request line are dropped first (RFC 9112 section 2.2: a
+  /// client may send a CRLF after a request's body).
+  int header_status();
   /// Reads until header_status() is not kIncomplete (its result then), or the peer closes or
   /// fails (httplib sees that): 0; 408 when the deadline passed first.
   int fill_headers();

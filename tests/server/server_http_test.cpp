@@ -657,6 +657,30 @@ TEST(ServerHttp, RequestWhoseClientLeftBeforeItsTurnIsDropped) {
   EXPECT_EQ(post(f, kCard)->status, 200);
 }
 
+/// Reported: a client that sent CRLFs after a request's body got a 400 for them and its
+/// connection closed. Empty lines before a request line are ignored (RFC 9112 section 2.2).
+TEST(ServerHttp, EmptyLinesBetweenRequestsAreIgnored) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  RawSocket raw(f.port);
+  const std::string request =
+      "POST /v1/decisions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(std::string(kCard).size()) + "\r\n\r\n" + kCard;
+  ASSERT_TRUE(raw.send_all(request + "\r\n\r\n"));
+  std::string got = raw.read_until("\"usage\"", 10s);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  // The same connection takes the next request, with a blank line before it too.
+  ASSERT_TRUE(raw.send_all("\r\n" + request));
+  got = raw.read_all(1s);
+  EXPECT_EQ(got.find("HTTP/1.1 400"), std::string::npos) << got;
+  const auto second = got.find("HTTP/1.1 200");
+  EXPECT_NE(second, std::string::npos) << got;
+  EXPECT_EQ(metric_value(metrics_text(f),
+                         R"(clef_http_requests_total{endpoint="/v1/decisions",status="200"})"),
+            2);
+}
+
 TEST(ServerHttp, KeepAliveConnectionServesManyRequests) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());
