@@ -324,10 +324,7 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
                         std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                         const Cancelled& cancelled, int seq) {
   const int total = static_cast<int>(ids.size());
-  if (seq < 0 || seq >= params_.parallel) {
-    bad_prefill("sequence " + std::to_string(seq) + " of a context of " +
-                std::to_string(params_.parallel));
-  }
+  check_sequence(seq);
   if (total == 0) throw invalid_request("a record needs at least one token");
   if (total > params_.context_size) {
     throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
@@ -412,10 +409,7 @@ void Backbone::suspend(Prefill& p) {
 
 void Backbone::resume(Prefill& p, int seq) {
   if (!p.suspended_) bad_prefill("resume() of a prefill that is not suspended");
-  if (seq < 0 || seq >= params_.parallel) {
-    bad_prefill("sequence " + std::to_string(seq) + " of a context of " +
-                std::to_string(params_.parallel));
-  }
+  check_sequence(seq);
   clear_sequence(seq);
   if (!set_memory(seq, p.suspended_memory_, false)) {
     clear_sequence(seq);
@@ -580,6 +574,13 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
       p.out_.progress = take_snapshot(p.seq_, p.at_, false);
       p.last_progress_ = std::chrono::steady_clock::now();
     }
+  }
+}
+
+void Backbone::check_sequence(int seq) const {
+  if (seq < 0 || seq >= params_.parallel) {
+    bad_prefill("sequence " + std::to_string(seq) + " of a context of " +
+                std::to_string(params_.parallel));
   }
 }
 

@@ -349,6 +349,8 @@ class Backbone {
   /// Sets sequence `seq`'s memory from `reuse.resume` (and `reuse.resume_checkpoint`); returns
   /// the resumed token count. Throws clef::Error (internal) when llama.cpp does not take it.
   int restore(int seq, const PrefillOptions& reuse, std::span<const RopePosition> positions);
+  /// Throws clef::Error (internal) for a sequence outside 0 .. params().parallel - 1.
+  void check_sequence(int seq) const;
   /// Clears one sequence's KV and recurrent state.
   void clear_sequence(int seq);
   /// The length of `p`'s next piece when a piece may have at most `limit` tokens (a multiple of

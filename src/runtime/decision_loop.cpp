@@ -3,17 +3,12 @@
 #include <algorithm>
 #include <iterator>
 
+#include "util/elapsed.hpp"
 #include "util/error.hpp"
 
 namespace clef::runtime {
 
-namespace {
-
-double ms_between(DecisionLoop::Clock::time_point a, DecisionLoop::Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-}  // namespace
+using util::ms_between;
 
 DecisionOutcome outcome_of_current_exception() {
   DecisionOutcome outcome;

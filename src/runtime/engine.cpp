@@ -16,6 +16,7 @@
 #include "runtime/loaded_model.hpp"
 #include "runtime/preparer.hpp"
 #include "runtime/sequence_slots.hpp"
+#include "util/elapsed.hpp"
 #include "util/error.hpp"
 #include "util/physical_memory.hpp"
 #include "vision/tower.hpp"
@@ -26,9 +27,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+using util::ms_since;
 
 /// The decision pipeline over loaded model files (contract sections 1-6).
 class Engine final : public Decider {

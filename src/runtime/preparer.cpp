@@ -8,6 +8,7 @@
 #include "cache/state_cache.hpp"
 #include "request/parse.hpp"
 #include "runtime/image_inputs.hpp"
+#include "util/elapsed.hpp"
 #include "util/error.hpp"
 #include "vision/tower_memory.hpp"
 
@@ -17,9 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+using util::ms_since;
 
 std::string gib(std::uint64_t bytes) {
   char text[32];

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/elapsed.hpp"
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -15,9 +16,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
+using util::ms_between;
 
 }  // namespace
 
