@@ -6,6 +6,7 @@
 #include <ggml.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -215,23 +216,86 @@ void upload(ggml_tensor* t, const std::vector<T>& v) {
   ggml_backend_tensor_set(t, v.data(), 0, v.size() * sizeof(T));
 }
 
+
+/// A graph allocator on `backend`'s default buffer type.
+ggml_gallocr_ptr new_allocator(ggml_backend_t backend) {
+  ggml_gallocr_ptr a(ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend)));
+  if (!a) throw Error(ErrorKind::internal, "internal", "ggml_gallocr_new failed");
+  return a;
+}
+
+/// A graph's tensors and the ggml context memory that holds their metadata.
+struct BuiltGraph {
+  std::vector<std::uint8_t> memory;
+  ggml_context_ptr ctx;
+  ggml_cgraph* gf = nullptr;
+  GraphIo io;
+};
+
 }  // namespace
 
 struct JointSchemaHead::Impl {
   ggml_backend_ptr backend;
   HeadModel model;
+  OutgrownBuffers outgrown_policy;
   ggml_gallocr_ptr allocator;
+  std::vector<ggml_gallocr_ptr> outgrown;  ///< kept buffers (OutgrownBuffers::kept)
   std::vector<std::uint8_t> graph_memory;  ///< reused ggml context memory (tensor metadata only)
 
-  Impl(const HeadWeights& weights, ggml_backend_ptr b)
-      : backend(std::move(b)), model(weights, backend.get()) {
-    allocator.reset(ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend.get())));
-    if (!allocator) throw Error(ErrorKind::internal, "internal", "ggml_gallocr_new failed");
-  }
+  Impl(const HeadWeights& weights, ggml_backend_ptr b, OutgrownBuffers policy)
+      : backend(std::move(b)),
+        model(weights, backend.get()),
+        outgrown_policy(policy),
+        allocator(new_allocator(backend.get())) {}
+
+  /// The backend goes first, then the buffers (weights, compute, kept): no device memory is
+  /// freed while the backend that dispatched over it lives (OutgrownBuffers::kept's reason).
+  ~Impl() { backend.reset(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   std::size_t graph_size() const {
     const auto& c = model.config();
     return static_cast<std::size_t>(512 + 128 * c.routing_layers + 256 * c.layers);
+  }
+
+  /// The head's graph for a record of `n_tokens` with `questions`, in its own context memory.
+  BuiltGraph build(std::int64_t n_tokens, std::span<const HeadQuestion> questions) const {
+    BuiltGraph g;
+    const std::size_t size = graph_size();
+    g.memory.resize(ggml_tensor_overhead() * size * 4 + ggml_graph_overhead_custom(size, false));
+    g.ctx.reset(ggml_init({g.memory.size(), g.memory.data(), true}));
+    if (!g.ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed for the head graph");
+    g.gf = ggml_new_graph_custom(g.ctx.get(), size, false);
+    g.io = build_forward(g.ctx.get(), g.gf, model.tensors(), model.config(), n_tokens,
+                         pack_record(n_tokens, questions));
+    return g;
+  }
+
+  /// Bytes of compute buffer `gf` needs (measured by a fresh allocator, nothing allocated).
+  std::size_t needed_bytes(ggml_cgraph* gf) const {
+    ggml_gallocr_ptr measure = new_allocator(backend.get());
+    std::size_t bytes = 0;
+    ggml_gallocr_reserve_n_size(measure.get(), gf, nullptr, nullptr, &bytes);
+    return bytes;
+  }
+
+  /// OutgrownBuffers::kept: when `gf` (a record of `n_tokens` with `questions`) needs more than
+  /// the current compute buffer, keep that buffer and reserve a new one for twice the tokens, so
+  /// that ggml_gallocr_alloc_graph never frees one itself.
+  void make_room(ggml_cgraph* gf, std::int64_t n_tokens, std::span<const HeadQuestion> questions) {
+    if (needed_bytes(gf) <= ggml_gallocr_get_buffer_size(allocator.get(), 0)) return;
+    const BuiltGraph padded = build(static_cast<std::int64_t>(std::bit_ceil(
+                                        static_cast<std::uint64_t>(n_tokens) * 2)),
+                                    questions);
+    ggml_gallocr_ptr larger = new_allocator(backend.get());
+    if (!ggml_gallocr_reserve(larger.get(), padded.gf)) {
+      throw Error(ErrorKind::internal, "internal",
+                  "cannot allocate the joint schema head's graph on " +
+                      std::string(ggml_backend_name(backend.get())));
+    }
+    outgrown.push_back(std::move(allocator));
+    allocator = std::move(larger);
   }
 };
 
@@ -252,9 +316,10 @@ ggml_backend_ptr cpu_backend(int n_threads) {
 JointSchemaHead::JointSchemaHead(const HeadWeights& weights, int n_threads)
     : JointSchemaHead(weights, cpu_backend(n_threads)) {}
 
-JointSchemaHead::JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend) {
+JointSchemaHead::JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend,
+                                 OutgrownBuffers outgrown) {
   if (!backend) throw Error(ErrorKind::internal, "internal", "joint schema head: no backend");
-  impl_ = std::make_unique<Impl>(weights, std::move(backend));
+  impl_ = std::make_unique<Impl>(weights, std::move(backend), outgrown);
 }
 
 JointSchemaHead::~JointSchemaHead() = default;
@@ -271,14 +336,8 @@ std::vector<std::string> JointSchemaHead::unsupported_ops() {
   const std::vector<HeadQuestion> questions = {{0, {1, 2}, {{3, 4}, {5, 6}}},
                                                {1, {7, 8}, {{9, 10}, {10, 12}}},
                                                {2, {12, 13}, {{13, 14}, {14, 15}}}};
-  const PackedRecord p = pack_record(n_tokens, questions);
-  const std::size_t size = impl_->graph_size();
-  std::vector<std::uint8_t> memory(ggml_tensor_overhead() * size * 4 +
-                                   ggml_graph_overhead_custom(size, false));
-  ggml_context_ptr ctx(ggml_init({memory.size(), memory.data(), true}));
-  if (!ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed for the head graph");
-  ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), size, false);
-  build_forward(ctx.get(), gf, impl_->model.tensors(), impl_->model.config(), n_tokens, p);
+  const BuiltGraph g = impl_->build(n_tokens, questions);
+  ggml_cgraph* gf = g.gf;
   std::vector<std::string> out;
   for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
     const ggml_tensor* node = ggml_graph_node(gf, i);
@@ -321,6 +380,7 @@ std::vector<std::vector<float>> JointSchemaHead::forward(std::span<const float> 
   ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), size, false);
   const GraphIo io = build_forward(ctx.get(), gf, impl_->model.tensors(), c, n_tokens, p);
 
+  if (impl_->outgrown_policy == OutgrownBuffers::kept) impl_->make_room(gf, n_tokens, questions);
   if (!ggml_gallocr_alloc_graph(impl_->allocator.get(), gf)) {
     throw Error(ErrorKind::internal, "internal", "cannot allocate the joint schema head's graph");
   }

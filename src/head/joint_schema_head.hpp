@@ -29,6 +29,17 @@ struct HeadQuestion {
   std::vector<Span> options;  ///< the rendered option objects' tokens, in model option order
 };
 
+/// What forward() does with a compute buffer that a larger record outgrows.
+enum class OutgrownBuffers {
+  freed,  ///< ggml's graph allocator frees it and allocates a larger one (the default)
+  /// Kept until the head is destroyed (after its backend), and the larger one is reserved for
+  /// twice the tokens (the next power of two), so a growing stream of records holds at most about
+  /// twice the largest buffer. For Mesa 22.3's lavapipe, whose heap is corrupted when device
+  /// memory that earlier dispatches used is freed while the backend lives (a crash later, at any
+  /// call: docs/performance.md, "The device path on Vulkan").
+  kept,
+};
+
 /// The head, its weights resident in one backend buffer (uploaded once, at construction).
 /// forward() reuses one graph allocator across calls; it is not thread-safe (one call at a time).
 class JointSchemaHead {
@@ -36,7 +47,8 @@ class JointSchemaHead {
   /// On the ggml CPU backend with `n_threads` threads (>= 1).
   JointSchemaHead(const HeadWeights& weights, int n_threads);
   /// On `backend` (owned). The backend must support the ops used (see head_graph_ops.hpp).
-  JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend);
+  JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend,
+                  OutgrownBuffers outgrown = OutgrownBuffers::freed);
   ~JointSchemaHead();
   JointSchemaHead(JointSchemaHead&&) noexcept;
   JointSchemaHead& operator=(JointSchemaHead&&) noexcept;

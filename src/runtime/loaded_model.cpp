@@ -41,7 +41,10 @@ head::JointSchemaHead make_head(const head::HeadWeights& weights,
   if (placement.gpu != nullptr) {
     ggml_backend_ptr backend(ggml_backend_dev_init(placement.gpu, nullptr));
     if (backend) {
-      head::JointSchemaHead head(weights, std::move(backend));
+      // A software Vulkan device is Mesa's lavapipe, whose heap freed device memory corrupts.
+      head::JointSchemaHead head(weights, std::move(backend),
+                                 placement.info.cpu_type ? head::OutgrownBuffers::kept
+                                                         : head::OutgrownBuffers::freed);
       const std::vector<std::string> missing = head.unsupported_ops();
       if (missing.empty()) {
         where = head.backend_name();

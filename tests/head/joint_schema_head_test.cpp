@@ -1,8 +1,10 @@
 // JointSchemaHead beyond the oracle records: the scale clamps bind exactly at f32(ln 100),
-// results do not depend on the thread count, and inconsistent inputs are refused.
+// results do not depend on the thread count nor on whether outgrown compute buffers are kept, and
+// inconsistent inputs are refused.
 
 #include "head/joint_schema_head.hpp"
 
+#include <ggml-cpu.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -11,6 +13,7 @@
 
 #include "head/head_weights.hpp"
 #include "oracle_reader.hpp"
+#include "random_record.hpp"
 #include "safetensors_writer.hpp"
 #include "util/error.hpp"
 
@@ -73,6 +76,26 @@ TEST(JointSchemaHead, ThreadCountDoesNotChangeTheLogits) {
       HeadWeights::load(kTiny / "joint_head_f32.safetensors", kTiny / "joint_head_config.json");
   const TinyRecord r = tiny_record("rec04");
   EXPECT_EQ(run(w, r, 1), run(w, r, 3));
+}
+
+// OutgrownBuffers::kept (lavapipe's policy) only changes which buffers are held: records that grow,
+// shrink and grow again, with 1 to 3 questions, give the bytes of the default head.
+TEST(JointSchemaHead, KeptOutgrownBuffersGiveTheSameLogits) {
+  const HeadWeights w =
+      HeadWeights::load(kTiny / "joint_head_f32.safetensors", kTiny / "joint_head_config.json");
+  JointSchemaHead freed(w, 1);
+  ggml_backend_ptr cpu(ggml_backend_cpu_init());
+  ASSERT_TRUE(cpu);
+  JointSchemaHead kept(w, std::move(cpu), OutgrownBuffers::kept);
+  std::uint32_t seed = 1;
+  for (std::int64_t n : {36, 40, 300, 64, 520, 36, 1100, 1100}) {
+    // 1 to 3 questions in turn: the graph's shape changes as well as its size
+    const testing::RandomRecord r = testing::random_record(w.config(), n, seed, 1 + seed % 3);
+    ++seed;
+    EXPECT_EQ(kept.forward(r.hidden, n, r.questions, r.lexical),
+              freed.forward(r.hidden, n, r.questions, r.lexical))
+        << n << " tokens";
+  }
 }
 
 TEST(JointSchemaHead, RefusesInconsistentInputs) {

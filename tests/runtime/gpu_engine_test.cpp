@@ -16,15 +16,14 @@
 #include <string>
 #include <thread>
 
-#include "device/backends.hpp"
 #include "device/device.hpp"
-#include "device/vulkan_probe.hpp"
 #include "eval/fixture.hpp"
 #include "eval/verify.hpp"
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
 #include "support/batched_decisions.hpp"
 #include "support/device_parity.hpp"
+#include "support/device_under_test.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "testmodel/make_test_model.hpp"
@@ -35,32 +34,11 @@ namespace {
 namespace rt = clef::runtime;
 using clef::json::Value;
 
-/// Why there is no device to test on, or "" when there is one. A machine whose Vulkan loader
-/// lists a device, with a build that has the Vulkan backend, must give a device: not finding it
-/// is a failure there, not a skip.
-std::string no_device_reason() {
-  if (clef::device::resolve("auto", -1).gpu != nullptr) return "";
-  const clef::device::LoadedBackends& loaded = clef::device::load_backends();
-  const clef::device::VulkanProbe probe = clef::device::probe_vulkan();
-  if (CLEF_HAS_VULKAN_MODULE && !probe.devices.empty()) {
-    ADD_FAILURE() << "the Vulkan loader lists " << probe.devices.size() << " device(s) ("
-                  << probe.devices.front().name
-                  << ") but clef found no device: " << loaded.vulkan_note;
-  }
-  return loaded.vulkan_note.empty() ? probe.error : loaded.vulkan_note;
-}
-
-#define SKIP_WITHOUT_DEVICE()                                   \
-  if (const std::string why = no_device_reason(); !why.empty()) \
-  GTEST_SKIP() << "no GPU or Vulkan device: " << why
-
 /// On a software device (lavapipe) every row of ggml-vulkan's RMS_NORM shader is one 512-wide
 /// workgroup that llvmpipe runs with 10 barriers, about 1.3 ms (docs/performance.md), so a token
 /// of the tiny model costs ~70 ms there: the tests take shorter records on it and their full size
 /// on a real GPU.
-bool software_device() {
-  return clef::device::resolve("auto", -1).info.cpu_type;
-}
+using clef::test::software_device;
 int sized(int on_a_gpu, int on_lavapipe) {
   return software_device() ? on_lavapipe : on_a_gpu;
 }
@@ -215,19 +193,17 @@ TEST(GpuEngine, AConfigurationTooLargeForTheGpuIsRefused) {
 }
 
 /// 8 mixed requests of lavapipe's size: one or two questions, states of 1 to 60 words (one
-/// past a 64-token piece), two pairs sharing a state. No images: on lavapipe (Mesa 22.3) the
-/// vision tower's first image after text prefills in one process crashed lavapipe's queue thread
-/// in 4 of 7 runs (docs/performance.md, open); images on the device are
-/// ImagesGoThroughTheVisionTowerOnTheDevice's, and a real GPU's mix has them.
+/// past a 64-token piece), two images, two pairs sharing a state.
 std::vector<Value> short_mix() {
+  using clef::test::grey_png_uri;
   using clef::test::ticket_request;
   std::vector<Value> out;
   out.push_back(ticket_request("Production database is down", kOtherQuestions));
   out.push_back(ticket_request(clef::test::ticket_words(60), kThirdQuestions));
-  out.push_back(ticket_request("What is in it?", kThirdQuestions));
+  out.push_back(ticket_request("What is in it?", kThirdQuestions, {grey_png_uri(32, 32)}));
   out.push_back(ticket_request(clef::test::ticket_words(60), kOtherQuestions));
   out.push_back(ticket_request("A", kThirdQuestions));
-  out.push_back(ticket_request("Compare", kOtherQuestions));
+  out.push_back(ticket_request("Compare", kOtherQuestions, {grey_png_uri(48, 32)}));
   out.push_back(ticket_request(clef::test::ticket_words(12), kThirdQuestions));
   out.push_back(ticket_request("Production database is down", kThirdQuestions));
   return out;
@@ -235,7 +211,7 @@ std::vector<Value> short_mix() {
 
 TEST(GpuEngine, ContinuousBatchingOnTheDeviceGivesTheBytesOfSoloDeviceRuns) {
   SKIP_WITHOUT_DEVICE();
-  // 8 mixed requests (short and long states, images but on lavapipe, a truncated state, shared
+  // 8 mixed requests (short and long states, images, a truncated state but on lavapipe, shared
   // states) at parallel 4, with and without the state cache, against the same requests decided
   // alone on a one-sequence device engine without a cache.
   const auto config = [](int parallel, std::int64_t cache_mb) {
