@@ -99,6 +99,7 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
     tp.flash_attention = c.backbone.flash_attention;
     tp.verbose = c.verbose;
     tp.use_file_normalization = c.mmproj_file_normalization;
+    tp.fresh_load_for_larger_images = placement.info.cpu_type;  // lavapipe (see the head's)
     tower = std::make_unique<vision::VisionTower>(
         c.mmproj_path, llama_model_n_embd_inp(backbone.model()), std::move(tp));
   }

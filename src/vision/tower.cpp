@@ -1,6 +1,7 @@
 #include "vision/tower.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -67,6 +68,8 @@ struct VisionTower::Impl {
   clip_ctx* ctx = nullptr;
   int n_embd = 0;
   bool input_seen = false;  ///< set by the eval callback while one encode() runs
+  /// {width, height, frames} of each image encoded since the last load (fresh_load_for_larger_images).
+  std::vector<std::array<int, 3>> encoded;
 
   std::string path;  ///< the mmproj file, for load()
 
@@ -93,6 +96,7 @@ struct VisionTower::Impl {
     cp.no_alloc = false;
     cp.progress_callback = nullptr;
     cp.progress_callback_user_data = nullptr;
+    encoded.clear();
     clip_init_result res = clip_init(path.c_str(), cp);
     if (res.ctx_a != nullptr) clip_free(res.ctx_a);
     if (res.ctx_gen_a != nullptr) clip_free(res.ctx_gen_a);
@@ -193,6 +197,7 @@ std::vector<float> VisionTower::encode(const RgbImage& resized) {
 
 std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* second) {
   Impl& s = *impl_;
+  if (s.ctx == nullptr) s.load();  // a fresh load that failed: try again, or say why
   const ImageGrid grid = image_grid(first.height, first.width, s.info.processor);
   clip_image_f32_batch batch;
   for (const RgbImage* frame : {&first, second}) {
@@ -214,6 +219,16 @@ std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* se
                 "the vision tower would give " + std::to_string(clip_n_output_tokens(s.ctx, &img)) +
                     " rows for a " + std::to_string(grid.merged_h) + " x " +
                     std::to_string(grid.merged_w) + " grid");
+  }
+  if (s.params.fresh_load_for_larger_images) {
+    const std::array<int, 3> size{first.width, first.height, static_cast<int>(batch.entries.size())};
+    const bool covered = std::any_of(s.encoded.begin(), s.encoded.end(), [&](const auto& e) {
+      return e[0] >= size[0] && e[1] >= size[1] && e[2] >= size[2];
+    });
+    if (!covered) {
+      if (!s.encoded.empty()) s.load();
+      s.encoded.push_back(size);
+    }
   }
   std::vector<float> out(n_tokens * static_cast<std::size_t>(s.n_embd));
   s.input_seen = false;

@@ -34,6 +34,12 @@ struct TowerParams {
   ggml_backend_dev_t device = nullptr;
   bool flash_attention = false;  ///< flash attention in the encoder
   bool warmup = false;           ///< llama.cpp's warmup encode at load
+  /// Before an image that no image encoded since the last load covers (width, height and frames
+  /// each at most), load the encoder afresh instead of letting ggml reallocate its compute
+  /// memory. For Mesa 22.3's lavapipe: device memory freed while the backend that dispatched
+  /// over it lives is read after free (docs/performance.md, "The device path on Vulkan"); a
+  /// fresh load frees the old memory with its backend.
+  bool fresh_load_for_larger_images = false;
   bool verbose = false;          ///< clip's own log at info level (warnings and errors always)
   /// Use the mmproj's image_mean / image_std even when they are not the reference's 0.5 / 0.5
   /// (contract section 7: by default such a file only gets a warning and 0.5 / 0.5 are used).
