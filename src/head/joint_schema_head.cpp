@@ -216,7 +216,6 @@ void upload(ggml_tensor* t, const std::vector<T>& v) {
   ggml_backend_tensor_set(t, v.data(), 0, v.size() * sizeof(T));
 }
 
-
 /// A graph allocator on `backend`'s default buffer type.
 ggml_gallocr_ptr new_allocator(ggml_backend_t backend) {
   ggml_gallocr_ptr a(ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend)));
@@ -285,9 +284,9 @@ struct JointSchemaHead::Impl {
   /// that ggml_gallocr_alloc_graph never frees one itself.
   void make_room(ggml_cgraph* gf, std::int64_t n_tokens, std::span<const HeadQuestion> questions) {
     if (needed_bytes(gf) <= ggml_gallocr_get_buffer_size(allocator.get(), 0)) return;
-    const BuiltGraph padded = build(static_cast<std::int64_t>(std::bit_ceil(
-                                        static_cast<std::uint64_t>(n_tokens) * 2)),
-                                    questions);
+    const BuiltGraph padded =
+        build(static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(n_tokens) * 2)),
+              questions);
     ggml_gallocr_ptr larger = new_allocator(backend.get());
     if (!ggml_gallocr_reserve(larger.get(), padded.gf)) {
       throw Error(ErrorKind::internal, "internal",

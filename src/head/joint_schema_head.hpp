@@ -34,9 +34,10 @@ enum class OutgrownBuffers {
   freed,  ///< ggml's graph allocator frees it and allocates a larger one (the default)
   /// Kept until the head is destroyed (after its backend), and the larger one is reserved for
   /// twice the tokens (the next power of two), so a growing stream of records holds at most about
-  /// twice the largest buffer. For Mesa 22.3's lavapipe, whose heap is corrupted when device
-  /// memory that earlier dispatches used is freed while the backend lives (a crash later, at any
-  /// call: docs/performance.md, "The device path on Vulkan").
+  /// twice the largest buffer. For Mesa 22.3's lavapipe, which reads every binding of a bound
+  /// descriptor set, stale ones too: a buffer freed while the backend whose sets named it lives is
+  /// referenced after free (heap corruption, a crash at a later call: docs/performance.md, "The
+  /// device path on Vulkan").
   kept,
 };
 

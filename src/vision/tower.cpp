@@ -68,7 +68,8 @@ struct VisionTower::Impl {
   clip_ctx* ctx = nullptr;
   int n_embd = 0;
   bool input_seen = false;  ///< set by the eval callback while one encode() runs
-  /// {width, height, frames} of each image encoded since the last load (fresh_load_for_larger_images).
+  /// {width, height, frames} of each image encoded since the last load
+  /// (fresh_load_for_larger_images).
   std::vector<std::array<int, 3>> encoded;
 
   std::string path;  ///< the mmproj file, for load()
@@ -221,7 +222,8 @@ std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* se
                     std::to_string(grid.merged_w) + " grid");
   }
   if (s.params.fresh_load_for_larger_images) {
-    const std::array<int, 3> size{first.width, first.height, static_cast<int>(batch.entries.size())};
+    const std::array<int, 3> size{first.width, first.height,
+                                  static_cast<int>(batch.entries.size())};
     const bool covered = std::any_of(s.encoded.begin(), s.encoded.end(), [&](const auto& e) {
       return e[0] >= size[0] && e[1] >= size[1] && e[2] >= size[2];
     });

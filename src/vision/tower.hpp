@@ -36,11 +36,11 @@ struct TowerParams {
   bool warmup = false;           ///< llama.cpp's warmup encode at load
   /// Before an image that no image encoded since the last load covers (width, height and frames
   /// each at most), load the encoder afresh instead of letting ggml reallocate its compute
-  /// memory. For Mesa 22.3's lavapipe: device memory freed while the backend that dispatched
-  /// over it lives is read after free (docs/performance.md, "The device path on Vulkan"); a
-  /// fresh load frees the old memory with its backend.
+  /// memory. For Mesa 22.3's lavapipe, which reads freed buffers through stale descriptors while
+  /// the backend whose sets named them lives (head::OutgrownBuffers::kept says more); a fresh load
+  /// frees the old memory together with its backend.
   bool fresh_load_for_larger_images = false;
-  bool verbose = false;          ///< clip's own log at info level (warnings and errors always)
+  bool verbose = false;  ///< clip's own log at info level (warnings and errors always)
   /// Use the mmproj's image_mean / image_std even when they are not the reference's 0.5 / 0.5
   /// (contract section 7: by default such a file only gets a warning and 0.5 / 0.5 are used).
   bool use_file_normalization = false;

@@ -1,7 +1,7 @@
 #pragma once
 // Test support for the head: a record of random hidden states and lexical vectors, whose three
-// questions' option spans cover up to 40% of it (3 questions), so that every tensor of the head's graph (the
-// normalized states, the gathered span rows, the span selection) grows with its length.
+// questions' option spans cover up to 40% of it (3 questions), so that every tensor of the head's
+// graph (the normalized states, the gathered span rows, the span selection) grows with its length.
 
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,7 @@ namespace clef::head::testing {
 
 struct RandomRecord {
   std::int64_t n_tokens = 0;
-  std::vector<float> hidden;   ///< [n_tokens, H]
+  std::vector<float> hidden;  ///< [n_tokens, H]
   std::vector<HeadQuestion> questions;
   std::vector<float> lexical;  ///< [10 options, H]
 };
