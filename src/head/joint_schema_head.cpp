@@ -280,15 +280,16 @@ struct JointSchemaHead::Impl {
   }
 
   /// OutgrownBuffers::kept: when `gf` (a record of `n_tokens` with `questions`) needs more than
-  /// the current compute buffer, keep that buffer and reserve a new one for twice the tokens, so
-  /// that ggml_gallocr_alloc_graph never frees one itself.
+  /// the current compute buffer, keep that buffer and reserve a new one for twice the tokens (or,
+  /// when the device cannot hold that, for `gf` itself), so that ggml_gallocr_alloc_graph never
+  /// frees one itself. Throws clef::Error (internal) when not even `gf` fits.
   void make_room(ggml_cgraph* gf, std::int64_t n_tokens, std::span<const HeadQuestion> questions) {
     if (needed_bytes(gf) <= ggml_gallocr_get_buffer_size(allocator.get(), 0)) return;
     const BuiltGraph padded =
         build(static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(n_tokens) * 2)),
               questions);
     ggml_gallocr_ptr larger = new_allocator(backend.get());
-    if (!ggml_gallocr_reserve(larger.get(), padded.gf)) {
+    if (!ggml_gallocr_reserve(larger.get(), padded.gf) && !ggml_gallocr_reserve(larger.get(), gf)) {
       throw Error(ErrorKind::internal, "internal",
                   "cannot allocate the joint schema head's graph on " +
                       std::string(ggml_backend_name(backend.get())));
