@@ -223,9 +223,8 @@ ggml_gallocr_ptr new_allocator(ggml_backend_t backend) {
   return a;
 }
 
-/// A graph's tensors and the ggml context memory that holds their metadata.
+/// A graph and its tensors (their metadata in memory the builder's caller owns).
 struct BuiltGraph {
-  std::vector<std::uint8_t> memory;
   ggml_context_ptr ctx;
   ggml_cgraph* gf = nullptr;
   GraphIo io;
@@ -258,16 +257,19 @@ struct JointSchemaHead::Impl {
     return static_cast<std::size_t>(512 + 128 * c.routing_layers + 256 * c.layers);
   }
 
-  /// The head's graph for a record of `n_tokens` with `questions`, in its own context memory.
-  BuiltGraph build(std::int64_t n_tokens, std::span<const HeadQuestion> questions) const {
+  /// The head's graph for a record of `n_tokens` packed as `p`, its tensor metadata in `memory`
+  /// (grown to fit; it must outlive the graph).
+  BuiltGraph build(std::int64_t n_tokens, const PackedRecord& p,
+                   std::vector<std::uint8_t>& memory) const {
     BuiltGraph g;
     const std::size_t size = graph_size();
-    g.memory.resize(ggml_tensor_overhead() * size * 4 + ggml_graph_overhead_custom(size, false));
-    g.ctx.reset(ggml_init({g.memory.size(), g.memory.data(), true}));
+    const std::size_t bytes =
+        ggml_tensor_overhead() * size * 4 + ggml_graph_overhead_custom(size, false);
+    if (memory.size() < bytes) memory.resize(bytes);
+    g.ctx.reset(ggml_init({bytes, memory.data(), true}));
     if (!g.ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed for the head graph");
     g.gf = ggml_new_graph_custom(g.ctx.get(), size, false);
-    g.io = build_forward(g.ctx.get(), g.gf, model.tensors(), model.config(), n_tokens,
-                         pack_record(n_tokens, questions));
+    g.io = build_forward(g.ctx.get(), g.gf, model.tensors(), model.config(), n_tokens, p);
     return g;
   }
 
@@ -285,9 +287,10 @@ struct JointSchemaHead::Impl {
   /// frees one itself. Throws clef::Error (internal) when not even `gf` fits.
   void make_room(ggml_cgraph* gf, std::int64_t n_tokens, std::span<const HeadQuestion> questions) {
     if (needed_bytes(gf) <= ggml_gallocr_get_buffer_size(allocator.get(), 0)) return;
-    const BuiltGraph padded =
-        build(static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(n_tokens) * 2)),
-              questions);
+    const auto padded_tokens =
+        static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(n_tokens) * 2));
+    std::vector<std::uint8_t> memory;
+    const BuiltGraph padded = build(padded_tokens, pack_record(padded_tokens, questions), memory);
     ggml_gallocr_ptr larger = new_allocator(backend.get());
     if (!ggml_gallocr_reserve(larger.get(), padded.gf) && !ggml_gallocr_reserve(larger.get(), gf)) {
       throw Error(ErrorKind::internal, "internal",
@@ -336,7 +339,8 @@ std::vector<std::string> JointSchemaHead::unsupported_ops() {
   const std::vector<HeadQuestion> questions = {{0, {1, 2}, {{3, 4}, {5, 6}}},
                                                {1, {7, 8}, {{9, 10}, {10, 12}}},
                                                {2, {12, 13}, {{13, 14}, {14, 15}}}};
-  const BuiltGraph g = impl_->build(n_tokens, questions);
+  std::vector<std::uint8_t> memory;
+  const BuiltGraph g = impl_->build(n_tokens, pack_record(n_tokens, questions), memory);
   ggml_cgraph* gf = g.gf;
   std::vector<std::string> out;
   for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
@@ -371,14 +375,9 @@ std::vector<std::vector<float>> JointSchemaHead::forward(std::span<const float> 
                            std::to_string(c.hidden_size));
   }
 
-  const std::size_t size = impl_->graph_size();
-  const std::size_t mem =
-      ggml_tensor_overhead() * size * 4 + ggml_graph_overhead_custom(size, false);
-  if (impl_->graph_memory.size() < mem) impl_->graph_memory.resize(mem);
-  ggml_context_ptr ctx(ggml_init({mem, impl_->graph_memory.data(), true}));
-  if (!ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed for the head graph");
-  ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), size, false);
-  const GraphIo io = build_forward(ctx.get(), gf, impl_->model.tensors(), c, n_tokens, p);
+  const BuiltGraph g = impl_->build(n_tokens, p, impl_->graph_memory);
+  ggml_cgraph* gf = g.gf;
+  const GraphIo& io = g.io;
 
   if (impl_->outgrown_policy == OutgrownBuffers::kept) impl_->make_room(gf, n_tokens, questions);
   if (!ggml_gallocr_alloc_graph(impl_->allocator.get(), gf)) {
