@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 // Internal headers of the pinned llama.cpp tree (tools/mtmd): clip_init, clip_image_f32 and
@@ -68,9 +69,10 @@ struct VisionTower::Impl {
   clip_ctx* ctx = nullptr;
   int n_embd = 0;
   bool input_seen = false;  ///< set by the eval callback while one encode() runs
-  /// {width, height, frames} of each image encoded since the last load
-  /// (fresh_load_for_larger_images).
-  std::vector<std::array<int, 3>> encoded;
+  /// {width, height, frames} of the first image encoded since the last load: with
+  /// fresh_load_for_larger_images, the only size its compute memory was reserved for (an image it
+  /// does not cover loads afresh and becomes the first).
+  std::optional<std::array<int, 3>> reserved_for;
 
   std::string path;  ///< the mmproj file, for load()
 
@@ -97,7 +99,7 @@ struct VisionTower::Impl {
     cp.no_alloc = false;
     cp.progress_callback = nullptr;
     cp.progress_callback_user_data = nullptr;
-    encoded.clear();
+    reserved_for.reset();
     clip_init_result res = clip_init(path.c_str(), cp);
     if (res.ctx_a != nullptr) clip_free(res.ctx_a);
     if (res.ctx_gen_a != nullptr) clip_free(res.ctx_gen_a);
@@ -224,13 +226,9 @@ std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* se
   if (s.params.fresh_load_for_larger_images) {
     const std::array<int, 3> size{first.width, first.height,
                                   static_cast<int>(batch.entries.size())};
-    const bool covered = std::any_of(s.encoded.begin(), s.encoded.end(), [&](const auto& e) {
-      return e[0] >= size[0] && e[1] >= size[1] && e[2] >= size[2];
-    });
-    if (!covered) {
-      if (!s.encoded.empty()) s.load();
-      s.encoded.push_back(size);
-    }
+    const auto& r = s.reserved_for;
+    if (r && ((*r)[0] < size[0] || (*r)[1] < size[1] || (*r)[2] < size[2])) s.load();
+    if (!r) s.reserved_for = size;
   }
   std::vector<float> out(n_tokens * static_cast<std::size_t>(s.n_embd));
   s.input_seen = false;
