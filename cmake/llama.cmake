@@ -31,11 +31,14 @@ if(CLEF_CUDA)
   set(GGML_CUDA_NCCL OFF CACHE BOOL "" FORCE)
 endif()
 
-# No AMX in ggml-cpu (issue 19): with weight repacking on, this pinned ggml's AMX extra buffer
-# type crashed in ggml_backend_amx_mul_mat on an AMX CPU (Q8_0 and Q4_K_M backbones). ggml offers
-# that buffer type only when ggml-cpu is compiled with __AMX_INT8__ (GGML_AMX_INT8, or
-# GGML_NATIVE's -march=native on an AMX CPU), so compiling it without AMX keeps the crash out
-# while the CPU repack buffer type (AVX2/AVX-512 interleaved kernels) stays on.
+# ggml's AMX path (issue 42): clef compiles it into ggml-cpu wherever the compiler can (x86-64,
+# GCC 11+; ggml's AMX code also needs AVX-512 VNNI, which -march=native gives on the CPUs that
+# have it) and decides at run time: the AMX buffer type is offered where the CPU has AMX and the
+# kernel grants the tile state (ggml_amx_init), and clef's engine parameter cpu_amx can turn it
+# off (GGML_CPU_AMX=0, cmake/patches/ggml-cpu-amx-fixes.diff). A binary built so runs on a CPU of the
+# same family without AMX on the AVX-512 path. The pinned tree crashed here on GCC 12 (a tile
+# config filled on the stack, issue 19): the patch ggml-cpu-amx-fixes.diff makes it a constant.
+# GGML_NATIVE ignores ggml's GGML_AMX_* options, so the flags go on the target directly.
 foreach(opt GGML_AMX_TILE GGML_AMX_INT8 GGML_AMX_BF16)
   set(${opt} OFF CACHE BOOL "" FORCE)
 endforeach()
@@ -49,9 +52,13 @@ add_subdirectory("${CLEF_LLAMA_DIR}" "${CMAKE_BINARY_DIR}/llama.cpp" EXCLUDE_FRO
 set_property(TARGET ggml-base PROPERTY VERSION)
 set_property(TARGET ggml-base PROPERTY SOVERSION)
 
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|i[3-6]86)$" AND NOT MSVC)
-  # Appended after ggml's own -march flags, so these win on an AMX CPU with GGML_NATIVE.
-  target_compile_options(ggml-cpu PRIVATE -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag("-mamx-tile -mamx-int8" CLEF_COMPILER_HAS_AMX)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND CLEF_COMPILER_HAS_AMX AND
+   CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # Appended after ggml's own -march flags. GNU only: clang 14 spells the macro __AMXINT8__, which
+  # ggml's AMX sources do not test for.
+  target_compile_options(ggml-cpu PRIVATE -mamx-tile -mamx-int8)
 endif()
 
 # llama-ext.h (llama_set_embeddings_nextn and friends) is an uninstalled, C++-linkage staging

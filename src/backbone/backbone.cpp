@@ -104,6 +104,7 @@ llama_model_params Backbone::model_params(const BackboneParams& params,
   mp.devices = placement.gpu != nullptr ? device::as_device_list(placement.gpu) : no_devices;
   mp.load_mode = LLAMA_LOAD_MODE_MMAP;
   mp.use_extra_bufts = params.weight_repacking;
+  device::use_cpu_amx(params.cpu_amx);  // before llama.cpp lists the CPU's extra buffer types
   if (!kv_overrides.empty()) {
     if (kv_overrides.back().key[0] != '\0') {
       throw std::invalid_argument("Backbone: kv_overrides must end with an empty-key entry");

@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "device/cpu_path.hpp"
+
 namespace clef::backbone {
 
 /// The most records one backbone prefills together (BackboneParams::parallel).
@@ -31,11 +33,14 @@ struct BackboneParams {
   /// that depend on the chunk layout (see docs/performance.md).
   bool flash_attention = false;
   /// Let llama.cpp repack quantized weights into CPU-specific interleaved layouts (its "extra
-  /// buffer types"; Q4_K_M prefills ~1.4x faster on AVX2/AVX-512). On by default, as in
-  /// llama.cpp: the repacked GEMM's row blocks are kept aligned by the prefill layout
-  /// (kBatchRowAlignment), so answers stay those of one pass, and ggml-cpu is built without the
-  /// AMX buffer type that crashed on AMX CPUs (cmake/llama.cmake). 0 keeps plain weights.
+  /// buffer types": AMX tiles where cpu_amx allows, else the AVX2/AVX-512 interleaved kernels;
+  /// Q4_K_M prefills ~1.4x faster). On by default, as in llama.cpp: the repacked GEMM's row
+  /// blocks are kept aligned by the prefill layout (kBatchRowAlignment), so answers stay those of
+  /// one pass. 0 keeps plain weights (and no AMX).
   bool weight_repacking = true;
+  /// Intel AMX for the CPU's matrix products (device::use_cpu_amx): auto (where the CPU has it),
+  /// on (required), off. One setting per process: ggml decides at the first model load.
+  device::CpuAmx cpu_amx = device::CpuAmx::automatic;
   /// Records prefilled together (llama.cpp n_seq_max, one KV stream of `context_size` tokens and
   /// one recurrent state each): 1..64. 1 is one record at a time; more lets Backbone::step put
   /// several records in one llama_decode (continuous batching). Each sequence holds its own

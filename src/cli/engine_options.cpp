@@ -75,7 +75,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
                  "parallel, "
-                 "flash_attention=0|1, weight_repacking=0|1, device=NAME, state_cache_mb=MiB, "
+                 "flash_attention=0|1, weight_repacking=0|1, cpu_amx=auto|on|off (Intel AMX "
+                 "tiles for the CPU's matrix products; auto: where the CPU has them), "
+                 "device=NAME, state_cache_mb=MiB, "
                  "resume_snapshot_ms=MS (a long prefill's progress snapshots; 0 off), "
                  "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
                  "when they are not 0.5/0.5)");
@@ -239,6 +241,8 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.flash_attention = parse_switch_setting(name, value);
     } else if (name == "weight_repacking") {
       p.weight_repacking = parse_switch_setting(name, value);
+    } else if (name == "cpu_amx") {
+      p.cpu_amx = device::parse_cpu_amx(value);
     } else if (name == "device") {
       p.device = value;
     } else if (name == "resume_snapshot_ms") {
@@ -261,8 +265,8 @@ runtime::EngineConfig EngineOptions::to_config() const {
     } else {
       throw invalid_request("--set: unknown engine parameter '" + name +
                                 "' (known: context_size, threads, gpu_layers, chunk_tokens, "
-                                "parallel, flash_attention, "
-                                "weight_repacking, device, mmproj_normalization, state_cache_mb)",
+                                "parallel, flash_attention, weight_repacking, cpu_amx, device, "
+                                "resume_snapshot_ms, mmproj_normalization, state_cache_mb)",
                             "set");
     }
   }

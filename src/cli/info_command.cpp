@@ -9,6 +9,7 @@
 #include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
 #include "device/backends.hpp"
+#include "device/cpu_path.hpp"
 #include "device/device.hpp"
 #include "info/model_info.hpp"
 #include "util/byte_size.hpp"
@@ -56,6 +57,11 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
     if (const device::LoadedBackends& loaded = device::load_backends(); !loaded.vulkan) {
       std::cout << "  (no Vulkan devices: " << loaded.vulkan_note << ")\n";
     }
+    device::use_cpu_amx(device::CpuAmx::automatic);  // as clef serve decides by default
+    std::cout << "CPU matrix path (cpu_amx=auto): " << device::describe_cpu_path(true) << " ("
+              << (device::cpu_reports_amx() ? "the CPU reports AMX-TILE and AMX-INT8"
+                                            : "the CPU reports no AMX")
+              << ")\n";
     const device::Placement placement = device::resolve(*device, *gpu_layers);
     std::cout << "placement (--device " << *device << ", --gpu-layers " << *gpu_layers
               << "): " << device::describe(placement);

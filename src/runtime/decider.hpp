@@ -150,7 +150,7 @@ class Decider {
   virtual AnswerSettings answer_settings() const { return {}; }
   /// Where the model runs, for logs and /v1/models: the device, and on a GPU what went there
   /// ("CUDA0 (NVIDIA H200, ...): backbone 32/32 layers, vision tower, joint schema head on
-  /// CUDA0"), or "CPU, N threads". Empty: not said.
+  /// CUDA0"), or "CPU, N threads, ISA and weights" (device::describe_cpu_path). Empty: not said.
   virtual std::string placement() const { return {}; }
   /// What the decisions in progress may hold, for the startup log: "parallel 4 x context 16384:
   /// 565 MiB per sequence (...)". Empty: not said.

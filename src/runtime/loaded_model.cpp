@@ -5,6 +5,7 @@
 #include "artifact/backbone_loader.hpp"
 #include "artifact/open_model.hpp"
 #include "decision/confidence.hpp"
+#include "device/cpu_path.hpp"
 #include "head/head_weights.hpp"
 #include "record/llama_vocab.hpp"
 #include "util/error.hpp"
@@ -140,7 +141,8 @@ std::string LoadedModel::sequence_memory() const {
 std::string LoadedModel::placement_text() const {
   if (placement.gpu == nullptr) {
     const int threads = backbone::resolved_threads(config.backbone);
-    return "CPU, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+    return "CPU, " + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
+           device::describe_cpu_path(config.backbone.weight_repacking);
   }
   const int layers = backbone.n_layer();
   const int offloaded =

@@ -38,8 +38,9 @@ struct LoadedModel {
 
   /// The limits a request meets (/v1/models `limits`).
   ServedLimits limits() const;
-  /// Where the model runs: "CPU, N threads" or "DEVICE (...): backbone L/L layers, vision tower,
-  /// joint schema head on DEVICE".
+  /// Where the model runs: "CPU, N threads, " and the CPU's matrix path
+  /// (device::describe_cpu_path), or "DEVICE (...): backbone L/L layers, vision tower, joint
+  /// schema head on DEVICE".
   std::string placement_text() const;
   /// What each decision in progress may hold: "parallel N x context C: ...".
   std::string sequence_memory() const;

@@ -1,5 +1,6 @@
-// The built `clef` executable: `clef info` accepts the tiny model (exit 0) and refuses a non-GGUF
-// with exit code 2 and a clear message; `clef make-test-model` writes a loadable directory.
+// The built `clef` executable: `clef info` accepts the tiny model (exit 0), names the CPU's matrix
+// path, and refuses a non-GGUF with exit code 2 and a clear message; `clef make-test-model`
+// writes a loadable directory.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -42,6 +43,9 @@ TEST(ClefBinary, InfoAcceptsTheTinyModelAndRefusesANonGguf) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("qwen35"), std::string::npos) << ok.output;
   EXPECT_NE(ok.output.find("qwen3vl_merger"), std::string::npos) << ok.output;
+  // which CPU path runs, and no word from ggml's AMX probe on a CPU without AMX
+  EXPECT_NE(ok.output.find("CPU matrix path (cpu_amx=auto): "), std::string::npos) << ok.output;
+  EXPECT_EQ(ok.output.find("AMX is not ready"), std::string::npos) << ok.output;
 
   clef::test::TempDir tmp;
   const auto junk = tmp.path() / "junk.gguf";
