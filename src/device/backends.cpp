@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "device/vulkan_probe.hpp"
+#include "util/install_layout.hpp"
 
 namespace clef::device {
 
@@ -18,9 +19,9 @@ std::vector<std::string> module_candidates(const char* file) {
   if (const char* dir = std::getenv("CLEF_GGML_BACKENDS_DIR"); dir != nullptr && *dir != '\0') {
     out.push_back((std::filesystem::path(dir) / file).string());
   }
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) out.push_back((exe.parent_path() / "ggml-backends" / file).string());
+  if (const auto shipped = util::shipped_modules("ggml-backends")) {
+    out.push_back((*shipped / file).string());
+  }
 #ifdef CLEF_GGML_BACKENDS_DIR
   out.push_back((std::filesystem::path(CLEF_GGML_BACKENDS_DIR) / file).string());
 #endif

@@ -23,7 +23,8 @@ struct LoadedBackends {
 
 /// Loads the backend modules the first time it is called (thread-safe; later calls return the
 /// same record). The Vulkan module is looked for in $CLEF_GGML_BACKENDS_DIR, then in
-/// ggml-backends/ beside the executable, then in the build tree. When the Vulkan loader lists
+/// ggml-backends/ beside the executable (lib/clef/ggml-backends/ in an install), then in the build
+/// tree. When the Vulkan loader lists
 /// only CPU-type devices, or CLEF_VK_ALLOW_CPU_DEVICE=1, and GGML_VK_VISIBLE_DEVICES is not set,
 /// it sets that variable (GPUs first, then CPU-type devices) before the module reads it, so that
 /// lavapipe can be named (`--device Vulkan0`). Never throws: a failure is a note.

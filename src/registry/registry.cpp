@@ -9,6 +9,7 @@
 
 #include "json/parse.hpp"
 #include "util/error.hpp"
+#include "util/install_layout.hpp"
 
 namespace clef::registry {
 namespace {
@@ -253,11 +254,10 @@ bool Registry::looks_like_reference(const std::string& text) {
 
 Registry load_registry(const std::filesystem::path& extra) {
   Registry r;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::filesystem::path beside = exe.parent_path() / "clef-registry.json";
-  if (!ec && std::filesystem::exists(beside, ec)) {
-    r.add_file(beside);
+  // The registry shipped with the binary (build tree or install, util/install_layout.hpp), else
+  // the source tree's.
+  if (const auto shipped = util::shipped_data("clef-registry.json")) {
+    r.add_file(*shipped);
   } else {
     r.add_file(CLEF_SOURCE_REGISTRY);
   }
@@ -269,6 +269,7 @@ Registry load_registry(const std::filesystem::path& extra) {
   } else if (home != nullptr && *home != '\0') {
     user = std::filesystem::path(home) / ".config" / "clef" / "registry.json";
   }
+  std::error_code ec;
   if (!user.empty() && std::filesystem::exists(user, ec)) r.add_file(user);
   if (!extra.empty()) r.add_file(extra);
   return r;

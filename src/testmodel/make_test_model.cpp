@@ -8,22 +8,19 @@
 #include "testmodel/mmproj_writer.hpp"
 #include "testmodel/quantize.hpp"
 #include "util/error.hpp"
+#include "util/install_layout.hpp"
 
 namespace clef::testmodel {
 
 std::filesystem::path default_vocab_gguf() {
   namespace fs = std::filesystem;
-  // 1. $CLEF_VOCAB_GGUF; 2. beside the running executable (the build copies it there, so a
-  // moved or installed `clef` keeps working); 3. the pinned llama.cpp tree it was built from.
+  // 1. $CLEF_VOCAB_GGUF; 2. shipped with the running executable (beside it in the build tree,
+  // share/clef/ in an install: util/install_layout.hpp), so a moved or installed `clef` keeps
+  // working without the source tree; 3. the pinned llama.cpp tree it was built from.
   if (const char* env = std::getenv("CLEF_VOCAB_GGUF"); env != nullptr && *env != '\0') {
     return env;
   }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = exe.parent_path() / "ggml-vocab-qwen35.gguf";
-    if (fs::exists(beside, ec)) return beside;
-  }
+  if (const auto shipped = util::shipped_data("ggml-vocab-qwen35.gguf")) return *shipped;
   return CLEF_TESTMODEL_DEFAULT_VOCAB;
 }
 

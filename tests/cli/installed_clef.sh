@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# An installed clef is relocatable (issue 45): `cmake --install BUILD --prefix P`, the prefix moved
+# elsewhere, and the build and source trees hidden (empty directories bind-mounted over them in a
+# private mount namespace): `clef make-test-model`, `info` (the Vulkan module found under lib/clef
+# when the build has it), `ask` and `verify --limit 2` (its default fixture from share/clef) all
+# work, and nothing names the build tree (RUNPATH, the fixture default in --help).
+# usage: installed_clef.sh BUILD_DIR SOURCE_DIR   (77 when a mount namespace cannot be made)
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+unshare --mount true 2>/dev/null || { echo "SKIP: no private mount namespace here (unshare --mount needs root)"; exit 77; }
+
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+mv "$work/prefix" "$work/moved"   # relocated after the install
+clef="$work/moved/bin/clef"
+runpath=$(readelf -d "$clef" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+[ "$runpath" = '$ORIGIN/../lib' ] || { echo "FAIL: RUNPATH of the installed clef is '$runpath'"; exit 1; }
+cp "$src/examples/card.json" "$work/card.json"
+mkdir -p "$work/empty"
+
+cat > "$work/run.sh" <<INNER
+set -euo pipefail
+mount --bind "$work/empty" "$build"
+mount --bind "$work/empty" "$src"
+export XDG_CACHE_HOME="$work/cache" HOME="$work"
+unset CLEF_GGML_BACKENDS_DIR CLEF_VOCAB_GGUF
+cd "$work"
+"$clef" make-test-model "$work/m" > "$work/make.log" 2>&1
+"$clef" info "$work/m" > "$work/info.log" 2>&1
+"$clef" ask --model-dir "$work/m" --request "$work/card.json" --threads 1 > "$work/ask.json" 2> "$work/ask.log"
+set +e
+"$clef" verify --model-dir "$work/m" --limit 2 --threads 1 > "$work/verify.log" 2>&1
+echo \$? > "$work/verify.rc"
+"$clef" verify --help > "$work/verify-help.log" 2>&1
+INNER
+unshare --mount bash "$work/run.sh" || { echo "FAIL: a command of the installed clef failed"; tail -5 "$work"/*.log; exit 1; }
+
+grep -q '"answers"' "$work/ask.json" || { echo "FAIL: clef ask gave no decision"; cat "$work/ask.json" "$work/ask.log"; exit 1; }
+grep -q "qwen35" "$work/info.log" || { echo "FAIL: clef info"; cat "$work/info.log"; exit 1; }
+if [ -f "$build/ggml-backends/libggml-vulkan.so" ] && grep -q "loaded Vulkan backend" "$work/info.log"; then
+  grep -q "from $work/moved/lib/clef/ggml-backends/libggml-vulkan.so" "$work/info.log" ||
+    { echo "FAIL: the Vulkan module was not the installed one"; grep "Vulkan" "$work/info.log"; exit 1; }
+fi
+# verify: a test model against the authors' fixture decides the runs and fails the bar (exit 1)
+rc=$(cat "$work/verify.rc")
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || { echo "FAIL: clef verify exit $rc"; cat "$work/verify.log"; exit 1; }
+grep -q "fixture: $work/moved/share/clef/oracle/coreai/fixture.json" "$work/verify.log" ||
+  { echo "FAIL: verify did not read the installed fixture"; head -5 "$work/verify.log"; exit 1; }
+grep -q "left out by --limit" "$work/verify.log" || { echo "FAIL: verify does not say what --limit left out"; cat "$work/verify.log"; exit 1; }
+if grep -q -e "$build" -e "$src" "$work/verify-help.log"; then
+  echo "FAIL: clef verify --help names the build or source tree"; grep -e "$build" -e "$src" "$work/verify-help.log"; exit 1
+fi
+echo "PASS: installed into a prefix, moved, run with the build and source trees hidden"
