@@ -25,11 +25,12 @@ struct CalibrateCommandOptions {
   std::string out;
   std::string plot;
   std::string json_path;
+  bool force = false;
   eval::CalibrateOptions fit;
 };
 
 int run_calibrate(CalibrateCommandOptions options) {
-  const std::vector<eval::LabeledRequest> data = eval::load_labeled_set(options.data);
+  const eval::LabeledSet data = eval::load_labeled_set(options.data);
   runtime::EngineConfig config = options.engine.to_config();
   config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
   config.calibration_path.clear();  // fitted on the model's own logits
@@ -46,9 +47,22 @@ int run_calibrate(CalibrateCommandOptions options) {
     std::cerr << "no labeled question could be used; nothing written\n";
     return 2;
   }
-  write_text_file(options.out, json::dumps_unsorted(result.calibration.to_json()) + "\n", "out");
-  std::cout << "\ncalibration written to " << options.out
-            << " (apply it with: clef serve --calibration " << options.out << ")\n";
+  const std::vector<std::string> warnings = eval::calibration_warnings(result);
+  for (const std::string& w : warnings) std::cerr << "clef: warning: " << w << "\n";
+  int exit = 0;
+  if (warnings.empty() || options.force) {
+    write_text_file(options.out, json::dumps_unsorted(result.calibration.to_json()) + "\n", "out");
+    std::cout << "\ncalibration written to " << options.out;
+    if (warnings.empty()) {
+      std::cout << " (apply it with: clef serve --calibration " << options.out << ")\n";
+    } else {
+      std::cout << " (--force, despite the warnings above: check it before applying it)\n";
+    }
+  } else {
+    std::cerr << "clef: the calibration was not written to " << options.out
+              << ": more labeled requests usually help; --force writes it anyway\n";
+    exit = 1;
+  }
   if (!options.plot.empty()) {
     std::vector<std::pair<std::string, eval::CalibrationMetrics>> series;
     const eval::CalibrationComparison& all = result.comparisons.front();
@@ -62,7 +76,7 @@ int run_calibrate(CalibrateCommandOptions options) {
     write_text_file(options.json_path,
                     json::dumps_unsorted(eval::calibration_report_json(result)) + "\n", "json");
   }
-  return 0;
+  return exit;
 }
 
 }  // namespace
@@ -88,6 +102,10 @@ void add_calibrate_command(CLI::App& app, ExitCode& exit_code) {
       ->capture_default_str();
   cmd->add_option("--plot", options->plot, "write a reliability diagram (SVG) to FILE");
   cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
+  cmd->add_flag("--force", options->force,
+                "write the calibration even when the data are too few, a temperature ends at its "
+                "bound, or the held-out fit is worse than none (otherwise: a warning, nothing "
+                "written, exit 1)");
   cmd->callback([options, &exit_code] { exit_code.value = run_calibrate(*options); });
 }
 

@@ -1,6 +1,7 @@
 #include "eval/calibrate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "util/error.hpp"
@@ -92,10 +93,11 @@ CalibrateResult calibrate_samples(std::vector<LabeledQuestion> samples,
   return out;
 }
 
-CalibrateResult calibrate(runtime::Decider& decider, const std::vector<LabeledRequest>& data,
+CalibrateResult calibrate(runtime::Decider& decider, const LabeledSet& set,
                           const CalibrateOptions& options) {
+  const std::vector<LabeledRequest>& data = set.requests;
   std::vector<LabeledQuestion> samples;
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped = set.skipped;
   std::size_t decided = 0;
   for (std::size_t i = 0; i < data.size(); ++i) {
     const LabeledRequest& r = data[i];
@@ -149,6 +151,7 @@ std::string format_calibration_report(const CalibrateResult& r) {
                     std::to_string(r.questions) + " labeled questions";
   if (!r.skipped.empty()) out += ", " + std::to_string(r.skipped.size()) + " skipped";
   out += "\n";
+  for (const std::string& s : r.skipped) out += "skipped " + s + "\n";
   out += r.folds >= 2 ? "after: measured on " + std::to_string(r.folds) +
                             " held-out folds (each scored by a calibration fitted on the others)\n"
                       : "after: IN SAMPLE (too few requests for held-out folds)\n";
@@ -177,7 +180,40 @@ std::string format_calibration_report(const CalibrateResult& r) {
     out += "  question " + id + ": temperature " + fixed(s.temperature, 4) + ", bias " +
            fixed(s.bias, 4) + " (" + std::to_string(s.examples) + ")\n";
   }
-  for (const std::string& s : r.skipped) out += "skipped " + s + "\n";
+  return out;
+}
+
+std::vector<std::string> calibration_warnings(const CalibrateResult& r) {
+  std::vector<std::string> out;
+  if (r.questions < kFewLabeledQuestions || r.folds < 2) {
+    out.push_back("too few labels: " + std::to_string(r.questions) + " labeled questions in " +
+                  std::to_string(r.requests) + " requests (a fit needs " +
+                  std::to_string(kFewLabeledQuestions) +
+                  " or more, and 2 or more requests for held-out folds)");
+  }
+  auto at_bound = [](const decision::Scaling& s) {
+    return std::fabs(s.temperature - 0.05) < 1e-9 || std::fabs(s.temperature - 20.0) < 1e-9;
+  };
+  for (int t = 0; t < 3; ++t) {
+    const auto& s = r.calibration.by_type[static_cast<std::size_t>(t)];
+    if (s && at_bound(*s)) {
+      out.push_back(std::string(request::type_name(static_cast<request::QuestionType>(t))) +
+                    " temperature " + fixed(s->temperature, 2) +
+                    " is at its bound (0.05..20): the labels pushed it as far as it may go");
+    }
+  }
+  for (const auto& [id, s] : r.calibration.by_question) {
+    if (at_bound(s)) {
+      out.push_back("question " + id + " temperature " + fixed(s.temperature, 2) +
+                    " is at its bound (0.05..20)");
+    }
+  }
+  if (!r.comparisons.empty() && r.folds >= 2 &&
+      r.comparisons.front().after.log_loss > r.comparisons.front().before.log_loss) {
+    out.push_back("on held-out folds the calibration scores worse than none (log loss " +
+                  fixed(r.comparisons.front().before.log_loss, 4) + " -> " +
+                  fixed(r.comparisons.front().after.log_loss, 4) + ")");
+  }
   return out;
 }
 

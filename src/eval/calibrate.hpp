@@ -42,9 +42,19 @@ struct CalibrateResult {
 };
 
 /// Decides every labeled request with `decider` (a request it refuses, or a gold option its
-/// record does not have, is skipped and listed), then fits and measures.
-CalibrateResult calibrate(runtime::Decider& decider, const std::vector<LabeledRequest>& data,
+/// record does not have, is skipped and listed after the set's own skipped lines), then fits
+/// and measures.
+CalibrateResult calibrate(runtime::Decider& decider, const LabeledSet& data,
                           const CalibrateOptions& options);
+
+/// Labeled questions below which a fit says little (a type's temperature, the held-out folds).
+inline constexpr std::size_t kFewLabeledQuestions = 30;
+
+/// Why the fitted calibration should not be applied as it is, one sentence each (empty: none):
+/// too few labeled questions (fewer than kFewLabeledQuestions, or too few requests for held-out
+/// folds), a fitted temperature at its bound (0.05 or 20: the data pushed it as far as it may
+/// go), or a held-out log loss worse than without calibration.
+std::vector<std::string> calibration_warnings(const CalibrateResult& result);
 
 /// Fits and measures already collected samples (what calibrate() does after deciding).
 CalibrateResult calibrate_samples(std::vector<LabeledQuestion> samples,

@@ -25,8 +25,8 @@ std::string gold_id(const json::Value& v, int line, const std::string& question)
 
 }  // namespace
 
-std::vector<LabeledRequest> parse_labeled_set(std::string_view text) {
-  std::vector<LabeledRequest> out;
+LabeledSet parse_labeled_set(std::string_view text) {
+  LabeledSet out;
   for (const auto& [line_no, line] : util::nonblank_lines(text)) {
     json::Value v;
     try {
@@ -46,18 +46,26 @@ std::vector<LabeledRequest> parse_labeled_set(std::string_view text) {
         members.emplace_back(key, value);
       }
     }
-    if (gold == nullptr || !gold->is_object()) bad_line(line_no, "no \"gold\" object");
+    if (gold == nullptr || !gold->is_object()) {
+      out.skipped.push_back("line " + std::to_string(line_no) + ": no \"gold\" object");
+      continue;
+    }
     for (const auto& [question, value] : gold->members()) {
       if (value.is_null()) continue;
       r.gold.emplace_back(question, gold_id(value, line_no, question));
     }
+    if (r.gold.empty()) {
+      out.skipped.push_back("line " + std::to_string(line_no) +
+                            ": no labeled question in \"gold\"");
+      continue;
+    }
     r.request = json::Value::object(std::move(members));
-    out.push_back(std::move(r));
+    out.requests.push_back(std::move(r));
   }
   return out;
 }
 
-std::vector<LabeledRequest> load_labeled_set(const std::filesystem::path& file) {
+LabeledSet load_labeled_set(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw invalid_request("cannot read the labeled data " + file.string(), "data");
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

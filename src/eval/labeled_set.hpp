@@ -20,12 +20,20 @@ struct LabeledRequest {
   std::vector<std::pair<std::string, std::string>> gold;
 };
 
+/// The labeled requests of a file, and the lines that carry no labels.
+struct LabeledSet {
+  std::vector<LabeledRequest> requests;
+  /// "line N: why" for each request line without a "gold" object or with no labeled question in
+  /// it: skipped and counted, not a stop (an unlabeled request may sit among labeled ones).
+  std::vector<std::string> skipped;
+};
+
 /// Reads a JSONL file of labeled requests (blank lines skipped). Throws clef::Error
-/// (invalid_request) naming the line for a line that is not a JSON object with a "gold" object,
-/// or a gold value of the wrong kind.
-std::vector<LabeledRequest> load_labeled_set(const std::filesystem::path& file);
+/// (invalid_request) naming the line for a line that is not a JSON object, or a gold value of the
+/// wrong kind (a broken file, not an unlabeled request).
+LabeledSet load_labeled_set(const std::filesystem::path& file);
 
 /// The same from text.
-std::vector<LabeledRequest> parse_labeled_set(std::string_view text);
+LabeledSet parse_labeled_set(std::string_view text);
 
 }  // namespace clef::eval

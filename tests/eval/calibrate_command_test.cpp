@@ -4,6 +4,8 @@
 // bytes, the fitted one changes the probabilities).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -51,9 +53,10 @@ TEST(CalibrateCommand, FitsWritesAndIsAppliedByAsk) {
       " --model " + m.backbone.string() + " --head " + m.head.string() + " --threads 1";
   const auto p = [&](const char* name) { return (dir.path() / name).string(); };
   std::ofstream(p("labeled.jsonl")) << labeled_lines(40);
+  // Random weights: nothing to learn, so the guards warn; --force writes the file all the same.
   ASSERT_EQ(std::system((clef + " calibrate" + model + " --data " + p("labeled.jsonl") + " --out " +
                          p("cal.json") + " --plot " + p("rel.svg") + " --json " + p("rep.json") +
-                         " > " + p("out.txt") + " 2>&1")
+                         " --force > " + p("out.txt") + " 2>&1")
                             .c_str()),
             0)
       << read(p("out.txt"));
@@ -91,6 +94,33 @@ TEST(CalibrateCommand, FitsWritesAndIsAppliedByAsk) {
       0);
   EXPECT_NE(read(p("bad.err")).find("types.noul.temperature"), std::string::npos)
       << read(p("bad.err"));
+}
+
+/// The issue-45 report: two labeled requests fit temperatures at their bounds and score worse
+/// on held-out folds; calibrate warns, writes nothing and exits 1 (unless --force), lists skipped
+/// lines (a line without gold among them) before its table.
+TEST(CalibrateCommand, RefusesToWriteAFitFromTooFewLabels) {
+  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
+  clef::test::TempDir dir("clef-calibrate-few");
+  const auto& m = clef::test::tiny_model();
+  const std::string model =
+      " --model " + m.backbone.string() + " --head " + m.head.string() + " --threads 1";
+  const auto p = [&](const char* name) { return (dir.path() / name).string(); };
+  std::ofstream(p("few.jsonl"))
+      << labeled_lines(2) << R"({"state": "no labels here", "questions": {"q": {"type": "noul"}}})"
+      << "\n";
+  const int status = std::system((clef + " calibrate" + model + " --data " + p("few.jsonl") +
+                                  " --out " + p("cal.json") + " > " + p("out.txt") + " 2>&1")
+                                     .c_str());
+  const std::string out = read(p("out.txt"));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << out;
+  EXPECT_FALSE(std::filesystem::exists(p("cal.json"))) << "written despite the warnings";
+  EXPECT_NE(out.find("warning: too few labels"), std::string::npos) << out;
+  EXPECT_NE(out.find("--force writes it anyway"), std::string::npos) << out;
+  EXPECT_EQ(out.find("apply it with"), std::string::npos) << out;
+  const std::size_t skipped = out.find("skipped line 3: no \"gold\" object");
+  ASSERT_NE(skipped, std::string::npos) << out;
+  EXPECT_LT(skipped, out.find("accuracy")) << "skipped lines come before the table\n" << out;
 }
 
 }  // namespace

@@ -159,19 +159,20 @@ TEST(CalibrationFit, CalibratingAnOverconfidentModelLowersHeldOutLogLoss) {
 }
 
 TEST(LabeledSet, ReadsGoldAndNamesTheLineAtFault) {
-  const auto set = parse_labeled_set(
+  const auto read = parse_labeled_set(
       "{\"state\": \"a\", \"questions\": {\"q\": {\"type\": \"noul\"}}, \"gold\": {\"q\": true}}\n"
       "\n"
       "{\"state\": \"b\", \"questions\": {}, \"gold\": {\"s\": 2, \"c\": \"x\", \"u\": null}}\n");
+  const auto& set = read.requests;
   ASSERT_EQ(set.size(), 2u);
+  EXPECT_TRUE(read.skipped.empty());
   EXPECT_EQ(set[0].line, 1);
   EXPECT_EQ(set[0].gold, (std::vector<std::pair<std::string, std::string>>{{"q", "true"}}));
   EXPECT_EQ(set[0].request.find("gold"), nullptr) << "gold is not part of the request";
   EXPECT_EQ(set[1].line, 3);
   EXPECT_EQ(set[1].gold,
             (std::vector<std::pair<std::string, std::string>>{{"s", "2"}, {"c", "x"}}));
-  for (const char* bad :
-       {"{\"state\": 1}", "[1]", "{\"gold\": {\"q\": 1.5}}", "{\"gold\": 3}", "not json"}) {
+  for (const char* bad : {"[1]", "{\"gold\": {\"q\": 1.5}}", "not json"}) {
     try {
       parse_labeled_set(std::string("{\"gold\": {}}\n") + bad + "\n");
       ADD_FAILURE() << "accepted " << bad;
@@ -179,6 +180,46 @@ TEST(LabeledSet, ReadsGoldAndNamesTheLineAtFault) {
       EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(LabeledSet, SkipsAndCountsLinesWithoutLabels) {
+  // A request without gold (or with only nulls) among labeled ones is no stop (issue 45).
+  const auto read = parse_labeled_set(
+      "{\"state\": 1}\n"
+      "{\"state\": \"a\", \"questions\": {\"q\": {\"type\": \"noul\"}}, \"gold\": {\"q\": true}}\n"
+      "{\"state\": 2, \"gold\": 3}\n"
+      "{\"state\": 3, \"gold\": {\"q\": null}}\n");
+  ASSERT_EQ(read.requests.size(), 1u);
+  EXPECT_EQ(read.requests[0].line, 2);
+  EXPECT_EQ(read.skipped,
+            (std::vector<std::string>{"line 1: no \"gold\" object", "line 3: no \"gold\" object",
+                                      "line 4: no labeled question in \"gold\""}));
+}
+
+TEST(CalibrationWarnings, NameTooFewLabelsABoundTemperatureAndAWorseHeldOutFit) {
+  CalibrateResult r;
+  r.requests = 2;
+  r.questions = 4;
+  r.folds = 2;
+  decision::Scaling hot;
+  hot.temperature = 20.0;
+  r.calibration.by_type[0] = hot;
+  CalibrationComparison all;
+  all.name = "all";
+  all.before.log_loss = 0.83;
+  all.after.log_loss = 1.19;
+  r.comparisons.push_back(all);
+  const auto w = calibration_warnings(r);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_NE(w[0].find("too few labels: 4 labeled questions in 2 requests"), std::string::npos);
+  EXPECT_NE(w[1].find("noul temperature 20.00 is at its bound"), std::string::npos) << w[1];
+  EXPECT_NE(w[2].find("log loss 0.8300 -> 1.1900"), std::string::npos) << w[2];
+
+  r.questions = 400;
+  r.requests = 300;
+  r.calibration.by_type[0]->temperature = 1.3;
+  r.comparisons[0].after.log_loss = 0.70;
+  EXPECT_TRUE(calibration_warnings(r).empty());
 }
 
 }  // namespace
