@@ -23,13 +23,22 @@
 #include "runtime/engine.hpp"
 #include "util/digest.hpp"
 #include "util/error.hpp"
+#include "util/install_layout.hpp"
 
 namespace clef::cli {
 namespace {
 
+/// The authors' fixture shipped with the binary (oracle/coreai/fixture.json beside it in the build
+/// tree, share/clef/ in an install), else the source tree's.
+std::string default_fixture() {
+  if (const auto shipped = util::shipped_data("oracle/coreai/fixture.json"))
+    return shipped->string();
+  return CLEF_DEFAULT_FIXTURE;
+}
+
 struct VerifyCommandOptions {
   EngineOptions engine;
-  std::string fixture = CLEF_DEFAULT_FIXTURE;
+  std::string fixture = default_fixture();
   std::size_t limit = 0;
   std::vector<std::string> arms;
   std::vector<std::string> sources;

@@ -114,6 +114,10 @@ VerifyResult verify(runtime::Decider& decider, const Fixture& fixture,
                     const VerifyOptions& options) {
   const std::vector<const FixtureRun*> chosen = select_runs(fixture, options);
   VerifyResult out;
+  VerifyOptions unlimited = options;
+  unlimited.limit = 0;
+  out.runs_selected = static_cast<int>(select_runs(fixture, unlimited).size());
+  out.runs_over_limit = out.runs_selected - static_cast<int>(chosen.size());
   bool vocabulary_known = false;
   for (std::size_t i = 0; i < chosen.size(); ++i) {
     const FixtureRun& run = *chosen[i];

@@ -35,6 +35,9 @@ struct VerifyResult {
   int responses_checked = 0;
   int responses_equal = 0;
   std::vector<std::string> responses_differing;  ///< "id/arm" of the first few that differ
+  /// Runs the arm and source filters select, and of those how many `limit` left out (not run).
+  int runs_selected = 0;
+  int runs_over_limit = 0;
 };
 
 /// The runs `options` selects (arms, sources, then the first `limit`), in the fixture's order.

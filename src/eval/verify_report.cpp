@@ -1,5 +1,6 @@
 #include "eval/verify_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace clef::eval {
@@ -19,13 +20,18 @@ std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
-std::string tally_line(const std::string& name, const ParityTally& t) {
-  return pad(name, 20) + pad(std::to_string(t.runs), 6) + pad(std::to_string(t.skipped), 6) +
-         pad(std::to_string(t.failed), 6) + pad(ratio(t.ids_equal, t.ids_checked), 10) +
+/// One row of the gate table; `name_width` fits the longest row name. A row without compared
+/// runs shows "-" for |dp| (nothing was measured there).
+std::string tally_line(const std::string& name, std::size_t name_width, const ParityTally& t) {
+  const bool measured = t.runs > 0;
+  return pad(name, name_width) + pad(std::to_string(t.runs), 10) +
+         pad(std::to_string(t.skipped), 9) + pad(std::to_string(t.failed), 8) +
+         pad(ratio(t.ids_equal, t.ids_checked), 10) +
          pad(ratio(t.spans_equal, t.spans_checked), 10) +
          pad(ratio(t.above_margin_agree, t.above_margin), 11) +
-         pad(ratio(t.near_ties_agree, t.near_ties), 9) + pad(fixed(t.max_dp, 6), 10) +
-         fixed(t.mean_dp, 6) + "\n";
+         pad(ratio(t.near_ties_agree, t.near_ties), 9) +
+         pad(measured ? fixed(t.max_dp, 6) : "-", 10) + (measured ? fixed(t.mean_dp, 6) : "-") +
+         "\n";
 }
 
 json::Value number(double v) {
@@ -103,11 +109,23 @@ std::string format_report(const VerifySetup& setup, const VerifyResult& result,
         "model?): token ids and spans are not compared, and probabilities from other weights "
         "say nothing of parity\n";
   }
+  if (result.runs_over_limit > 0) {
+    out += "runs: " + std::to_string(result.runs_selected - result.runs_over_limit) + " of the " +
+           std::to_string(result.runs_selected) + " selected, " +
+           std::to_string(result.runs_over_limit) + " left out by --limit (not run)\n";
+  }
   out += "\n";
-  out += pad("", 20);
-  for (const auto& [title, width] : {std::pair<std::string, std::size_t>{"runs", 6},
-                                     {"skip", 6},
-                                     {"fail", 6},
+  std::size_t name_width = 20;
+  for (const auto& [arm, t] : summary.by_arm) name_width = std::max(name_width, arm.size() + 6);
+  for (const auto& [source, t] : summary.by_source) {
+    name_width = std::max(name_width, source.size() + 9);
+  }
+  out += pad("", name_width);
+  // compared: runs whose answers were measured; skipped: runs the engine could not take as the
+  // fixture asks (e.g. images without a vision tower); errors: runs whose decision failed.
+  for (const auto& [title, width] : {std::pair<std::string, std::size_t>{"compared", 10},
+                                     {"skipped", 9},
+                                     {"errors", 8},
                                      {"ids", 10},
                                      {"spans", 10},
                                      {"argmax>" + fixed(bar.margin, 2), 11},
@@ -116,9 +134,11 @@ std::string format_report(const VerifySetup& setup, const VerifyResult& result,
     out += pad(title, width);
   }
   out += "mean|dp|\n";
-  out += tally_line("all", summary.all);
-  for (const auto& [arm, t] : summary.by_arm) out += tally_line("arm " + arm, t);
-  for (const auto& [source, t] : summary.by_source) out += tally_line("source " + source, t);
+  out += tally_line("all", name_width, summary.all);
+  for (const auto& [arm, t] : summary.by_arm) out += tally_line("arm " + arm, name_width, t);
+  for (const auto& [source, t] : summary.by_source) {
+    out += tally_line("source " + source, name_width, t);
+  }
   if (!summary.worst.empty()) {
     out += "\nworst runs (max |dp|):\n";
     for (const RunParity* r : summary.worst) {
