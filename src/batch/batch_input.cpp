@@ -30,7 +30,7 @@ std::vector<BatchItem> parse_batch_input(std::string_view text) {
         item.body = std::string(line);  // the client's own bytes
       }
     } catch (const Error& e) {
-      item.error = std::string("invalid JSON: ") + e.what();
+      item.error = e.what();  // "invalid JSON at byte N: ..."
     }
     out.push_back(std::move(item));
   }

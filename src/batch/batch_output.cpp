@@ -9,17 +9,28 @@
 
 namespace clef::batch {
 
-std::string answer_record(const json::Value& id, int line, int status, std::string_view response) {
+std::string answer_record(const json::Value& id, int line, int status, std::string_view response,
+                          int truncated_tokens, const std::vector<std::string>& ignored_fields) {
   std::string out = "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
                     ",\"status\":" + std::to_string(status) + ",\"response\":";
   out.append(response);
+  if (truncated_tokens > 0)
+    out.append(",\"truncated_tokens\":").append(std::to_string(truncated_tokens));
+  if (!ignored_fields.empty()) {
+    std::vector<json::Value> fields;
+    for (const std::string& f : ignored_fields) fields.push_back(json::Value::string(f));
+    out.append(",\"ignored_fields\":")
+        .append(json::dumps_unsorted(json::Value::array(std::move(fields))));
+  }
   return out.append("}\n");
 }
 
 std::string error_record(const json::Value& id, int line, int status, const std::string& code,
-                         const std::string& message) {
+                         const std::string& message, const std::string& param) {
   const json::Value error = json::Value::object(
-      {{"code", json::Value::string(code)}, {"message", json::Value::string(message)}});
+      {{"code", json::Value::string(code)},
+       {"message", json::Value::string(message)},
+       {"param", param.empty() ? json::Value::null() : json::Value::string(param)}});
   return "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
          ",\"status\":" + std::to_string(status) + ",\"error\":" + json::dumps_unsorted(error) +
          "}\n";

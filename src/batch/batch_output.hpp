@@ -1,23 +1,30 @@
 #pragma once
 // The output of `clef batch`: JSON Lines, one record per input line,
 //   {"id": ..., "line": N, "status": 200, "response": {...}}                 answered
+//     (with "truncated_tokens": N when the state was cut to fit, "ignored_fields": [...] when
+//     the request carried fields the contract does not know: what the response body cannot say)
 //   {"id": ..., "line": N, "status": 4xx|5xx|0, "error": {"code", "message"}} refused or failed
 // (status 0: never reached a server), and what --resume reads back.
 
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "json/value.hpp"
 
 namespace clef::batch {
 
-/// One answered line.
-std::string answer_record(const json::Value& id, int line, int status, std::string_view response);
+/// One answered line; `truncated_tokens` > 0 and a non-empty `ignored_fields` are added as
+/// "truncated_tokens" and "ignored_fields".
+std::string answer_record(const json::Value& id, int line, int status, std::string_view response,
+                          int truncated_tokens = 0,
+                          const std::vector<std::string>& ignored_fields = {});
 
-/// One line that got no answer: its status (0 when no server answered), a stable code and why.
+/// One line that got no answer: its status (0 when no server answered), a stable code, why, and
+/// the field at fault ("" when none: null).
 std::string error_record(const json::Value& id, int line, int status, const std::string& code,
-                         const std::string& message);
+                         const std::string& message, const std::string& param = {});
 
 /// The input lines an output file already has a record for (every complete line whose "line" is
 /// a number; a torn last line from a killed run is ignored and rewritten by the caller). Records

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <thread>
 
@@ -32,9 +34,39 @@ void read_error(Answer& a) {
       if (const json::Value* m = e->find("message"); m != nullptr && m->is_string()) {
         a.message = m->as_string();
       }
+      if (const json::Value* f = e->find("param"); f != nullptr && f->is_string()) {
+        a.param = f->as_string();
+      }
     }
   } catch (const Error&) {
   }
+}
+
+/// A header's non-negative integer value; 0 when absent or not one.
+int header_int(const std::string& value) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  return ec == std::errc() && end == value.data() + value.size() && n > 0 ? n : 0;
+}
+
+/// X-Clef-Ignored-Fields back into paths: split at commas, %XX decoded (server::field_list).
+std::vector<std::string> split_field_list(const std::string& value) {
+  std::vector<std::string> out;
+  if (value.empty()) return out;
+  std::string current;
+  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i <= value.size(); ++i) {
+    if (i == value.size() || value[i] == ',') {
+      out.push_back(std::move(current));
+      current.clear();
+    } else if (value[i] == '%' && i + 2 < value.size() && hex(value[i + 1]) && hex(value[i + 2])) {
+      current += static_cast<char>(std::stoi(value.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      current += value[i];
+    }
+  }
+  return out;
 }
 
 int input_tokens_of(const std::string& body) {
@@ -90,6 +122,8 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
     if (res) {
       a.status = res->status;
       a.body = res->body;
+      a.truncated_tokens = header_int(res->get_header_value("X-Clef-Truncated-Tokens"));
+      a.ignored_fields = split_field_list(res->get_header_value("X-Clef-Ignored-Fields"));
       if (a.status != 429 && a.status != 503) break;
       // retry-after-ms (the server's estimate, clef's and TypeSafe's) before Retry-After's
       // whole seconds; either at most 30 s.
@@ -106,6 +140,13 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
       a.body.clear();
       a.code = "connection_failed";
       a.message = e.base + ": " + httplib::to_string(res.error());
+      if (res.error() == httplib::Error::SSLServerVerification ||
+          res.error() == httplib::Error::SSLServerHostnameVerification) {
+        a.message += ca_cert_.empty()
+                         ? " (the server's certificate is not one this machine trusts: a "
+                           "self-signed one needs --ca-cert FILE)"
+                         : " (not signed by --ca-cert " + ca_cert_ + ")";
+      }
     }
     if (attempt >= retries_) break;
     std::this_thread::sleep_for(wait);
@@ -139,10 +180,13 @@ Answer LocalSender::send(const BatchItem& item, int) {
     a.status = 200;
     a.body = d.body;
     a.input_tokens = d.input_tokens;
+    a.truncated_tokens = d.truncated_tokens;
+    a.ignored_fields = d.ignored_fields;
   } catch (const Error& e) {
     a.status = e.status();
     a.code = e.code();
     a.message = e.what();
+    a.param = e.param();
   } catch (const std::exception& e) {
     a.status = 500;
     a.code = "internal_error";
@@ -202,8 +246,9 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       }
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       const std::string record =
-          a.status == 200 ? answer_record(item.id, item.line, 200, a.body)
-                          : error_record(item.id, item.line, a.status, a.code, a.message);
+          a.status == 200
+              ? answer_record(item.id, item.line, 200, a.body, a.truncated_tokens, a.ignored_fields)
+              : error_record(item.id, item.line, a.status, a.code, a.message, a.param);
       std::lock_guard lock(mutex);
       if (options.ordered) {
         pending.emplace(k, record);
@@ -218,6 +263,8 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       ++summary.by_status[a.status];
       summary.retries += static_cast<std::size_t>(std::max(a.attempts - 1, 0));
       summary.input_tokens += static_cast<std::uint64_t>(a.input_tokens);
+      if (a.status == 200 && a.truncated_tokens > 0) ++summary.truncated;
+      if (a.status == 200 && !a.ignored_fields.empty()) ++summary.with_ignored_fields;
       latencies.push_back(ms);
       ++finished;
       if (a.status != 200) ++errors;
@@ -256,6 +303,15 @@ std::string format_summary(const BatchSummary& s) {
                 s.wall_s > 0 ? static_cast<double>(written) / s.wall_s : 0.0, s.p50_ms, s.p99_ms,
                 s.retries, static_cast<unsigned long long>(s.input_tokens));
   std::string out = line;
+  if (s.truncated > 0) {
+    out += "  " + std::to_string(s.truncated) +
+           " lines had their state cut to fit the context (their records' truncated_tokens; "
+           "--truncation refuse refuses them instead)\n";
+  }
+  if (s.with_ignored_fields > 0) {
+    out += "  " + std::to_string(s.with_ignored_fields) +
+           " lines carried fields the contract ignores (their records' ignored_fields)\n";
+  }
   for (const auto& [status, n] : s.by_status) {
     out += "  status " +
            (status == 0 ? std::string("none (no server answered)") : std::to_string(status)) +

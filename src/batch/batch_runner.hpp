@@ -21,12 +21,15 @@ namespace clef::batch {
 
 /// What deciding one line gave.
 struct Answer {
-  int status = 0;        ///< HTTP status; 0: no server answered
-  std::string body;      ///< the response body (200) or error body
-  std::string code;      ///< error code (not 200)
-  std::string message;   ///< error message (not 200)
-  int input_tokens = 0;  ///< usage.input_tokens (200)
-  int attempts = 1;      ///< tries it took (retries + 1)
+  int status = 0;            ///< HTTP status; 0: no server answered
+  std::string body;          ///< the response body (200) or error body
+  std::string code;          ///< error code (not 200)
+  std::string message;       ///< error message (not 200)
+  std::string param;         ///< the field at fault (not 200; "" when none)
+  int input_tokens = 0;      ///< usage.input_tokens (200)
+  int attempts = 1;          ///< tries it took (retries + 1)
+  int truncated_tokens = 0;  ///< state tokens cut to fit (200; X-Clef-Truncated-Tokens)
+  std::vector<std::string> ignored_fields;  ///< unknown request fields (X-Clef-Ignored-Fields)
 };
 
 /// Decides one request.
@@ -88,6 +91,8 @@ struct BatchSummary {
   std::map<int, std::size_t> by_status;  ///< records written per status (0: no server)
   std::size_t retries = 0;
   std::uint64_t input_tokens = 0;
+  std::size_t truncated = 0;            ///< decided lines whose state was cut to fit
+  std::size_t with_ignored_fields = 0;  ///< decided lines with fields the contract ignores
   double wall_s = 0;
   double p50_ms = 0;  ///< latency of a line (all its attempts)
   double p99_ms = 0;

@@ -86,6 +86,18 @@ int run_ask(const AskOptions& options) {
               << d.timings.head_ms << ", total " << d.timings.total_ms << "\n";
   }
   std::cout << d.body << "\n";
+  // What the response body (the reference's bytes) does not say: a cut state, ignored fields.
+  if (prepared.record.state_tokens_cut > 0) {
+    std::cerr << "clef: note: the state was cut to fit: its last "
+              << prepared.record.state_tokens_cut << " tokens were dropped (the record holds "
+              << prepared.record.input_tokens()
+              << " tokens; a larger --context-size, or --truncation refuse to refuse instead)\n";
+  }
+  if (!prepared.request.ignored_fields.empty()) {
+    std::cerr << "clef: note: fields the contract does not know were ignored:";
+    for (const std::string& f : prepared.request.ignored_fields) std::cerr << " " << f;
+    std::cerr << " (--unknown-fields refuse to refuse them)\n";
+  }
   return 0;
 }
 

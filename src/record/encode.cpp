@@ -125,6 +125,7 @@ Record encode_record(const request::Request& req, const Tokenizer& tok,
   std::size_t state_room = options.max_length - fixed;
   if (options.max_state_tokens > 0) state_room = std::min(state_room, options.max_state_tokens);
   if (state.size() > state_room) {
+    rec.state_tokens_cut = state.size() - state_room;
     state.resize(state_room);
     rec.state_truncated = true;
   }

@@ -46,6 +46,8 @@ struct Record {
   std::size_t prefix_tokens = 0;  ///< tokens before the media block (P in contract 4)
   Span state_span;                ///< the state's tokens after truncation
   bool state_truncated = false;   ///< true when state tokens were cut to fit max_length
+  /// State tokens cut from the state's end (the reference keeps its start); 0 when none were.
+  std::size_t state_tokens_cut = 0;
   /// usage.input_tokens: len(ids), image tokens included.
   std::size_t input_tokens() const noexcept { return ids.size(); }
 };

@@ -1,6 +1,7 @@
 #include "request/parse.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -39,6 +40,55 @@ QuestionType parse_type(const json::Value& question, const std::string& path) {
   throw invalid_request(path + ".type must be \"noul\", \"choice\" or \"score\"", path + ".type");
 }
 
+/// Levenshtein distance of two short keys (bytes).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// Each member of `object` that is not one of `known` is recorded as `prefix + key` in
+/// `ignored`, or refused (400 naming it and the nearest known key, when one is close).
+void check_fields(const json::Value& object, std::initializer_list<std::string_view> known,
+                  const std::string& prefix, UnknownFields policy,
+                  std::vector<std::string>& ignored) {
+  for (const auto& [key, value] : object.members()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string path = prefix + key;
+    if (policy == UnknownFields::accept) {
+      ignored.push_back(path);
+      continue;
+    }
+    std::string_view nearest;
+    std::size_t best = 0;
+    for (std::string_view k : known) {
+      const std::size_t d = edit_distance(key, k);
+      if (nearest.empty() || d < best) {
+        nearest = k;
+        best = d;
+      }
+    }
+    std::string message = path + ": unknown field";
+    if (!nearest.empty() && best <= std::max<std::size_t>(2, nearest.size() / 3)) {
+      message += "; did you mean " + std::string(nearest) + "?";
+    } else {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      message += " (known here: " + list + ")";
+    }
+    throw invalid_request(message, path);
+  }
+}
+
 std::vector<std::size_t> identity(std::size_t n) {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -46,10 +96,12 @@ std::vector<std::size_t> identity(std::size_t n) {
 }
 
 // noul: `true`, `false`; a criteria object overrides either description (null included).
-void noul_options(const json::Value* criteria, const std::string& path, Question& q) {
+void noul_options(const json::Value* criteria, const std::string& path, const RequestLimits& limits,
+                  Question& q, std::vector<std::string>& ignored) {
   json::Value desc_true = json::Value::string(std::string(kNoulTrue));
   json::Value desc_false = json::Value::string(std::string(kNoulFalse));
   if (criteria != nullptr && criteria->is_object()) {
+    check_fields(*criteria, {"true", "false"}, path + ".criteria.", limits.unknown_fields, ignored);
     if (const json::Value* v = criteria->find("true")) desc_true = *v;
     if (const json::Value* v = criteria->find("false")) desc_false = *v;
   } else if (criteria != nullptr && !criteria->is_null() &&
@@ -106,9 +158,11 @@ void score_options(const json::Value* criteria, const std::string& path,
 }
 
 Question parse_question(const std::string& id, const json::Value& value,
-                        const RequestLimits& limits) {
+                        const RequestLimits& limits, std::vector<std::string>& ignored) {
   const std::string path = "questions." + id;
   if (!value.is_object()) throw invalid_request(path + " must be an object", path);
+  check_fields(value, {"type", "instructions", "criteria"}, path + ".", limits.unknown_fields,
+               ignored);
   Question q;
   q.id = id;
   q.type = parse_type(value, path);
@@ -122,7 +176,7 @@ Question parse_question(const std::string& id, const json::Value& value,
   const json::Value* criteria = value.find("criteria");
   switch (q.type) {
     case QuestionType::noul:
-      noul_options(criteria, path, q);
+      noul_options(criteria, path, limits, q, ignored);
       break;
     case QuestionType::choice:
       choice_options(criteria, path, limits, q);
@@ -145,7 +199,10 @@ std::vector<std::string> parse_images(const json::Value* images, const RequestLi
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string path = "images." + std::to_string(i);
     if (!items[i].is_string()) {
-      throw invalid_request(path + " must be a string (a data URI, URL or path)", path);
+      throw invalid_request(path +
+                                " must be a string: a data URI (data:image/png;base64,...) or, "
+                                "where the server allows it, an http(s) URL",
+                            path);
     }
     out.push_back(items[i].as_string());
   }
@@ -161,6 +218,10 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
                           body.type_name());
   }
   Request req;
+  check_fields(body,
+               {"model", "state", "questions", "images", "videos", "media_kwargs", "max_length",
+                "max_state_tokens"},
+               "", limits.unknown_fields, req.ignored_fields);
   req.model = std::string(default_model);
   if (const json::Value* model = body.find("model")) {
     if (!model->is_string()) {
@@ -184,7 +245,7 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
   }
   req.questions.reserve(members.size());
   for (const auto& [id, value] : members)
-    req.questions.push_back(parse_question(id, value, limits));
+    req.questions.push_back(parse_question(id, value, limits, req.ignored_fields));
 
   req.images = parse_images(body.find("images"), limits);
   req.videos = parse_videos(body.find("videos"), limits);

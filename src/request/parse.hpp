@@ -24,7 +24,10 @@ namespace clef::request {
 ///   - `media_kwargs`: optional processor settings (parse_media_kwargs).
 ///   - `max_length`, `max_state_tokens`: optional integers >= 1 (null = absent): the record's
 ///     most tokens and the state's most tokens (Request).
-/// Unknown fields are ignored.
+/// Unknown fields (top level, in a question, in a noul criteria object) are ignored and listed in
+/// Request::ignored_fields, or refused with `limits.unknown_fields == refuse` (400 naming the
+/// field and the nearest known one: "questions.q.instruction: unknown field; did you mean
+/// instructions?").
 /// Throws clef::Error: invalid_request (400) naming the dotted field path (e.g.
 /// "questions.urgency.criteria") for a missing or mistyped field; payload_too_large (413) naming
 /// the field when a count exceeds `limits`.

@@ -88,6 +88,16 @@ struct Request {
   /// The request's `max_state_tokens`: the state's ids are cut to their first N before the record
   /// is fitted to max_length. Unset: no cut of its own.
   std::optional<int> max_state_tokens;
+  /// Fields the request carries that the contract does not know, as dotted paths in the order
+  /// met ("temperature", "questions.q.instruction"): accepted and left out of the decision, as
+  /// the reference does; said back to the client (X-Clef-Ignored-Fields) and in the log.
+  std::vector<std::string> ignored_fields;
+};
+
+/// What parse_request does with a field the contract does not know.
+enum class UnknownFields {
+  accept,  ///< the reference's behaviour: ignored (and listed in Request::ignored_fields)
+  refuse,  ///< 400 invalid_request naming the field and the nearest known one
 };
 
 /// Size limits enforced by parse_request (each over-limit request gets a 413 naming the field).
@@ -97,6 +107,7 @@ struct RequestLimits {
   std::size_t max_images = 4;           ///< entries of `images`
   std::size_t max_videos = 2;           ///< entries of `videos`
   std::size_t max_listed_frames = 768;  ///< images of one video's frame list
+  UnknownFields unknown_fields = UnknownFields::accept;  ///< `--unknown-fields`
 };
 
 }  // namespace clef::request

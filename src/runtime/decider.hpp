@@ -36,7 +36,12 @@ struct Decision {
   /// model order: record::QuestionRecord::option_ids), before softmax.
   std::vector<std::vector<float>> logits;
   int cached_tokens = 0;  ///< tokens resumed from the state cache instead of prefilled
-  int suspensions = 0;    ///< times it was suspended for shorter ones (Decider::suspend)
+  /// State tokens cut from the state's end to fit (record::Record::state_tokens_cut); the body,
+  /// the reference's bytes, does not say it.
+  int truncated_tokens = 0;
+  /// Request fields the contract does not know, ignored (request::Request::ignored_fields).
+  std::vector<std::string> ignored_fields;
+  int suspensions = 0;  ///< times it was suspended for shorter ones (Decider::suspend)
   StageTimings timings;
 };
 

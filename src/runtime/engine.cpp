@@ -363,6 +363,8 @@ class Engine final : public Decider {
     out.timings.head_ms = ms_since(t2);
 
     out.input_tokens = prepared.input_tokens();
+    out.truncated_tokens = static_cast<int>(rec.state_tokens_cut);
+    out.ignored_fields = prepared.request.ignored_fields;
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens(),
                                             model_.answer_options);
     out.logits = logits;
@@ -452,7 +454,7 @@ class Engine final : public Decider {
 }  // namespace
 
 std::unique_ptr<Decider> make_engine(const EngineConfig& config) {
-  backbone::ensure_llama_backend(config.verbose);
+  backbone::ensure_llama_backend(config.debug_log);
   return std::make_unique<Engine>(config);
 }
 

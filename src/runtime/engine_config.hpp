@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backbone/backbone_params.hpp"
+#include "request/request.hpp"
 
 namespace clef::runtime {
 
@@ -23,6 +24,9 @@ struct EngineConfig {
   std::string model_name = "clef-flash";  ///< served model id, the default `model`
   backbone::BackboneParams backbone;
   Truncation truncation = Truncation::truncate;
+  /// A request field the contract does not know: accepted and listed (the reference ignores it;
+  /// the SDKs send extra keys), or refused with 400 naming it (`--unknown-fields refuse`).
+  request::UnknownFields unknown_fields = request::UnknownFields::accept;
   int max_questions = 64;  ///< questions per request
   int max_options = 255;   ///< options per question
   int max_images = 4;      ///< images per request
@@ -60,7 +64,7 @@ struct EngineConfig {
   /// What `confidence` means in choice and score answers (decision::ConfidenceKind): "reference"
   /// (the default: the chosen option's probability), "entropy", "gini" or "max_over_uniform".
   std::string confidence = "reference";
-  bool verbose = false;  ///< llama.cpp's own log at info level
+  bool debug_log = false;  ///< llama.cpp's and the vision tower's own log at info level (--debug)
   /// Fetch `images` and `videos` given as http(s) URLs (server --allow-media-urls, formerly
   /// --allow-image-urls). Off: only data URIs.
   /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.

@@ -66,6 +66,7 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   limits.max_images = static_cast<std::size_t>(model_.config.max_images);
   limits.max_videos = static_cast<std::size_t>(model_.config.max_videos);
   limits.max_listed_frames = static_cast<std::size_t>(model_.config.max_video_frames);
+  limits.unknown_fields = model_.config.unknown_fields;
   PreparedRequest out;
   out.cancellation = cancellation;
   out.request = request::parse_request(body, limits, model_.config.model_name);
@@ -123,9 +124,14 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   try {
     out.record = encode_with_images(out.request, options, out.images);
   } catch (const Error& e) {
-    if (e.code() != "context_length_exceeded" || !own_max_length) throw;
-    throw Error(e.kind(), e.code(), std::string(e.what()) + " (the request's max_length)",
-                "max_length");
+    if (e.code() != "context_length_exceeded") throw;
+    // The contract's words, then what they count: the state comes before the schema in the
+    // record, and it is the one part that would have been cut to fit.
+    const std::string what = std::string(e.what()) +
+                             " (the tokens of everything but the state: prefix, images, schema "
+                             "and suffix; the state would get what is left)";
+    if (!own_max_length) throw Error(e.kind(), e.code(), what, e.param());
+    throw Error(e.kind(), e.code(), what + " (the request's max_length)", "max_length");
   }
   if (out.record.state_truncated && model_.config.truncation == Truncation::refuse &&
       !own_max_length) {

@@ -63,6 +63,8 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
     const runtime::Cancellation preparing =
         req.connection_closed ? runtime::Cancellation::polling(req.connection_closed) : gone;
     runtime::PreparedRequest prepared = queue_.prepare(request, preparing);
+    state.truncated_tokens = static_cast<int>(prepared.record.state_tokens_cut);
+    state.ignored_fields = prepared.request.ignored_fields;
     prepared.cancellation = gone;
     pending = queue_.submit(std::move(prepared));
   } catch (const DecisionCancelled& e) {
@@ -112,9 +114,17 @@ HttpResponse ServerCore::outcome_answer(DecisionOutcome& outcome, RequestState& 
       state.cached_tokens = outcome.decision.cached_tokens;
       metrics_.observe_decision(outcome.decision_ms / 1000.0, outcome.queue_wait_ms / 1000.0,
                                 outcome.decision.input_tokens, state.key_name);
+      metrics_.count_cuts(state.truncated_tokens, state.ignored_fields.size());
       res.body = std::move(outcome.decision.body);
-      // The body is the reference's to the byte; what the state cache saved is said here.
+      // The body is the reference's to the byte; what the state cache saved, how much of the
+      // state was cut to fit, and what the request carried that the contract ignores, are said
+      // in headers.
       res.set_header("X-Clef-Cached-Tokens", std::to_string(outcome.decision.cached_tokens));
+      res.set_header("X-Clef-Truncated-Tokens",
+                     std::to_string(std::max(state.truncated_tokens, 0)));
+      if (!state.ignored_fields.empty()) {
+        res.set_header("X-Clef-Ignored-Fields", field_list(state.ignored_fields));
+      }
       return res;
     case DecisionOutcome::Status::cancelled:
       log_.event("info",

@@ -32,7 +32,10 @@ struct RequestState {
   int cached_tokens = -1;                 ///< of those, resumed from the state cache
   double queue_wait_ms = -1;              ///< submit -> the runtime thread took it
   double decision_ms = -1;                ///< runtime thread time
-  std::string key_name;  ///< the API key's name when the server checked one ("" otherwise)
+  std::string key_name;       ///< the API key's name when the server checked one ("" otherwise)
+  int truncated_tokens = -1;  ///< state tokens cut from the state's end (record::Record)
+  /// Fields of the request the contract does not know, ignored (request::Request::ignored_fields)
+  std::vector<std::string> ignored_fields;
 };
 
 /// How reading a request body ended.

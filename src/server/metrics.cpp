@@ -113,6 +113,15 @@ void Metrics::count_dropped() {
   ++dropped_;
 }
 
+void Metrics::count_cuts(int truncated_tokens, std::size_t ignored_fields) {
+  std::lock_guard lock(mutex_);
+  if (truncated_tokens > 0) {
+    ++truncated_decisions_;
+    truncated_tokens_ += static_cast<std::uint64_t>(truncated_tokens);
+  }
+  ignored_fields_ += ignored_fields;
+}
+
 std::string Metrics::render(const GaugeValues& gauges) const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -137,6 +146,17 @@ std::string Metrics::render(const GaugeValues& gauges) const {
          "Decisions dropped (before their turn) or cancelled (while running) because the client "
          "went away.");
   sample(out, "clef_decisions_dropped_total", std::to_string(dropped_));
+  header(out, "clef_truncated_decisions_total", "counter",
+         "Decided requests whose state was cut to fit the context (or their max_length / "
+         "max_state_tokens); the response said so in X-Clef-Truncated-Tokens.");
+  sample(out, "clef_truncated_decisions_total", std::to_string(truncated_decisions_));
+  header(out, "clef_truncated_state_tokens_total", "counter",
+         "State tokens cut from the end of decided requests' states.");
+  sample(out, "clef_truncated_state_tokens_total", std::to_string(truncated_tokens_));
+  header(
+      out, "clef_ignored_fields_total", "counter",
+      "Request fields the contract does not know, accepted and ignored (X-Clef-Ignored-Fields).");
+  sample(out, "clef_ignored_fields_total", std::to_string(ignored_fields_));
   header(out, "clef_queue_depth", "gauge", "Decisions waiting for the runtime thread.");
   sample(out, "clef_queue_depth", std::to_string(gauges.queue_depth));
   header(out, "clef_decisions_in_flight", "gauge", "Decisions being computed now.");

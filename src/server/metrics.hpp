@@ -60,6 +60,8 @@ struct GaugeValues {
 ///   clef_state_cache_{hits,misses,reused_tokens,evictions}_total  counters
 ///   clef_state_cache_{entries,bytes,budget_bytes}                 gauges
 ///   clef_decisions_dropped_total                counter (client gone before its turn)
+///   clef_truncated_decisions_total, clef_truncated_state_tokens_total  counters (states cut to
+///   fit) clef_ignored_fields_total                   counter (unknown request fields accepted)
 ///   clef_queue_depth, clef_decisions_in_flight, clef_model_loaded, clef_model_load_seconds gauges
 ///   clef_api_key_{decisions,input_tokens,refusals}_total{key}  counters, per API key name (only
 ///                                               when the server checks keys)
@@ -76,6 +78,9 @@ class Metrics {
                         std::string_view key_name = {});
   /// Counts one request dropped because its client went away.
   void count_dropped();
+  /// Counts a decided request whose state lost `tokens` (> 0) tokens to fit, and the unknown
+  /// fields it carried.
+  void count_cuts(int truncated_tokens, std::size_t ignored_fields);
 
   /// The whole exposition text with `gauges` filled in.
   std::string render(const GaugeValues& gauges) const;
@@ -88,6 +93,9 @@ class Metrics {
   Histogram input_tokens_;
   std::uint64_t input_tokens_total_ = 0;
   std::uint64_t dropped_ = 0;
+  std::uint64_t truncated_decisions_ = 0;
+  std::uint64_t truncated_tokens_ = 0;
+  std::uint64_t ignored_fields_ = 0;
   struct KeyCounts {
     std::uint64_t decisions = 0;
     std::uint64_t input_tokens = 0;

@@ -88,6 +88,26 @@ class LineBuilder {
 
 }  // namespace
 
+std::string field_list(const std::vector<std::string>& paths, std::size_t max_items) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (std::size_t i = 0; i < paths.size() && i < max_items; ++i) {
+    if (i > 0) out += ',';
+    for (const char c : paths[i]) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u <= 0x20 || u >= 0x7F || c == ',' || c == '%') {
+        out += '%';
+        out += kHex[u >> 4];
+        out += kHex[u & 0xF];
+      } else {
+        out += c;
+      }
+    }
+  }
+  if (paths.size() > max_items) out += ",...+" + std::to_string(paths.size() - max_items);
+  return out;
+}
+
 std::string format_access(const AccessRecord& r, LogFormat format) {
   LineBuilder line(format);
   line.text_prefix(utc_now(), "access");
@@ -101,6 +121,10 @@ std::string format_access(const AccessRecord& r, LogFormat format) {
   if (r.decision_ms >= 0) line.field_raw("decision_ms", millis(r.decision_ms));
   if (r.total_ms >= 0) line.field_raw("total_ms", millis(r.total_ms));
   if (!r.key_name.empty()) line.field_string("key", printable(r.key_name));
+  if (r.truncated_tokens > 0)
+    line.field_raw("truncated_tokens", std::to_string(r.truncated_tokens));
+  if (!r.ignored_fields.empty()) line.field_string("ignored", field_list(r.ignored_fields));
+  if (r.quiet_probes >= 0) line.field_raw("probes_unlogged", std::to_string(r.quiet_probes));
   return line.finish();
 }
 

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/server_config.hpp"
 
@@ -23,11 +24,22 @@ struct AccessRecord {
   double decision_ms = -1;    ///< runtime thread time
   double total_ms = -1;       ///< first handler -> response ready
   std::string key_name;       ///< the API key's name ("" when none was checked: left out)
+  int truncated_tokens = -1;  ///< state tokens cut to fit (left out when 0 or not applicable)
+  std::vector<std::string> ignored_fields;  ///< unknown request fields (left out when none)
+  /// For a probe logged because its status changed: the probes answered since the last logged
+  /// one, not logged (`probes_unlogged=N`; left out when negative).
+  long quiet_probes = -1;
 };
+
+/// Field paths as one header or log value: comma-separated, each byte outside printable ASCII and
+/// each ' ', ',' and '%' percent-encoded (a question id may hold any of them); after the first
+/// `max_items` paths, ",...+N" says how many more there were.
+std::string field_list(const std::vector<std::string>& paths, std::size_t max_items = 32);
 
 /// One access line without the trailing newline. Text:
 ///   `<UTC time> access id=... method=POST path=/v1/decisions status=200 input_tokens=57
-///   cached_tokens=36 queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90 key=ops`
+///   cached_tokens=36 queue_wait_ms=0.02 decision_ms=12.40 total_ms=12.90 key=ops
+///   truncated_tokens=4156 ignored="temperature,questions.q.instruction"`
 /// JSON: {"time":...,"event":"access","id":...,"method":...,"path":...,"status":...,...}.
 /// Bytes outside printable ASCII in method/path/id are written as '?'.
 std::string format_access(const AccessRecord& record, LogFormat format);

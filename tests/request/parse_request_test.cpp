@@ -110,6 +110,46 @@ TEST(ParseRequest, NoulCriteriaOverrideOnlyTrueAndFalse) {
             "The proposition is true or the answer is yes.");
 }
 
+TEST(ParseRequest, UnknownFieldsAreAcceptedAndListedInOrder) {
+  // The reference ignores them; clef says which (issue 45): top level, in a question, in a noul
+  // criteria object.
+  const auto r =
+      parse(R"({"temperature": 0.2, "state": "s", "metadata": {"k": 1}, "questions": {)"
+            R"("q": {"type": "noul", "instruction": "Is it?", "criteria": {"maybe": "x"}},)"
+            R"("c": {"type": "choice", "criteria": {"a": "A"}, "name": "x"}}, "seed": 7})");
+  EXPECT_EQ(r.ignored_fields,
+            (std::vector<std::string>{"temperature", "metadata", "seed", "questions.q.instruction",
+                                      "questions.q.criteria.maybe", "questions.c.name"}));
+  EXPECT_EQ(json::render(r.questions[0].instructions), "q") << "the typo left the id in place";
+  EXPECT_TRUE(
+      parse(R"({"state": 1, "questions": {"q": {"type": "noul"}}})").ignored_fields.empty());
+}
+
+TEST(ParseRequest, UnknownFieldsRefusedNameTheFieldAndTheNearestKnownOne) {
+  request::RequestLimits strict;
+  strict.unknown_fields = request::UnknownFields::refuse;
+  const Refusal typo = refusal(
+      R"({"state": "s", "questions": {"q": {"type": "noul", "instruction": "?"}}})", strict);
+  EXPECT_EQ(typo.status, 400);
+  EXPECT_EQ(typo.param, "questions.q.instruction");
+  EXPECT_EQ(typo.message, "questions.q.instruction: unknown field; did you mean instructions?");
+  const Refusal top = refusal(R"({"stat": "s", "questions": {"q": {"type": "noul"}}})", strict);
+  EXPECT_EQ(top.param, "stat");
+  EXPECT_EQ(top.message, "stat: unknown field; did you mean state?");
+  const Refusal far =
+      refusal(R"({"state": "s", "temperature": 1, "questions": {"q": {"type": "noul"}}})", strict);
+  EXPECT_EQ(far.param, "temperature");
+  EXPECT_NE(far.message.find("known here: model, state, questions"), std::string::npos)
+      << far.message;
+  const Refusal criteria = refusal(
+      R"({"state": "s", "questions": {"q": {"type": "noul", "criteria": {"ture": "y"}}}})", strict);
+  EXPECT_EQ(criteria.param, "questions.q.criteria.ture");
+  EXPECT_NE(criteria.message.find("did you mean true?"), std::string::npos) << criteria.message;
+  EXPECT_NO_THROW(parse(R"({"model": "m", "state": "s", "questions": {"q": {"type": "noul",)"
+                        R"("instructions": "?", "criteria": {"true": "y"}}}, "max_length": 9})",
+                        strict));
+}
+
 TEST(ParseRequest, InstructionsMissingNullOrEmptyBecomeTheId) {
   const auto r = parse(
       R"({"state": "s", "questions": {"m": {"type": "noul"},)"

@@ -40,6 +40,8 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
   m.observe_decision(0.02, 0.001, 100);
   m.observe_decision(0.2, 0.5, 5000);
   m.count_dropped();
+  m.count_cuts(4156, 2);  // a state cut to fit, two ignored fields
+  m.count_cuts(0, 1);
   GaugeValues g;
   g.queue_depth = 3;
   g.in_flight = 1;
@@ -70,6 +72,10 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
   EXPECT_TRUE(has_line(text, "clef_input_tokens_bucket{le=\"16384\"} 2"));
   EXPECT_TRUE(has_line(text, "clef_input_tokens_sum 5100"));
   EXPECT_TRUE(has_line(text, "clef_decisions_dropped_total 1"));
+  EXPECT_TRUE(has_line(text, "# TYPE clef_truncated_decisions_total counter"));
+  EXPECT_TRUE(has_line(text, "clef_truncated_decisions_total 1"));
+  EXPECT_TRUE(has_line(text, "clef_truncated_state_tokens_total 4156"));
+  EXPECT_TRUE(has_line(text, "clef_ignored_fields_total 3"));
   EXPECT_TRUE(has_line(text, "clef_queue_depth 3"));
   EXPECT_TRUE(has_line(text, "clef_decisions_in_flight 1"));
   EXPECT_TRUE(has_line(text, "clef_model_loaded 1"));
@@ -100,7 +106,7 @@ TEST(Metrics, RendersRequestsDecisionsTokensAndGauges) {
       EXPECT_NE(line.rfind(' '), std::string::npos) << line;
     start = end + 1;
   }
-  EXPECT_EQ(types, 18u);
+  EXPECT_EQ(types, 21u);  // 18, and the three of issue 45 (truncation, ignored fields)
   EXPECT_EQ(helps, types);
 }
 
