@@ -240,6 +240,14 @@ void Connection::await_request(std::chrono::milliseconds wait) {
 }
 
 void Connection::refuse(const std::string& reply) {
+  if (refusal_ == kPlainHttpOnTls) {  // no TLS was spoken: the reply goes as it is
+    [[maybe_unused]] ssize_t sent =
+        ::send(fd_, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd_, SHUT_WR);
+    phase_ = Phase::draining;
+    deadline_ = Clock::now() + limits_.linger;
+    return;
+  }
   if (tls_) {
     tls_->write(reply.data(), reply.size(), 0);
   } else {
@@ -257,6 +265,17 @@ void Connection::drain() {
 }
 
 Next Connection::advance(const LightRequest& light) {
+  if (phase_ == Phase::handshake && !tls_checked_) {
+    // A TLS client starts with a handshake record (0x16); a plain HTTP one with its method.
+    char first = 0;
+    const ssize_t n = ::recv(fd_, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Next::read;
+    tls_checked_ = true;
+    if (n == 1 && first >= 'A' && first <= 'Z') {
+      refusal_ = kPlainHttpOnTls;
+      return Next::refuse;
+    }
+  }
   if (phase_ == Phase::handshake) {
     switch (tls_->handshake()) {
       case TlsStep::done:

@@ -128,12 +128,17 @@ class ConnectionStream final : public httplib::Stream {
 };
 
 /// What a connection waits for next while parked (Connection::advance).
+/// Connection::refusal() for a plain HTTP request on a TLS port (nginx's internal 497): answered
+/// in plain HTTP, so that the client shows the reason (curl otherwise reports an empty reply).
+inline constexpr int kPlainHttpOnTls = 497;
+
 enum class Next {
   read,      ///< the socket to be readable
   write,     ///< the socket to be writable (a TLS handshake)
   dispatch,  ///< a request's header block is there: hand it to a worker on Connection::lane()
-  refuse,    ///< answer Connection::refusal() (408, 414, 431) without a worker, then drain
-  close,     ///< done: the peer left, failed, or was answered and drained
+  /// answer Connection::refusal() (408, 414, 431; kPlainHttpOnTls) without a worker, then drain
+  refuse,
+  close,  ///< done: the peer left, failed, or was answered and drained
 };
 
 /// One accepted connection. Owns its socket: the destructor closes it. One thread at a time
@@ -189,6 +194,7 @@ class Connection {
   Phase phase_;
   Clock::time_point deadline_;
   bool started_ = false;  ///< the next request's first bytes are here (its header deadline runs)
+  bool tls_checked_ = false;  ///< the first byte on a TLS port was looked at (plain HTTP or not)
   Lane lane_ = Lane::general;
   int refusal_ = 0;
 };

@@ -1,7 +1,7 @@
 // HTTPS (`--ssl-cert-file`, `--ssl-key-file`) on 127.0.0.1 with a self-signed pair that `openssl`
 // makes here: real handshakes with httplib's SSL client (what `clef batch` uses) and with curl,
-// keep-alive and API keys over TLS, a plain-HTTP client refused, and every bad file refused at
-// start naming it.
+// keep-alive and API keys over TLS, a plain-HTTP client answered in plain HTTP (400
+// https_required), and every bad file refused at start naming it.
 
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
@@ -126,9 +126,18 @@ TEST(ServerTls, CurlVerifiesTheCertificateAndApiKeysWorkOverTls) {
   // Without the CA, curl refuses the self-signed certificate (exit 60, no status).
   EXPECT_EQ(shell("curl -s --max-time 10 -o /dev/null -w '%{http_code}' " + url + "/health"),
             "000");
-  // Plain HTTP to the HTTPS port gets no answer and does not disturb the server.
+  // Plain HTTP to the HTTPS port is answered in plain HTTP, 400 saying what to do (curl showed
+  // "(52) Empty reply from server" before), and does not disturb the server.
   auto plain = f.client()->Get("/health");
-  EXPECT_FALSE(plain && plain->status == 200);
+  ASSERT_TRUE(plain) << httplib::to_string(plain.error());
+  EXPECT_EQ(plain->status, 400);
+  EXPECT_NE(plain->body.find("https_required"), std::string::npos) << plain->body;
+  EXPECT_NE(plain->body.find("use https://"), std::string::npos) << plain->body;
+  const std::string shown =
+      shell("curl -s --max-time 10 http://127.0.0.1:" + std::to_string(f.port) +
+            "/v1/models; echo \" exit=$?\"");
+  EXPECT_NE(shown.find("this port speaks HTTPS"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("exit=0"), std::string::npos) << shown;
   EXPECT_EQ(shell(curl + url + "/health"), "200");
 }
 
