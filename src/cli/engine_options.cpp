@@ -49,6 +49,12 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--truncation", truncation,
                  "a record over the context: truncate the state (reference) or refuse (413)")
       ->check(CLI::IsMember({"truncate", "refuse"}));
+  cmd.add_option("--unknown-fields", unknown_fields,
+                 "a request field the contract does not know: accept it (the reference's "
+                 "behaviour; the response's X-Clef-Ignored-Fields and the log name it) or "
+                 "refuse it (400 naming the field and the nearest known one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"accept", "refuse"}));
   context_size_option =
       cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
           ->capture_default_str();
@@ -132,7 +138,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--max-video-mb", max_video_mb, "largest video file, MiB, else 413")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  cmd.add_flag("-v,--verbose", verbose, "verbose output (ids, spans, timings, llama.cpp log)");
+  cmd.add_flag("-v,--verbose", verbose, "clef's own detail: ids, spans, timings, load progress");
+  cmd.add_flag("--debug", debug,
+               "also llama.cpp's and the vision tower's own log (hundreds of lines per load)");
   cmd.add_option("--registry", registry,
                  "a registry file whose entries add to or replace the shipped ones by name")
       ->check(CLI::ExistingFile);
@@ -194,7 +202,9 @@ runtime::EngineConfig EngineOptions::to_config() const {
   if (!alias.empty()) config.model_name = alias;
   config.truncation =
       truncation == "refuse" ? runtime::Truncation::refuse : runtime::Truncation::truncate;
-  config.verbose = verbose;
+  config.unknown_fields =
+      unknown_fields == "refuse" ? request::UnknownFields::refuse : request::UnknownFields::accept;
+  config.debug_log = debug;
   config.allow_image_urls = allow_image_urls;
   config.max_videos = max_videos;
   config.max_video_seconds = max_video_seconds;

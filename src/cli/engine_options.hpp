@@ -21,6 +21,7 @@ struct EngineOptions {
   std::string mmproj;       ///< --mmproj
   std::string alias;        ///< --alias: served model name
   std::string truncation = "truncate";
+  std::string unknown_fields = "accept";  ///< --unknown-fields: accept (and list) or refuse
   int context_size = 16384;
   int threads = 0;
   int gpu_layers = -1;
@@ -34,11 +35,12 @@ struct EngineOptions {
   std::string calibration;                  ///< --calibration FILE
   std::string confidence = "reference";     ///< --confidence
   std::vector<std::string> settings;        ///< --set name=value
-  bool verbose = false;
-  bool allow_image_urls = false;   ///< --allow-media-urls (old name --allow-image-urls)
-  int max_videos = 2;              ///< --max-videos
-  double max_video_seconds = 600;  ///< --max-video-seconds
-  int max_video_frames = 768;      ///< --max-video-frames
+  bool verbose = false;                     ///< --verbose: clef's own lines (ids, spans, timings)
+  bool debug = false;                       ///< --debug: llama.cpp's and the tower's log too
+  bool allow_image_urls = false;            ///< --allow-media-urls (old name --allow-image-urls)
+  int max_videos = 2;                       ///< --max-videos
+  double max_video_seconds = 600;           ///< --max-video-seconds
+  int max_video_frames = 768;               ///< --max-video-frames
   std::int64_t max_video_frame_pixels = std::int64_t{3840} * 2160;  ///< --max-video-frame-pixels
   int max_video_mb = 64;                                            ///< --max-video-mb
   std::string registry;    ///< --registry: a user registry file (overrides by name)

@@ -43,11 +43,13 @@ int list_models(const ModelsOptions& o) {
       for (const auto& [tag, target] : entry.tags) {
         if (target == vname) tags += " " + name + ":" + tag;
       }
+      // The size is a total only when every file's size is known; otherwise a lower bound that
+      // names what the hub will size (the backbone itself, for some variants).
       std::uint64_t size = 0;
-      std::size_t pinned = 0;
+      std::string unsized;
       for (const auto& f : v.files) {
         size += f.size.value_or(0);
-        pinned += f.sha256.has_value() ? 1 : 0;
+        if (!f.size) unsized += (unsized.empty() ? "" : ", ") + f.role;
       }
       const registry::Resolved r = reg.resolve(name + ":" + vname);
       const auto dir = registry::store_dir(r, store_of(o));
@@ -55,11 +57,10 @@ int list_models(const ModelsOptions& o) {
       const bool stored = std::filesystem::exists(dir, ec);
       std::cout << "  " << name << ":" << vname << (tags.empty() ? "" : "  (also" + tags + ")")
                 << "  "
-                << (pinned == v.files.size()
-                        ? registry::human_bytes(size) + ", every file pinned"
-                        : registry::human_bytes(size) + " in the " + std::to_string(pinned) +
-                              " pinned files, plus " + std::to_string(v.files.size() - pinned) +
-                              " unpinned (sized by the hub at download time)")
+                << (unsized.empty()
+                        ? registry::human_bytes(size) + " in all"
+                        : "at least " + registry::human_bytes(size) + " (not counted: " + unsized +
+                              ", sized by the hub at download time)")
                 << "  "
                 << (stored ? "stored: " + registry::human_bytes(stored_bytes(dir)) + " in " +
                                  dir.string()

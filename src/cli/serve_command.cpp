@@ -85,10 +85,18 @@ int run_serve(ServeOptions& options) {
       throw invalid_request("--demo serves its own model; drop --model-dir/--model", "demo");
     }
     options.engine.model_dir = demo_model_dir(options.demo_seed).string();
+    options.server.random_weights = true;
     std::cerr << "clef serve: --demo serves a random-weight test model: its answers are "
                  "meaningless (served as "
               << (options.engine.alias.empty() ? std::string("clef-flash") : options.engine.alias)
               << ")\n";
+  }
+  if (options.engine.model_dir.empty() && options.engine.model.empty()) {
+    throw invalid_request(
+        "clef serve needs a model: --demo (a random-weight test model, no download), a registry "
+        "name such as clef-flash:9b (downloaded once; `clef models` lists names and sizes), "
+        "or --model-dir DIR with the files you have (--model FILE for a backbone GGUF)",
+        "model");
   }
   runtime::EngineConfig config = options.engine.to_config();
   // Engine parameters are refused before the server listens (exit 2, nothing bound): a wrapper
@@ -183,6 +191,9 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--ssl-key-file", s.ssl_key_file,
                   "the PEM private key of --ssl-cert-file (no passphrase); checked at start")
       ->check(names_a_file);
+  cmd->add_flag("--log-probes", s.log_all_probes,
+                "log every GET /health (load-balancer probes); default: a probe only when its "
+                "status changes, with the count of those not logged (probes_unlogged=N)");
   cmd->add_option("--log-format", options->log_format, "request log on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -77,8 +77,15 @@ std::string file_name(const RegistryFile& f) {
   return slash == std::string::npos ? f.path : f.path.substr(slash + 1);
 }
 
-std::uint64_t free_space(const fs::path& dir, const StoreOptions& o) {
+/// Free bytes on the file system that holds `dir`, or would hold it (its nearest existing
+/// ancestor: nothing is created to ask).
+std::uint64_t free_space(fs::path dir, const StoreOptions& o) {
   if (o.free_bytes) return *o.free_bytes;
+  std::error_code ec;
+  while (!dir.empty() && !fs::exists(dir, ec) && dir.has_parent_path() &&
+         dir.parent_path() != dir) {
+    dir = dir.parent_path();
+  }
   struct statvfs s {};
   if (::statvfs(dir.c_str(), &s) != 0) return UINT64_MAX;
   return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
@@ -108,13 +115,14 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
   StoredModel out;
   out.dir = store_dir(resolved, options);
   std::error_code exists_ec;
-  if (!fs::exists(out.dir, exists_ec)) {
-    if (options.offline) {
-      throw invalid_request(resolved.reference + " is not in the model store (" + out.dir.string() +
-                                ") and --offline forbids downloading",
-                            "offline");
-    }
-    fs::create_directories(out.dir);  // only when something will be stored there
+  const bool stored = fs::exists(out.dir, exists_ec);
+  if (!stored && options.offline) {
+    throw invalid_request(resolved.reference + " is not in the model store (" + out.dir.string() +
+                              ") and --offline forbids downloading: `clef pull " +
+                              resolved.reference +
+                              "` downloads it where there is a network (copy the store "
+                              "directory over, or serve files you have with --model-dir DIR)",
+                          "offline");
   }
   std::map<std::string, Record> records = read_records(out.dir);
 
@@ -154,64 +162,106 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
     }
     records[name] = {size, mtime_ns(p), digest};
   }
-  write_records(out.dir, records);
+  if (stored) write_records(out.dir, records);
 
   if (!missing.empty()) {
     if (options.offline) {
       std::string names;
       for (const RegistryFile* f : missing) names += (names.empty() ? "" : ", ") + file_name(*f);
       throw invalid_request(resolved.reference + " is not complete in " + out.dir.string() +
-                                " (missing: " + names + ") and --offline forbids downloading",
+                                " (missing: " + names +
+                                ") and --offline forbids downloading: `clef pull " +
+                                resolved.reference + "` fetches the rest where there is a network",
                             "offline");
     }
-    pull::HubClient hub(options.endpoint);
-    // Sizes and hashes of unpinned files come from the hub's listing.
-    std::map<std::string, std::vector<pull::HubFile>> listings;
-    std::vector<pull::HubFile> plan;
-    std::uint64_t total = 0;
+    // The plan first, from the registry alone (pinned files carry their size): what will be
+    // stored where, and the space for it, before anything needs the hub.
+    std::uint64_t pinned = 0;
+    std::size_t unpinned = 0;
     for (const RegistryFile* f : missing) {
-      pull::HubFile h;
-      h.path = f->path;
-      if (f->sha256 && f->size) {
-        h.size = *f->size;
-        h.sha256 = f->sha256;
+      if (f->size) {
+        pinned += *f->size;
       } else {
-        auto& listing = listings[f->repository];
-        if (listing.empty()) listing = hub.list_files(f->repository);
-        const auto it = std::find_if(listing.begin(), listing.end(),
-                                     [&](const pull::HubFile& x) { return x.path == f->path; });
-        if (it == listing.end()) {
-          throw model_error("repository " + f->repository + " has no file " + f->path +
-                            " (registry entry " + resolved.reference + ")");
-        }
-        h = *it;
-        if (f->sha256) h.sha256 = f->sha256;  // the pin wins over the hub
+        ++unpinned;
       }
-      total += h.size;
-      plan.push_back(h);
     }
     const std::uint64_t free = free_space(out.dir, options);
-    progress << resolved.reference << ": " << missing.size() << " file(s) to download, "
-             << human_bytes(total) << " (free in " << out.dir.string() << ": " << human_bytes(free)
-             << ")\n";
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      progress << "  " << missing[i]->repository << "/" << missing[i]->path << "  "
-               << human_bytes(plan[i].size)
-               << (missing[i]->sha256 ? "  sha256 pinned" : "  unpinned (the hub's hash)") << "\n";
+    progress << resolved.reference << ": " << missing.size() << " file(s) to download into "
+             << out.dir.string() << ": " << human_bytes(pinned)
+             << (unpinned > 0 ? " and " + std::to_string(unpinned) +
+                                    " unpinned file(s) whose size "
+                                    "the hub says"
+                              : std::string())
+             << " (free there: " << human_bytes(free) << ")\n";
+    for (const RegistryFile* f : missing) {
+      progress << "  " << f->repository << "/" << f->path << "  "
+               << (f->size ? human_bytes(*f->size) : std::string("size from the hub"))
+               << (f->sha256 ? "  sha256 pinned" : "  unpinned (the hub's hash)") << "\n";
     }
-    if (free < total + (std::uint64_t{64} << 20)) {
-      throw Error(ErrorKind::model_error, "disk_full",
-                  "not enough free space in " + out.dir.string() + ": " + human_bytes(total) +
-                      " to download, " + human_bytes(free) + " free");
-    }
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      const std::string name = file_name(*missing[i]);
-      const fs::path dest = out.dir / name;
-      hub.download(missing[i]->repository, plan[i], dest, progress);
-      ++out.downloaded;
-      const std::string digest = plan[i].sha256 ? *plan[i].sha256 : util::sha256_file(dest);
-      records[name] = {fs::file_size(dest), mtime_ns(dest), digest};
-      write_records(out.dir, records);
+    const auto check_space = [&](std::uint64_t total) {
+      if (free < total + (std::uint64_t{64} << 20)) {
+        throw Error(ErrorKind::model_error, "disk_full",
+                    "not enough free space in " + out.dir.string() + ": " + human_bytes(total) +
+                        " to download, " + human_bytes(free) + " free");
+      }
+    };
+    check_space(pinned);
+    pull::HubClient hub(options.endpoint);
+    std::vector<pull::HubFile> plan;
+    std::uint64_t total = 0;
+    try {
+      // Sizes and hashes of unpinned files come from the hub's listing.
+      std::map<std::string, std::vector<pull::HubFile>> listings;
+      for (const RegistryFile* f : missing) {
+        pull::HubFile h;
+        h.path = f->path;
+        if (f->sha256 && f->size) {
+          h.size = *f->size;
+          h.sha256 = f->sha256;
+        } else {
+          auto& listing = listings[f->repository];
+          if (listing.empty()) listing = hub.list_files(f->repository);
+          const auto it = std::find_if(listing.begin(), listing.end(),
+                                       [&](const pull::HubFile& x) { return x.path == f->path; });
+          if (it == listing.end()) {
+            throw model_error("repository " + f->repository + " has no file " + f->path +
+                              " (registry entry " + resolved.reference + ")");
+          }
+          h = *it;
+          if (f->sha256) h.sha256 = f->sha256;  // the pin wins over the hub
+        }
+        total += h.size;
+        plan.push_back(h);
+      }
+      if (unpinned > 0) {
+        progress << "  in all " << human_bytes(total) << " with the unpinned file(s)\n";
+        check_space(total);
+      }
+      fs::create_directories(out.dir);  // only now that something will be stored there
+      for (std::size_t i = 0; i < missing.size(); ++i) {
+        const std::string name = file_name(*missing[i]);
+        const fs::path dest = out.dir / name;
+        hub.download(missing[i]->repository, plan[i], dest, progress);
+        ++out.downloaded;
+        const std::string digest = plan[i].sha256 ? *plan[i].sha256 : util::sha256_file(dest);
+        records[name] = {fs::file_size(dest), mtime_ns(dest), digest};
+        write_records(out.dir, records);
+      }
+    } catch (const Error& e) {
+      // A store directory made for this download and still empty goes again (and the model's
+      // directory above it, when that is empty too).
+      std::error_code ec;
+      if (!stored && fs::is_empty(out.dir, ec) && fs::remove(out.dir, ec) &&
+          fs::is_empty(out.dir.parent_path(), ec)) {
+        fs::remove(out.dir.parent_path(), ec);
+      }
+      if (e.code() != "hub_unreachable") throw;
+      throw Error(e.kind(), e.code(),
+                  std::string(e.what()) + ". " + resolved.reference +
+                      " needs the files listed above: check the network (or --hub-endpoint for a "
+                      "mirror), or download them elsewhere with `clef pull " +
+                      resolved.reference + "` and copy " + out.dir.string() +
+                      ", or serve files you already have with --model-dir DIR");
     }
   }
   for (const RegistryFile& f : resolved.variant->files) {

@@ -11,13 +11,16 @@ namespace clef::runtime {
 
 namespace {
 
-/// Runs `step`; a clef::Error it throws comes out naming `r.param`.
+/// Runs `step`; a clef::Error it throws comes out naming `r.param` (in its message once, and as
+/// its param), so that a request with several images says which one is at fault.
 template <typename Step>
 void naming_param(const RequestImage& r, Step&& step) {
   try {
     step();
   } catch (const Error& e) {
-    throw Error(e.kind(), e.code(), r.param + ": " + e.what(), r.param);
+    const std::string what = e.what();
+    const bool named = what.rfind(r.param + ":", 0) == 0 || what.rfind(r.param + " ", 0) == 0;
+    throw Error(e.kind(), e.code(), named ? what : r.param + ": " + what, r.param);
   }
 }
 
@@ -41,7 +44,7 @@ std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
   for (std::size_t i = 0; i < sources.size(); ++i) {
     RequestImage& r = out[i];
     r.param = "images." + std::to_string(i);
-    r.bytes = vision::load_request_bytes(sources[i], policy, r.param);
+    naming_param(r, [&] { r.bytes = vision::load_request_bytes(sources[i], policy, r.param); });
     if (const auto size = vision::probe_stored_size(r.bytes)) {
       // The decoder's own size check, on the header's size: an image too large to decode is
       // refused before its budget is weighed (its resized size would hide how large it is).
@@ -61,7 +64,7 @@ void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
                    const vision::ProcessorConfig& processor) {
   if (r.image.width > 0) return;
   const int expected = r.grid.n_image_tokens();
-  r.image = vision::decode_image(r.bytes, policy.limits, r.param);
+  naming_param(r, [&] { r.image = vision::decode_image(r.bytes, policy.limits, r.param); });
   r.input_height = r.image.height;
   r.input_width = r.image.width;
   set_grid(r, r.image.height, r.image.width, processor);

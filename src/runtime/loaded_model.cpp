@@ -98,7 +98,7 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
     tp.use_gpu = placement.gpu != nullptr;
     tp.device = placement.gpu;
     tp.flash_attention = c.backbone.flash_attention;
-    tp.verbose = c.verbose;
+    tp.verbose = c.debug_log;
     tp.use_file_normalization = c.mmproj_file_normalization;
     tp.fresh_load_for_larger_images = placement.info.cpu_type;  // lavapipe: as the head's
     tower = std::make_unique<vision::VisionTower>(

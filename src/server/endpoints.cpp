@@ -100,7 +100,7 @@ std::string health_body(Health health) {
   return json::dumps_unsorted(json::Value::object({{"status", json::Value::string(status)}}));
 }
 
-std::string models_body(const ModelInfo& model) {
+std::string models_body(const ModelInfo& model, bool random_weights) {
   auto entry = json::Value::object({
       {"id", json::Value::string(model.name)},
       {"object", json::Value::string("model")},
@@ -143,6 +143,10 @@ std::string models_body(const ModelInfo& model) {
   // ModelCard); the same model, beside the OpenAI list. clef does not know a release date: "".
   std::string description = "typed decisions served by clef";
   if (!model.placement.empty()) description += " (" + model.placement + ")";
+  if (random_weights) {
+    entry.set("random_weights", json::Value::boolean(true));
+    description += "; --demo: random weights, the answers are meaningless";
+  }
   auto card = json::Value::object({
       {"name", json::Value::string(model.name)},
       {"description", json::Value::string(description)},

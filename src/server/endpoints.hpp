@@ -52,7 +52,8 @@ std::string health_body(Health health);
 ///  "videos"}, "device", "answers":{"calibration","confidence"}}],
 ///  "models":[{"name":name,"description","release_date":""}]} ("limits", "capabilities" only
 /// when the decider states them; 0 means no limit beyond the context, max_images 0: no images
-/// without an mmproj).
-std::string models_body(const ModelInfo& model);
+/// without an mmproj). `random_weights` (clef serve --demo): the entry carries
+/// "random_weights": true and both descriptions say the answers are meaningless.
+std::string models_body(const ModelInfo& model, bool random_weights = false);
 
 }  // namespace clef::server

@@ -16,7 +16,7 @@ LogFormat parse_log_format(std::string_view name) {
 namespace {
 
 void require(bool ok, const char* flag, const std::string& what) {
-  if (!ok) throw invalid_request(std::string(flag) + " " + what, flag);
+  if (!ok) throw invalid_request("--" + std::string(flag) + " " + what, flag);
 }
 
 }  // namespace

@@ -45,6 +45,13 @@ struct ServerConfig {
   bool playground = true;  ///< serve the playground at GET / (the OpenAPI document always)
   int agent_port = -1;     ///< HAProxy agent-check port (agent_check.hpp); -1 off, 0 any
   LogFormat log_format = LogFormat::text;
+  /// Log every GET /health (load-balancer probes, a few a second per balancer); off: a probe is
+  /// logged only when its status differs from the previous probe's, with the count of the quiet
+  /// ones between (`--log-probes`).
+  bool log_all_probes = false;
+  /// The served model is `clef serve --demo`'s random-weight test model: /v1/models says so
+  /// (`random_weights: true`), since its answers are meaningless.
+  bool random_weights = false;
   /// Accepted API keys (--api-key, repeatable) and a file of them (--api-key-file, re-read on
   /// SIGHUP; api_keys.hpp). With any key set, every endpoint but GET /health and the embedded
   /// web files answers 401 without one.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "server/connection.hpp"
 #include "server/web_files.hpp"
 
 #include "util/error.hpp"
@@ -181,7 +182,7 @@ HttpResponse ServerCore::handle_models() const {
         Error(ErrorKind::unavailable, "model_loading", "the model is not loaded")));
   }
   HttpResponse res;
-  res.body = models_body(*model);
+  res.body = models_body(*model, config_.random_weights);
   return res;
 }
 
@@ -240,6 +241,18 @@ HttpResponse ServerCore::internal_fault(const RequestState& state, std::exceptio
 void ServerCore::finish(std::string_view method, std::string_view path, const RequestState& state,
                         int status) {
   metrics_.count_request(endpoint_label(state.endpoint), status, state.key_name);
+  long quiet = -1;  // probes not logged before this one (-1: not a probe, or all are logged)
+  if (state.endpoint == Endpoint::health && !config_.log_all_probes) {
+    // A balancer probes each replica several times a second: a line only when the answer changes.
+    std::lock_guard lock(probes_mutex_);
+    if (status == last_probe_status_) {
+      ++quiet_probes_;
+      return;
+    }
+    last_probe_status_ = status;
+    quiet = quiet_probes_;
+    quiet_probes_ = 0;
+  }
   AccessRecord record;
   record.request_id = state.id;
   record.method = method;
@@ -250,6 +263,9 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
   record.queue_wait_ms = state.queue_wait_ms;
   record.decision_ms = state.decision_ms;
   record.key_name = state.key_name;
+  record.truncated_tokens = state.truncated_tokens;
+  record.ignored_fields = state.ignored_fields;
+  record.quiet_probes = quiet;
   record.total_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - state.start)
           .count();
@@ -289,6 +305,12 @@ HttpResponse ServerCore::early_reply(int status, std::string_view head) {
   HttpResponse res;
   if (status == 429) {  // every worker busy: the server is overloaded
     res = answer(ErrorReply::busy(config_.overload_status));
+    res.set_header("Connection", "close");
+  } else if (status == kPlainHttpOnTls) {
+    res = answer(ErrorReply{400, "invalid_request_error", "https_required",
+                            "this port speaks HTTPS (TLS) and the request came as plain HTTP: "
+                            "use https:// (with a self-signed certificate, curl --cacert FILE)",
+                            ""});
     res.set_header("Connection", "close");
   } else {
     res = library_refusal(status);

@@ -13,6 +13,7 @@
 //   finish      X-Request-Id, metrics, the access line.
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -95,6 +96,10 @@ class ServerCore {
   ApiKeys keys_;
   Metrics metrics_;
   RequestIds ids_;
+  /// Probes (GET /health) since the last one logged, and that one's status (log_all_probes off).
+  std::mutex probes_mutex_;
+  int last_probe_status_ = 0;
+  long quiet_probes_ = 0;
   std::atomic<bool> draining_{false};
   DecisionQueue queue_;  ///< last: its runtime thread starts at construction
 };

@@ -931,5 +931,104 @@ TEST(ServeBinary, CalibrationAndConfidenceAreOptInAndSaid) {
   // above), the reference's.
 }
 
+/// What the response body (the reference's bytes) cannot say is said beside it (issue 45): a state
+/// cut to the context (X-Clef-Truncated-Tokens, the access log, /metrics), fields the contract
+/// does not know (X-Clef-Ignored-Fields, the log), /v1/models of --demo's random weights, and
+/// load-balancer probes logged only when their status changes.
+TEST(ServeBinary, TruncationIgnoredFieldsDemoWeightsAndProbesAreSaid) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  DemoServer server(tmp, {"--context-size", "512"});
+  ASSERT_TRUE(server.ready()) << server.log();
+  std::string long_state;
+  for (int i = 0; i < 400; ++i) long_state += "the database server timed out again ";
+  const std::string long_request =
+      R"({"state":")" + long_state + R"(","questions":{"outage":{"type":"noul"}}})";
+  auto cut = post(server.port(), long_request);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->status, 200) << cut->body;
+  const int dropped = std::stoi(cut->get_header_value("X-Clef-Truncated-Tokens", 0));
+  EXPECT_GT(dropped, 1000) << "a state of ~2,400 tokens in a 512-token context";
+  EXPECT_NE(cut->body.find(R"("input_tokens":512)"), std::string::npos) << cut->body;
+  auto plain = post(server.port(), kCard);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->get_header_value("X-Clef-Truncated-Tokens"), "0");
+  EXPECT_FALSE(plain->has_header("X-Clef-Ignored-Fields"));
+
+  // The issue's typo, and keys an SDK sends: accepted, answered, and named.
+  const std::string typo =
+      R"({"state":"x","temperature":0.2,"metadata":{"a":1},"questions":{"q":{"type":"noul",)"
+      R"("instruction":"Is it?"}}})";
+  auto ignored = post(server.port(), typo);
+  ASSERT_TRUE(ignored);
+  EXPECT_EQ(ignored->status, 200) << ignored->body;
+  EXPECT_EQ(ignored->get_header_value("X-Clef-Ignored-Fields"),
+            "temperature,metadata,questions.q.instruction");
+
+  auto metrics = client(server.port())->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("\nclef_truncated_decisions_total 1\n"), std::string::npos);
+  EXPECT_NE(
+      metrics->body.find("\nclef_truncated_state_tokens_total " + std::to_string(dropped) + "\n"),
+      std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("\nclef_ignored_fields_total 3\n"), std::string::npos);
+
+  auto models = client(server.port())->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_NE(models->body.find(R"("random_weights":true)"), std::string::npos) << models->body;
+  EXPECT_NE(models->body.find("random weights, the answers are meaningless"), std::string::npos);
+
+  // Probes: DemoServer waited on /health before; many more, one status: no new lines.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(client(server.port())->Get("/health"));
+  std::string log;
+  for (int i = 0; i < 50; ++i) {  // the access line is written after the answer
+    log = server.log();
+    if (log.find("ignored=temperature,metadata,questions.q.instruction") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_NE(log.find("truncated_tokens=" + std::to_string(dropped)), std::string::npos) << log;
+  EXPECT_NE(log.find("ignored=temperature,metadata,questions.q.instruction"), std::string::npos)
+      << log;
+  std::size_t probe_lines = 0;
+  for (std::size_t at = log.find("path=/health status=200"); at != std::string::npos;
+       at = log.find("path=/health status=200", at + 1)) {
+    ++probe_lines;
+  }
+  EXPECT_EQ(probe_lines, 1u) << "only the first 200 of /health is logged\n" << log;
+}
+
+TEST(ServeBinary, UnknownFieldsRefusedNameTheFieldAndTheNearestKnownOne) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << "no clef binary at " << kClef;
+  TempDir tmp;
+  DemoServer server(tmp, {"--unknown-fields", "refuse", "--log-probes"});
+  ASSERT_TRUE(server.ready()) << server.log();
+  auto res = post(server.port(),
+                  R"({"state":"x","questions":{"q":{"type":"noul","instruction":"Is it?"}}})");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const json::Value error = *json::parse(res->body).find("error");
+  EXPECT_EQ(error.find("param")->as_string(), "questions.q.instruction");
+  EXPECT_EQ(error.find("message")->as_string(),
+            "questions.q.instruction: unknown field; did you mean instructions?");
+  auto top =
+      post(server.port(), R"({"state":"x","temprature":1,"questions":{"q":{"type":"noul"}}})");
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->status, 400);
+  EXPECT_EQ(json::parse(top->body).find("error")->find("param")->as_string(), "temprature");
+  EXPECT_EQ(post(server.port(), kCard)->status, 200);
+  // --log-probes: every probe is logged.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client(server.port())->Get("/health"));
+  std::this_thread::sleep_for(100ms);
+  const std::string log = server.log();
+  std::size_t probe_lines = 0;
+  for (std::size_t at = log.find("path=/health"); at != std::string::npos;
+       at = log.find("path=/health", at + 1)) {
+    ++probe_lines;
+  }
+  EXPECT_GE(probe_lines, 4u) << log;
+}
+
 }  // namespace
 }  // namespace clef::server

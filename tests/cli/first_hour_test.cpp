@@ -1,0 +1,130 @@
+// A user's first hour with the `clef` binary (issue 45): nothing silently wrong, and every message
+// says what to do next. Runs the built executable as a user would.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/tiny_model.hpp"
+
+namespace {
+
+const std::filesystem::path kClef = std::filesystem::path(CLEF_BINARY_DIR) / "clef";
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr
+};
+
+/// `env clef ARGS 2>&1`.
+Ran run(const std::string& args, const std::string& env = "") {
+  Ran r;
+  std::string cmd = "env ";
+  cmd += env;
+  cmd += " '";
+  cmd += kClef.string();
+  cmd += "' ";
+  cmd += args;
+  cmd += " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class FirstHour : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kClef)) GTEST_SKIP() << kClef << " is not built";
+  }
+};
+
+TEST_F(FirstHour, ServeWithoutAModelNamesTheThreeWaysToGiveOne) {
+  const Ran r = run("serve");
+  EXPECT_NE(r.exit_code, 0);
+  for (const char* way : {"--demo", "clef-flash:9b", "--model-dir", "clef models"}) {
+    EXPECT_NE(r.output.find(way), std::string::npos) << way << "\n" << r.output;
+  }
+}
+
+TEST_F(FirstHour, OfflineWithoutTheFilesSaysHowToGetThem) {
+  clef::test::TempDir home("clef-first-offline");
+  const Ran r = run("serve clef-flash:9b --offline", "XDG_CACHE_HOME=" + home.path().string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("`clef pull clef-flash:9b-q4`"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(home.path() / "clef")) << "the store was touched";
+}
+
+TEST_F(FirstHour, WithoutANetworkTheDownloadIsListedFirstAndNoEmptyStoreIsLeft) {
+  clef::test::TempDir home("clef-first-nonet");
+  // Port 1 on loopback: connection refused at once, as on a machine without a network.
+  const Ran r = run("serve clef-flash:9b --hub-endpoint http://127.0.0.1:1",
+                    "XDG_CACHE_HOME=" + home.path().string());
+  EXPECT_NE(r.exit_code, 0);
+  const std::size_t plan = r.output.find("file(s) to download into");
+  // The hub is unreachable; on a machine short of disk space the plan stops before it.
+  const bool no_room = r.output.find("not enough free space") != std::string::npos;
+  const std::size_t failure = r.output.find(no_room ? "not enough free space" : "cannot reach");
+  ASSERT_NE(plan, std::string::npos) << r.output;
+  ASSERT_NE(failure, std::string::npos) << r.output;
+  EXPECT_LT(plan, failure) << "the files are listed before the hub is needed\n" << r.output;
+  EXPECT_NE(r.output.find("GiB"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("free there"), std::string::npos) << r.output;
+  if (!no_room) {
+    EXPECT_NE(r.output.find("check the network"), std::string::npos) << r.output;
+  }
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::exists(home.path() / "clef" / "models" / "clef-flash", ec))
+      << "an empty store directory was left behind";
+}
+
+TEST_F(FirstHour, ModelsDoesNotPassAPartialSizeOffAsTheTotal) {
+  clef::test::TempDir home("clef-first-models");
+  const Ran r = run("models", "XDG_CACHE_HOME=" + home.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::size_t q8 = r.output.find("clef-flash:9b-q8");
+  ASSERT_NE(q8, std::string::npos) << r.output;
+  const std::string line = r.output.substr(q8, r.output.find('\n', q8) - q8);
+  EXPECT_NE(line.find("at least"), std::string::npos) << line;
+  EXPECT_NE(line.find("not counted: model"), std::string::npos) << line;
+}
+
+TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
+  const auto& m = clef::test::tiny_model();
+  clef::test::TempDir dir("clef-first-ask");
+  std::string state;
+  for (int i = 0; i < 300; ++i) state += "the database server timed out again ";
+  const auto request = dir.path() / "long.json";
+  std::ofstream(request)
+      << R"({"state":")" << state
+      << R"(","temperature":0,"questions":{"q":{"type":"noul","instruction":"?"}}})";
+  const Ran r = run("ask --model " + m.backbone.string() + " --head " + m.head.string() +
+                    " --threads 1 --context-size 512 --request " + request.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: the state was cut to fit: its last "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("ignored: temperature questions.q.instruction"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(FirstHour, VerboseIsClefsOwnLinesAndDebugAddsTheLoaderLog) {
+  const auto& m = clef::test::tiny_model();
+  const std::string args = "ask --model " + m.backbone.string() + " --head " + m.head.string() +
+                           " --threads 1 --request " + std::string(CLEF_SOURCE_DIR) +
+                           "/examples/card.json";
+  const Ran verbose = run(args + " --verbose");
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.output;
+  EXPECT_NE(verbose.output.find("timings (ms)"), std::string::npos) << verbose.output;
+  EXPECT_EQ(verbose.output.find("llama_model_loader"), std::string::npos) << verbose.output;
+  const Ran debug = run(args + " --debug");
+  ASSERT_EQ(debug.exit_code, 0) << debug.output;
+  EXPECT_NE(debug.output.find("llama_model_loader"), std::string::npos);
+}
+
+}  // namespace
