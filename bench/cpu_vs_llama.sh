@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Issue 42's CPU table: clef's whole decision against llama.cpp's own prefill of the same number of
+# tokens, the pinned tree built as llama.cpp builds by default (GGML_NATIVE, without clef's patches
+# and with AMX off: what a user of llama.cpp gets), measured side by side in one run on the same
+# test model files. Run it alone on an idle machine.
+#
+#   bash bench/cpu_vs_llama.sh [BUILD_DIR]                           (default build/)
+# Env: MODELS (default "shape-9b shape-0.8b:Q4_K_M"), SIZES (tokens, default "1024 4096"),
+#      REPS (default 2), THREADS (default 2), CLEF_SET (extra `--set` for clef, e.g. cpu_amx=off),
+#      STOCK_DIR (default BUILD_DIR/stock-llama), STOCK_CFLAGS (extra flags for the stock build).
+# Prints per model and size: clef's decision ms (the `timings` line of `clef ask --verbose`: parse,
+# record, backbone, head, answers; the load excluded), llama-bench's prefill ms (-p N -n 0, its
+# own chunking: -b 512 -ub 512, flash attention off as clef), their medians and the ratio.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+models=${MODELS:-"shape-9b shape-0.8b:Q4_K_M"}
+sizes=${SIZES:-"1024 4096"}
+reps=${REPS:-2}
+threads=${THREADS:-2}
+stock=${STOCK_DIR:-$build/stock-llama}
+clef="$build/clef"
+
+# 1. The stock pinned tree: the npm package's bundle at the pinned commit with node-llama-cpp's
+#    own patches (scripts/fetch-llama without clef's), built with llama.cpp's defaults.
+source "$root/cmake/llama-pin.env"
+if [[ ! -x "$stock/build/bin/llama-bench" ]]; then
+  echo "== building the stock pinned llama.cpp (llama-bench) into $stock" >&2
+  tgz="$root/third_party/.cache/node-llama-cpp-$NODE_LLAMA_CPP_VERSION.tgz"
+  [[ -f "$tgz" ]] || { echo "no $tgz: run scripts/setup first" >&2; exit 1; }
+  rm -rf "$stock" && mkdir -p "$stock"
+  tar -xzf "$tgz" -C "$stock" package/llama/gitRelease.bundle package/llama/patches
+  git clone -q -n "$stock/package/llama/gitRelease.bundle" "$stock/src"
+  git -C "$stock/src" -c advice.detachedHead=false checkout -q "$LLAMA_COMMIT"
+  for p in "$stock"/package/llama/patches/*.diff; do [[ -e "$p" ]] && git -C "$stock/src" apply "$p"; done
+  # AMX off as clef's issue asks of the yardstick (GGML_NATIVE turns it on on an AMX CPU).
+  cmake -S "$stock/src" -B "$stock/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF \
+    -DLLAMA_OPENSSL=OFF -DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16 ${STOCK_CFLAGS:-}" \
+    -DCMAKE_CXX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16 ${STOCK_CFLAGS:-}" > "$stock/cmake.log"
+  cmake --build "$stock/build" --target llama-bench -j "$(nproc)" > "$stock/build.log"
+fi
+bench="$stock/build/bin/llama-bench"
+
+# 2. Test models and requests of about N tokens (the card's three questions and a state of
+#    common words; the exact count is clef's usage.input_tokens, which llama-bench then prefills).
+mkdir -p "$build/bench-models"
+model_dir() {  # NAME[:QUANT]
+  local preset=${1%%:*} quant=""
+  [[ "$1" == *:* ]] && quant=${1#*:}
+  local dir="$build/bench-models/$preset${quant:+-$quant}"
+  if [[ ! -f "$dir/joint_head_config.json" ]]; then
+    "$clef" make-test-model "$dir" --preset "$preset" ${quant:+--quant "$quant"} >&2
+  fi
+  echo "$dir"
+}
+request_of() {  # TOKENS FILE
+  python3 - "$1" "$2" "$root/examples/card.json" <<'EOF'
+import json, random, sys
+n, out, card = int(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
+random.seed(n)
+words = ("the database server customer login error timeout network outage request cache disk "
+         "memory latency region cluster deploy rollback incident alert page team billing").split()
+card["state"] = " ".join(random.choice(words) for _ in range(max(1, n - 345)))
+json.dump(card, open(out, "w"))
+EOF
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), amx_int8 flags: $(grep -c amx_int8 /proc/cpuinfo || true), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== clef: $("$clef" info "$(model_dir "${models%% *}")" 2>/dev/null | sed -n 's/^CPU matrix path/CPU matrix path/p')"
+printf '%-22s %7s %14s %16s %8s\n' model tokens "clef ms" "llama.cpp ms" ratio
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for m in $models; do
+  dir=$(model_dir "$m")
+  for n in $sizes; do
+    request_of "$n" "$work/req.json"
+    : > "$work/clef.ms"; : > "$work/llama.ms"
+    tokens=0
+    for _ in $(seq "$reps"); do
+      "$clef" ask --model-dir "$dir" --request "$work/req.json" --threads "$threads" --verbose \
+        ${CLEF_SET:+--set "$CLEF_SET"} > "$work/ask.out" 2> "$work/ask.err"
+      sed -n 's/^timings (ms):.*total \([0-9.]*\).*/\1/p' "$work/ask.err" >> "$work/clef.ms"
+      tokens=$(sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$work/ask.out")
+      "$bench" -m "$dir/backbone.gguf" -p "$tokens" -n 0 -t "$threads" -b 512 -ub 512 -fa 0 -r 1 \
+        -o json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["avg_ns"] / 1e6)' >> "$work/llama.ms"
+    done
+    c=$(median < "$work/clef.ms"); l=$(median < "$work/llama.ms")
+    printf '%-22s %7s %14.0f %16.0f %8.2f\n' "$m" "$tokens" "$c" "$l" "$(awk -v a="$c" -v b="$l" 'BEGIN {print a / b}')"
+  done
+done
