@@ -191,8 +191,10 @@ std::vector<std::string> calibration_warnings(const CalibrateResult& r) {
                   std::to_string(kFewLabeledQuestions) +
                   " or more, and 2 or more requests for held-out folds)");
   }
+  // The fit searches the temperature within [0.05, 20]; within 0.5% of a bound is at it.
   auto at_bound = [](const decision::Scaling& s) {
-    return std::fabs(s.temperature - 0.05) < 1e-9 || std::fabs(s.temperature - 20.0) < 1e-9;
+    return std::fabs(s.temperature / 0.05 - 1.0) < 5e-3 ||
+           std::fabs(s.temperature / 20.0 - 1.0) < 5e-3;
   };
   for (int t = 0; t < 3; ++t) {
     const auto& s = r.calibration.by_type[static_cast<std::size_t>(t)];

@@ -215,6 +215,12 @@ TEST(CalibrationWarnings, NameTooFewLabelsABoundTemperatureAndAWorseHeldOutFit) 
   EXPECT_NE(w[1].find("noul temperature 20.00 is at its bound"), std::string::npos) << w[1];
   EXPECT_NE(w[2].find("log loss 0.8300 -> 1.1900"), std::string::npos) << w[2];
 
+  // The search stops near its bound, not on it (19.96 on the README's 2-request run).
+  r.calibration.by_type[0]->temperature = 19.96;
+  EXPECT_NE(calibration_warnings(r)[1].find("is at its bound"), std::string::npos);
+  r.calibration.by_type[0]->temperature = 0.0501;
+  EXPECT_NE(calibration_warnings(r)[1].find("is at its bound"), std::string::npos);
+
   r.questions = 400;
   r.requests = 300;
   r.calibration.by_type[0]->temperature = 1.3;
