@@ -5,6 +5,9 @@
 # physical cores), measured side by side in one clef_bench run (decision: no state cache;
 # decision_default: the default state cache, a new state each time); then what one busy process
 # on the same cores does to a decision. Run it alone on an idle machine.
+# Its llama.cpp side is the library clef links, with clef's kernel patches (cmake/patches/): a
+# measure of clef's own overhead. Against llama.cpp as its users build it (the stock pinned tree,
+# AMX off) see bench/cpu_vs_llama.sh (issue 42).
 #
 #   bash bench/cpu_quant_table.sh [BUILD_DIR]      (default build/)
 # Env: QUANTS (default "F16 Q8_0 Q4_K_M"), REPS (benchmark repetitions, default 2),
