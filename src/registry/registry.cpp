@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "json/parse.hpp"
+#include "util/edit_distance.hpp"
 #include "util/error.hpp"
 #include "util/install_layout.hpp"
 
@@ -75,26 +76,11 @@ std::optional<std::int64_t> integer_of(const json::Value& v, std::string_view ke
   return std::stoll(digits);
 }
 
-/// Levenshtein distance, for "did you mean".
-std::size_t distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string suggestions(const std::string& wanted, const std::vector<std::string>& known) {
   std::vector<std::string> close;
   for (const std::string& k : known) {
-    if (distance(wanted, k) <= std::max<std::size_t>(2, wanted.size() / 3)) close.push_back(k);
+    if (util::edit_distance(wanted, k) <= std::max<std::size_t>(2, wanted.size() / 3))
+      close.push_back(k);
   }
   const std::vector<std::string>& list = close.empty() ? known : close;
   std::string out = close.empty() ? " (known: " : " (did you mean ";

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "request/parse_media.hpp"
+#include "util/edit_distance.hpp"
 #include "util/error.hpp"
 
 namespace clef::request {
@@ -40,22 +41,6 @@ QuestionType parse_type(const json::Value& question, const std::string& path) {
   throw invalid_request(path + ".type must be \"noul\", \"choice\" or \"score\"", path + ".type");
 }
 
-/// Levenshtein distance of two short keys (bytes).
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t{0});
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 /// Each member of `object` that is not one of `known` is recorded as `prefix + key` in
 /// `ignored`, or refused (400 naming it and the nearest known key, when one is close).
 void check_fields(const json::Value& object, std::initializer_list<std::string_view> known,
@@ -71,7 +56,7 @@ void check_fields(const json::Value& object, std::initializer_list<std::string_v
     std::string_view nearest;
     std::size_t best = 0;
     for (std::string_view k : known) {
-      const std::size_t d = edit_distance(key, k);
+      const std::size_t d = util::edit_distance(key, k);
       if (nearest.empty() || d < best) {
         nearest = k;
         best = d;
