@@ -7,12 +7,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "backbone/backbone.hpp"
 #include "device/cpu_path.hpp"
+#include "gguf/gguf_file.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "support/q4_k_m_model.hpp"
@@ -62,6 +66,60 @@ TEST_F(RepackedWeightsTest, AreTheDefaultAndAmxOnlyWhereTheCpuHasIt) {
   if (ggml_cpu_has_avx2() != 0) {  // x86 builds have interleaved kernels from AVX2 on
     EXPECT_NE(std::find(names.begin(), names.end(), "CPU_REPACK"), names.end());
   }
+}
+
+/// Bytes of `path`'s memory maps resident in this process (the Rss lines of /proc/self/smaps).
+std::uint64_t resident_bytes_of_mapping(const std::filesystem::path& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string target = std::filesystem::canonical(path).string();
+  std::string line;
+  bool inside = false;
+  std::uint64_t kib = 0;
+  while (std::getline(smaps, line)) {
+    const std::size_t dash = line.find('-');
+    if (dash != std::string::npos && dash > 0 &&
+        std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(dash),
+                    [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+      inside = line.size() >= target.size() &&
+               line.compare(line.size() - target.size(), target.size(), target) == 0;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      std::uint64_t v = 0;
+      std::istringstream(line.substr(4)) >> v;
+      kib += v;
+    }
+  }
+  return kib * 1024;
+}
+
+/// The file pages of weights copied out of the memory map (repacked for the CPU's interleaved
+/// kernels) do not stay resident beside the copy (issue 44: RSS counted them twice;
+/// cmake/patches/llama-release-copied-weight-pages.diff).
+TEST_F(RepackedWeightsTest, TheirFilePagesDoNotStayResidentBesideTheCopy) {
+  if (ggml_cpu_has_avx2() == 0) GTEST_SKIP() << "no interleaved Q4_K kernels on this CPU";
+  const std::filesystem::path file = q4_k_m_backbone();
+  // The Q4_K matrices of the layers: what the CPU repacks (token_embd is read by row, kept).
+  std::uint64_t repackable = 0;
+  for (const auto& t : clef::gguf::GgufFile(file, true).tensors()) {
+    if (t.type == GGML_TYPE_Q4_K && t.ne[1] > 1 && t.ne[1] % 8 == 0 &&
+        t.name.rfind("blk.", 0) == 0) {
+      repackable += t.bytes;
+    }
+  }
+  ASSERT_GT(repackable, std::uint64_t{1} << 20) << "too few repacked bytes to measure";
+  std::uint64_t mapped_plain = 0;
+  {
+    BackboneParams plain = params(64);
+    plain.weight_repacking = false;
+    Backbone unpacked(file.string(), plain);
+    mapped_plain = resident_bytes_of_mapping(file);
+  }
+  Backbone repacked(file.string(), params(64));
+  const std::uint64_t mapped = resident_bytes_of_mapping(file);
+  EXPECT_LE(mapped + repackable * 9 / 10, mapped_plain)
+      << "resident pages of the file: " << mapped << " bytes with repacking, " << mapped_plain
+      << " without; the Q4_K matrices are " << repackable << " bytes";
+  const auto ids = random_token_ids(40, repacked.n_vocab(), 2);
+  EXPECT_EQ(repacked.hidden_states(ids).rows, 40);  // the weights it uses are all there
 }
 
 TEST_F(RepackedWeightsTest, RunOtherKernelsThanPlainWeights) {
