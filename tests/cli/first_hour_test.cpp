@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "support/tiny_model.hpp"
 
@@ -62,26 +63,34 @@ TEST_F(FirstHour, OfflineWithoutTheFilesSaysHowToGetThem) {
 }
 
 TEST_F(FirstHour, WithoutANetworkTheDownloadIsListedFirstAndNoEmptyStoreIsLeft) {
-  clef::test::TempDir home("clef-first-nonet");
-  // Port 1 on loopback: connection refused at once, as on a machine without a network.
-  const Ran r = run("serve clef-flash:9b --hub-endpoint http://127.0.0.1:1",
-                    "XDG_CACHE_HOME=" + home.path().string());
-  EXPECT_NE(r.exit_code, 0);
-  const std::size_t plan = r.output.find("file(s) to download into");
-  // The hub is unreachable; on a machine short of disk space the plan stops before it.
-  const bool no_room = r.output.find("not enough free space") != std::string::npos;
-  const std::size_t failure = r.output.find(no_room ? "not enough free space" : "cannot reach");
-  ASSERT_NE(plan, std::string::npos) << r.output;
-  ASSERT_NE(failure, std::string::npos) << r.output;
-  EXPECT_LT(plan, failure) << "the files are listed before the hub is needed\n" << r.output;
-  EXPECT_NE(r.output.find("GiB"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("free there"), std::string::npos) << r.output;
-  if (!no_room) {
-    EXPECT_NE(r.output.find("check the network"), std::string::npos) << r.output;
+  // clef-flash and Clef 27B (issue 44) alike.
+  for (const auto& [reference, name, pinned] :
+       {std::tuple<std::string, std::string, std::string>{"clef-flash:9b", "clef-flash",
+                                                           "Cloudflare_clef-flash-Q4_K_M.gguf"},
+        {"clef:27b", "clef", "Cloudflare_clef-Q4_K_M.gguf  16.02 GiB"}}) {
+    SCOPED_TRACE(reference);
+    clef::test::TempDir home("clef-first-nonet");
+    // Port 1 on loopback: connection refused at once, as on a machine without a network.
+    const Ran r = run("serve " + reference + " --hub-endpoint http://127.0.0.1:1",
+                      "XDG_CACHE_HOME=" + home.path().string());
+    EXPECT_NE(r.exit_code, 0);
+    const std::size_t plan = r.output.find("file(s) to download into");
+    // The hub is unreachable; on a machine short of disk space the plan stops before it.
+    const bool no_room = r.output.find("not enough free space") != std::string::npos;
+    const std::size_t failure = r.output.find(no_room ? "not enough free space" : "cannot reach");
+    ASSERT_NE(plan, std::string::npos) << r.output;
+    ASSERT_NE(failure, std::string::npos) << r.output;
+    EXPECT_LT(plan, failure) << "the files are listed before the hub is needed\n" << r.output;
+    EXPECT_NE(r.output.find(pinned), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("GiB"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("free there"), std::string::npos) << r.output;
+    if (!no_room) {
+      EXPECT_NE(r.output.find("check the network"), std::string::npos) << r.output;
+    }
+    std::error_code ec;
+    EXPECT_FALSE(std::filesystem::exists(home.path() / "clef" / "models" / name, ec))
+        << "an empty store directory was left behind";
   }
-  std::error_code ec;
-  EXPECT_FALSE(std::filesystem::exists(home.path() / "clef" / "models" / "clef-flash", ec))
-      << "an empty store directory was left behind";
 }
 
 TEST_F(FirstHour, ModelsDoesNotPassAPartialSizeOffAsTheTotal) {

@@ -57,6 +57,30 @@ TEST(Registry, TheShippedEntryResolvesWithItsPinnedFiles) {
   EXPECT_FALSE(Registry::looks_like_reference(CLEF_SOURCE_DIR));
 }
 
+TEST(Registry, ClefTwentySevenBStandsBesideClefFlash) {
+  // Issue 44: Cloudflare/clef (27B) with bartowski's Q4_K_M backbone and the authors' head, pinned
+  // where the size and hash are published; clef-flash stays what `clef-flash` names.
+  Registry r;
+  r.add_file(std::string(CLEF_SOURCE_DIR) + "/registry/models.json");
+  const Resolved a = r.resolve("clef:27b");
+  EXPECT_EQ(a.reference, "clef:27b-q4");
+  EXPECT_EQ(r.resolve("clef").reference, "clef:27b-q4") << "the latest tag";
+  EXPECT_EQ(r.resolve("clef-flash").reference, "clef-flash:9b-q4");
+  ASSERT_EQ(a.variant->files.size(), 4u);
+  const RegistryFile& model = a.variant->files[0];
+  EXPECT_EQ(model.role, "model");
+  EXPECT_EQ(model.repository, "bartowski/Cloudflare_clef-GGUF");
+  EXPECT_EQ(model.size.value(), 17203416256u);
+  EXPECT_EQ(model.sha256.value(),
+            "6a03997c1fe1b22580d15b540535f61b3da79e261766cac7104febc8e4651849");
+  EXPECT_EQ(a.variant->files[1].role, "mmproj");
+  EXPECT_FALSE(a.variant->files[1].sha256) << "no published hash: unpinned";
+  EXPECT_EQ(a.variant->files[2].size.value(), 256125024u);
+  EXPECT_EQ(a.variant->files[2].sha256.value(),
+            "a010ac04f078e699988e4049cbea5e62c962393f59fec366640b64e8d69a4953");
+  EXPECT_EQ(a.variant->context_size.value(), 16384);
+}
+
 TEST(Registry, AUserEntryReplacesTheShippedOneByName) {
   Registry r;
   r.add_file(std::string(CLEF_SOURCE_DIR) + "/registry/models.json");
