@@ -53,8 +53,8 @@ struct OpenedModel {
   /// The GGUF holding the untied LM head `output.weight` (lexical::LexicalTable's path).
   std::filesystem::path lexical_gguf;
   std::int64_t n_embd = 0;  ///< the backbone's embedding_length
-  /// What differs from the reference artifact (HF head config, BF16 safetensors, raw scalars),
-  /// one line each, for `clef info` and logs.
+  /// What differs from the published artifact (the nearest published head config, BF16
+  /// safetensors, raw scalars), one line each, for `clef info` and logs.
   std::vector<std::string> differences;
 };
 

@@ -1,10 +1,16 @@
 #include "artifact/reference.hpp"
 
-namespace clef::artifact {
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <tuple>
 
-head::HeadConfig reference_head_config() {
+namespace clef::artifact {
+namespace {
+
+head::HeadConfig published_config(std::int64_t hidden_size) {
   head::HeadConfig c;
-  c.hidden_size = 4096;
+  c.hidden_size = hidden_size;
   c.width = 1024;
   c.routing_layers = 2;
   c.layers = 4;
@@ -13,21 +19,59 @@ head::HeadConfig reference_head_config() {
   return c;
 }
 
-std::vector<std::string> config_differences(const head::HeadConfig& c) {
-  const head::HeadConfig r = reference_head_config();
-  std::vector<std::string> out;
-  const auto cmp = [&](const char* name, std::int64_t v, std::int64_t ref) {
-    if (v != ref) {
-      out.push_back(std::string("head ") + name + " " + std::to_string(v) + " (reference " +
-                    std::to_string(ref) + ")");
-    }
+/// (field name, value) of every config field, in joint_head_config.json's order.
+std::array<std::pair<const char*, std::int64_t>, 6> fields(const head::HeadConfig& c) {
+  return {{{"hidden_size", c.hidden_size},
+           {"width", c.width},
+           {"routing_layers", c.routing_layers},
+           {"layers", c.layers},
+           {"heads", c.heads},
+           {"feedforward", c.feedforward}}};
+}
+
+}  // namespace
+
+std::span<const PublishedHead> published_heads() {
+  static const std::array<PublishedHead, 2> heads{{
+      {"clef-flash", "Cloudflare/clef-flash", published_config(4096)},
+      {"Clef 27B", "Cloudflare/clef", published_config(5120)},
+  }};
+  return heads;
+}
+
+HeadMatch match_published_head(const head::HeadConfig& config) {
+  const auto rank = [&](const PublishedHead& p) {
+    int differing = 0;
+    const auto a = fields(config);
+    const auto b = fields(p.config);
+    for (std::size_t i = 0; i < a.size(); ++i) differing += a[i].second != b[i].second ? 1 : 0;
+    return std::make_tuple(differing, std::llabs(config.hidden_size - p.config.hidden_size));
   };
-  cmp("hidden_size", c.hidden_size, r.hidden_size);
-  cmp("width", c.width, r.width);
-  cmp("routing_layers", c.routing_layers, r.routing_layers);
-  cmp("layers", c.layers, r.layers);
-  cmp("heads", c.heads, r.heads);
-  cmp("feedforward", c.feedforward, r.feedforward);
+  const PublishedHead* best = nullptr;
+  for (const PublishedHead& p : published_heads()) {
+    if (best == nullptr || rank(p) < rank(*best)) best = &p;
+  }
+  return {best, std::get<0>(rank(*best)) == 0};
+}
+
+std::string describe_head_config(const head::HeadConfig& config) {
+  const HeadMatch m = match_published_head(config);
+  return m.exact ? m.head->model + "'s published config (" + m.head->repository + ")"
+                 : "none of the published configs (nearest: " + m.head->model + "'s, " +
+                       m.head->repository + ")";
+}
+
+std::vector<std::string> config_differences(const head::HeadConfig& c) {
+  const HeadMatch match = match_published_head(c);
+  const auto mine = fields(c);
+  const auto theirs = fields(match.head->config);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (mine[i].second != theirs[i].second) {
+      out.push_back(std::string("head ") + mine[i].first + " " + std::to_string(mine[i].second) +
+                    " (" + match.head->model + " " + std::to_string(theirs[i].second) + ")");
+    }
+  }
   return out;
 }
 

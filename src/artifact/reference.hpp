@@ -1,8 +1,9 @@
 #pragma once
-// The reference clef-flash artifact that `clef info` compares a model against: the head config
-// of the HF release (joint_head_config.json, notes/artifact-layouts.md section 1) and its
-// LayerNorm eps.
+// The published joint schema heads that `clef info` compares a model's head against: the HF
+// releases' joint_head_config.json of clef-flash (notes/artifact-layouts.md section 1) and of
+// Clef 27B (the same fields, hidden_size 5,120: Cloudflare/clef), and the head's LayerNorm eps.
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,14 +11,34 @@
 
 namespace clef::artifact {
 
-/// {"hidden_size":4096,"width":1024,"routing_layers":2,"layers":4,"heads":16,"feedforward":4096}.
-head::HeadConfig reference_head_config();
+/// One published head config and the model it belongs to.
+struct PublishedHead {
+  std::string model;       ///< "clef-flash", "Clef 27B"
+  std::string repository;  ///< its HF repository, "Cloudflare/clef-flash"
+  head::HeadConfig config;
+};
+
+/// clef-flash {"hidden_size":4096,"width":1024,"routing_layers":2,"layers":4,"heads":16,
+/// "feedforward":4096}, then Clef 27B (the same with hidden_size 5120).
+std::span<const PublishedHead> published_heads();
+
+/// The published head `config` is, or else the nearest one (fewest differing fields; on a tie
+/// the one whose hidden_size is closer, then clef-flash).
+struct HeadMatch {
+  const PublishedHead* head = nullptr;  ///< never null
+  bool exact = false;                   ///< every field equal
+};
+HeadMatch match_published_head(const head::HeadConfig& config);
+
+/// "clef-flash's published config (Cloudflare/clef-flash)", or "none of the published configs
+/// (nearest: Clef 27B's, Cloudflare/clef)": what `clef info` and `clef verify` say of a head.
+std::string describe_head_config(const head::HeadConfig& config);
 
 /// The head's LayerNorm eps (torch default, hard-coded in the forward).
 inline constexpr double kHeadLayerNormEps = 1e-5;
 
-/// One line per field of `config` that differs from reference_head_config(), e.g.
-/// "head width 32 (reference 1024)". Empty when equal.
+/// One line per field of `config` that differs from its match_published_head(), e.g.
+/// "head width 32 (clef-flash 1024)". Empty when it is a published config.
 std::vector<std::string> config_differences(const head::HeadConfig& config);
 
 }  // namespace clef::artifact

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "artifact/reference.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "cli/text_file.hpp"
@@ -17,6 +18,7 @@
 #include "eval/verify.hpp"
 #include "eval/verify_report.hpp"
 #include "gguf/gguf_file.hpp"
+#include "head/head_config.hpp"
 #include "info/backbone_info.hpp"
 #include "json/render.hpp"
 #include "llama.h"
@@ -92,6 +94,12 @@ int run_verify(const VerifyCommandOptions& options) {
     if (!f.empty()) setup.model_files.push_back(file_line(f));
   }
   setup.quantization = tensor_types(config.backbone_path);
+  if (!config.head_config_path.empty()) {  // a head inside the GGUF is named by clef info
+    const head::HeadConfig head = head::read_head_config(config.head_config_path);
+    setup.head = artifact::describe_head_config(head);
+    const artifact::HeadMatch match = artifact::match_published_head(head);
+    setup.clef_flash_head = !match.exact || match.head == &artifact::published_heads()[0];
+  }
   setup.backend = config.backbone.gpu_layers == 0 || !llama_supports_gpu_offload()
                       ? "CPU"
                       : "GPU (--gpu-layers " + std::to_string(config.backbone.gpu_layers) + ")";

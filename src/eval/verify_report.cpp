@@ -102,6 +102,12 @@ std::string format_report(const VerifySetup& setup, const VerifyResult& result,
   out += "fixture: " + setup.fixture + "\n";
   for (const std::string& f : setup.model_files) out += "model file: " + f + "\n";
   if (!setup.quantization.empty()) out += "backbone tensor types: " + setup.quantization + "\n";
+  if (!setup.head.empty()) out += "joint schema head: " + setup.head + "\n";
+  if (!setup.clef_flash_head) {
+    out +=
+        "note: the authors' fixture (the default) holds clef-flash's answers; another model's "
+        "answers are compared with a fixture written from it (--write-fixture)\n";
+  }
   out += "backend: " + setup.backend + ", threads " + std::to_string(setup.threads) + "\n";
   if (!result.same_vocabulary) {
     out +=
@@ -191,6 +197,7 @@ json::Value report_json(const VerifySetup& setup, const VerifyResult& result,
        {"fixture", json::Value::string(setup.fixture)},
        {"model_files", json::Value::array(std::move(files))},
        {"quantization", json::Value::string(setup.quantization)},
+       {"head", json::Value::string(setup.head)},
        {"backend", json::Value::string(setup.backend)},
        {"threads", count(setup.threads)},
        {"same_vocabulary", json::Value::boolean(result.same_vocabulary)},

@@ -16,6 +16,10 @@ struct VerifySetup {
   std::string fixture;                   ///< the fixture file
   std::vector<std::string> model_files;  ///< "path sha256 size"
   std::string quantization;              ///< the backbone's tensor types
+  /// The joint schema head's config named (artifact::describe_head_config); empty: not read.
+  std::string head;
+  /// The head is clef-flash's published config (the authors' fixture holds clef-flash answers).
+  bool clef_flash_head = true;
   std::string backend;                   ///< "CPU" or the GPU layers
   int threads = 0;
 };

@@ -55,7 +55,8 @@ HeadInfo head_info_in_gguf(const artifact::OpenedModel& m) {
   return h;
 }
 
-/// Differences of a joint_head.safetensors head from the reference (config values, dtype).
+/// Differences of a joint_head.safetensors head from the published one nearest its config
+/// (artifact::config_differences), and a dtype other than the releases' BF16.
 std::vector<std::string> reference_differences(const HeadInfo& h) {
   std::vector<std::string> out = artifact::config_differences(h.config);
   if (h.dtypes != std::set<std::string>{"BF16"}) {
@@ -189,7 +190,9 @@ std::string format_report(const ModelReport& r) {
     s << "  parameters          " << h.n_params << "\n";
     if (h.config_path != h.weights)
       s << "  file size           " << human_size(h.file_size) << "\n";
-    s << "  differences from the reference head:\n";
+    const artifact::HeadMatch match = artifact::match_published_head(c);
+    s << "  published config    " << artifact::describe_head_config(c) << "\n";
+    s << "  differences from " << match.head->model << "'s published head:\n";
     for (const auto& d : r.differences) s << "    " << d << "\n";
   }
   for (const auto& w : r.warnings) s << "warning: " << w << "\n";

@@ -19,8 +19,9 @@ struct ModelReport {
   std::optional<HeadInfo> head;  ///< for layouts B/C/D, the head inside the GGUF
   /// artifact::layout_description of the backbone GGUF's layout; empty without a backbone.
   std::string layout;
-  /// Every difference from the reference head (Clef-Flash joint_head_config.json, BF16
-  /// safetensors, raw scalars): config values, tensor types, folded scales, ...
+  /// Every difference from the published head nearest its config (clef-flash's or Clef 27B's
+  /// joint_head_config.json, artifact::published_heads; BF16 safetensors, raw scalars): config
+  /// values, tensor types, folded scales, ...
   std::vector<std::string> differences;
   std::vector<std::string> warnings;
 };

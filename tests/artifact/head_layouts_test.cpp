@@ -190,7 +190,7 @@ TEST(Layouts, InfoLinesNameTheDifferencesFromTheReference) {
   const OpenedModel b = open_model(layout_models().b_q8());
   std::string all;
   for (const auto& d : b.differences) all += d + "\n";
-  EXPECT_HAS(all, "head width 32 (reference 1024)");
+  EXPECT_HAS(all, "head width 32 (clef-flash 1024)");
   EXPECT_HAS(all, "Q8_0");
   EXPECT_HAS(all, "decision.scales");
 }

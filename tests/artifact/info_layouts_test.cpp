@@ -24,7 +24,7 @@ TEST(InfoLayouts, NamesTheLayoutAndTheDifferences) {
   const auto& m = test::layout_models();
   const info::ModelReport a = info::inspect_model({m.a().gguf, *m.a().head_weights});
   EXPECT_EQ(a.layout.substr(0, 2), "A:");
-  EXPECT_HAS(joined(a.differences), "head width 32 (reference 1024)");
+  EXPECT_HAS(joined(a.differences), "head width 32 (clef-flash 1024)");
 
   const info::ModelReport b = info::inspect_model({m.b_q8().gguf, *m.a().mmproj});
   EXPECT_EQ(b.layout.substr(0, 2), "B:");

@@ -9,16 +9,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backbone/backbone.hpp"
 #include "device/cpu_path.hpp"
-#include "gguf/gguf_file.hpp"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "gguf/gguf_file.hpp"
 #include "support/q4_k_m_model.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"

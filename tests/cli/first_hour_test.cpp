@@ -66,7 +66,7 @@ TEST_F(FirstHour, WithoutANetworkTheDownloadIsListedFirstAndNoEmptyStoreIsLeft) 
   // clef-flash and Clef 27B (issue 44) alike.
   for (const auto& [reference, name, pinned] :
        {std::tuple<std::string, std::string, std::string>{"clef-flash:9b", "clef-flash",
-                                                           "Cloudflare_clef-flash-Q4_K_M.gguf"},
+                                                          "Cloudflare_clef-flash-Q4_K_M.gguf"},
         {"clef:27b", "clef", "Cloudflare_clef-Q4_K_M.gguf  16.02 GiB"}}) {
     SCOPED_TRACE(reference);
     clef::test::TempDir home("clef-first-nonet");

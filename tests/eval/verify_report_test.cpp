@@ -72,5 +72,29 @@ TEST(VerifyReport, ColumnsSayWhatTheyCountAndStayAligned) {
   EXPECT_NE(report.find("FAIL"), std::string::npos);
 }
 
+/// Issue 44: the report names the head's published config; a head that is not clef-flash's is
+/// told that the authors' fixture holds clef-flash's answers.
+TEST(VerifyReport, NamesTheHeadAndWhenTheFixtureIsAnotherModels) {
+  VerifyResult result;
+  result.same_vocabulary = true;
+  result.runs = {run("a", "own_text", RunParity::Status::compared, 0.001)};
+  const ParityBar bar;
+  const ParitySummary summary = summarize(result.runs, bar);
+  VerifySetup flash;
+  flash.head = "clef-flash's published config (Cloudflare/clef-flash)";
+  const std::string a = format_report(flash, result, summary, bar);
+  EXPECT_NE(a.find("joint schema head: clef-flash's published config"), std::string::npos) << a;
+  EXPECT_EQ(a.find("holds clef-flash's answers"), std::string::npos) << a;
+  VerifySetup big;
+  big.head = "Clef 27B's published config (Cloudflare/clef)";
+  big.clef_flash_head = false;
+  const std::string b = format_report(big, result, summary, bar);
+  EXPECT_NE(b.find("joint schema head: Clef 27B's published config"), std::string::npos) << b;
+  EXPECT_NE(b.find("holds clef-flash's answers"), std::string::npos) << b;
+  const json::Value j = report_json(big, result, summary, bar);
+  ASSERT_NE(j.find("head"), nullptr);
+  EXPECT_EQ(j.find("head")->as_string(), big.head);
+}
+
 }  // namespace
 }  // namespace clef::eval
