@@ -163,10 +163,38 @@ Preset shape_9b() {
   return p;
 }
 
+/// `small` with Clef 27B's ratios (presets.hpp): what the CI runs of the 27B's geometry.
+Preset small_27b() {
+  Preset p = small();
+  p.name = "small-27b";
+  p.backbone.n_embd = 320;  // 5,120 / 16
+  p.backbone.n_head = 6;    // 24 query heads on 4 KV heads: 6 on 1
+  p.backbone.n_head_kv = 1;
+  p.backbone.n_ff = 1088;             // 17,408 / 16
+  p.backbone.ssm_group_count = 2;     // GDN key heads
+  p.backbone.ssm_time_step_rank = 6;  // value heads: 3x the key heads, as 48 on 16
+  p.head.hidden_size = 320;
+  return p;
+}
+
+Preset shape_27b() {
+  Preset p = shape_9b();
+  p.name = "shape-27b";
+  p.backbone.n_embd = 5120;
+  p.backbone.n_layer = 64;  // 48 Gated DeltaNet + 16 full attention
+  p.backbone.n_head = 24;
+  p.backbone.n_head_kv = 4;
+  p.backbone.n_ff = 17408;
+  p.backbone.ssm_group_count = 16;
+  p.backbone.ssm_time_step_rank = 48;
+  p.head.hidden_size = 5120;  // Clef 27B's joint_head_config.json: clef-flash's at H = 5,120
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"tiny", "small", "shape-0.8b", "shape-9b"};
+  return {"tiny", "small", "small-27b", "shape-0.8b", "shape-9b", "shape-27b"};
 }
 
 Preset preset_by_name(std::string_view name) {
@@ -174,9 +202,11 @@ Preset preset_by_name(std::string_view name) {
   if (name == "small") return small();
   if (name == "shape-0.8b") return shape_08b();
   if (name == "shape-9b") return shape_9b();
-  throw invalid_request(
-      "unknown preset '" + std::string(name) + "': expected tiny, small, shape-0.8b or shape-9b",
-      "preset");
+  if (name == "small-27b") return small_27b();
+  if (name == "shape-27b") return shape_27b();
+  throw invalid_request("unknown preset '" + std::string(name) +
+                            "': expected tiny, small, small-27b, shape-0.8b, shape-9b or shape-27b",
+                        "preset");
 }
 
 }  // namespace clef::testmodel

@@ -18,6 +18,18 @@
 // hidden 1152, intermediate 4304, 16 heads) and the real head config (hidden 4096, width 1024,
 // 2 routing layers, 4 layers, 16 heads, feed-forward 4096), its matrices written directly in
 // Q4_K (the published file is Q4_K_M: mostly Q4_K, some Q6_K) from pooled random blocks.
+//
+// `shape-27b` has Clef 27B's backbone shape (Qwen3.8-27B text, the `qwen35` architecture: hidden
+// 5120, 64 layers with full attention every 4th (16), 24 query / 4 KV heads of dim 256, n_rot
+// 64, intermediate 17408, GDN 16 key heads and 48 value heads of dim 128, conv kernel 4; issue 44)
+// and its head config (clef-flash's with hidden_size 5120), Q4_K like `shape-9b`, the same vision
+// tower (its projector output 5120 wide).
+//
+// `small-27b` is `small` with the 27B's ratios, small enough for every CI run: hidden 320
+// (5120 / 16), 6 query heads on 1 KV head (24 on 4), feed-forward 1088 (17408 / 16), GDN value
+// heads 3x the key heads (6 on 2: 48 on 16), head hidden_size 320: its recurrent state and KV
+// per token differ from clef-flash-shaped models' as the 27B's do. Its 320-wide rows are not
+// multiples of 256: K-quants fall back as llama.cpp decides (F16 is its usual form).
 
 #include <cstdint>
 #include <string>
@@ -76,7 +88,8 @@ struct Preset {
   head::HeadConfig head;  ///< joint_head_config.json; hidden_size == backbone.n_embd
 };
 
-/// Preset names accepted by preset_by_name, in order: "tiny", "small", "shape-0.8b", "shape-9b".
+/// Preset names accepted by preset_by_name, in order: "tiny", "small", "small-27b",
+/// "shape-0.8b", "shape-9b", "shape-27b".
 std::vector<std::string> preset_names();
 
 /// The preset called `name`. Throws clef::Error (invalid_request, param "preset") when unknown.

@@ -82,6 +82,42 @@ TEST(Presets, Shape9bHasThePublishedBackbonesShapeInQ4K) {
   }
 }
 
+TEST(Presets, Shape27bHasClef27BsBackboneShapeAndHeadConfig) {
+  const Preset p = preset_by_name("shape-27b");
+  const BackboneShape& b = p.backbone;
+  EXPECT_EQ(b.n_embd, 5120u);
+  EXPECT_EQ(b.n_layer, 64u);
+  EXPECT_EQ(b.n_layer / b.full_attention_interval, 16u);
+  EXPECT_EQ(b.n_head, 24u);
+  EXPECT_EQ(b.n_head_kv, 4u);
+  EXPECT_EQ(b.head_dim, 256u);
+  EXPECT_EQ(b.n_ff, 17408u);
+  EXPECT_EQ(b.ssm_group_count, 16u);
+  EXPECT_EQ(b.ssm_time_step_rank, 48u);
+  EXPECT_EQ(b.ssm_state_size, 128u);
+  EXPECT_EQ(b.n_vocab, 248320u);
+  EXPECT_EQ(b.matrix_type, GGML_TYPE_Q4_K);
+  EXPECT_EQ(p.head.hidden_size, 5120);
+  EXPECT_EQ(p.head.width, 1024);
+  EXPECT_EQ(p.head.feedforward, 4096);
+  for (std::uint32_t row :
+       {b.n_embd, b.n_ff, b.head_dim * b.n_head, b.ssm_state_size * b.ssm_time_step_rank}) {
+    EXPECT_EQ(row % 256, 0u) << row;
+  }
+}
+
+TEST(Presets, Small27bKeepsThe27BsRatios) {
+  const BackboneShape big = preset_by_name("shape-27b").backbone;
+  const Preset p = preset_by_name("small-27b");
+  const BackboneShape& b = p.backbone;
+  EXPECT_EQ(b.ssm_time_step_rank, 3 * b.ssm_group_count) << "value heads 3x the key heads";
+  EXPECT_EQ(big.ssm_time_step_rank, 3 * big.ssm_group_count);
+  EXPECT_EQ(b.n_head / b.n_head_kv, big.n_head / big.n_head_kv);
+  EXPECT_EQ(big.n_embd / b.n_embd, 16u);
+  EXPECT_EQ(big.n_ff / b.n_ff, 16u);
+  EXPECT_EQ(p.head.hidden_size, 320);
+}
+
 TEST(Presets, UnknownNameIsAnInvalidRequest) {
   try {
     preset_by_name("huge");
