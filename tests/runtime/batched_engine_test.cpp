@@ -82,13 +82,18 @@ TEST_F(BatchedEngineTest, AMixDecidedTogetherGivesTheBytesOfEachAlone) {
   }
 }
 
-TEST_F(BatchedEngineTest, TheSmallModelDecidesAMixTogetherWithTheBytesOfEachAlone) {
-  // The small preset (n_embd 256, F16): other row sizes and kernels than the tiny model's.
-  static clef::test::TempDir dir("clef-batch-small");
+/// The small presets: other row sizes and kernels than the tiny model's (small: n_embd 256, F16),
+/// and Clef 27B's ratios (small-27b, issue 44: value heads 3x key heads, 6 query heads on one KV
+/// head, a 320-wide head and projector): other recurrent-state and KV sizes per sequence, so
+/// other snapshots, suspensions and batch layouts.
+class SmallModelBatchingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SmallModelBatchingTest, DecidesAMixTogetherWithTheBytesOfEachAlone) {
+  clef::test::TempDir dir("clef-batch-small");
   clef::testmodel::MakeOptions o;
   o.dir = dir.path() / "model";
   o.seed = 5;
-  o.preset = "small";
+  o.preset = GetParam();
   clef::testmodel::make_test_model(o);
   rt::EngineConfig base = rt::EngineConfig::from_model_dir(o.dir.string());
   base.backbone.context_size = 1024;
@@ -110,7 +115,15 @@ TEST_F(BatchedEngineTest, TheSmallModelDecidesAMixTogetherWithTheBytesOfEachAlon
       EXPECT_EQ(got[i], alone[i]) << "round " << round << ", request " << i;
     }
   }
+  EXPECT_GT(batched->state_cache_stats().hits, 4u) << "the second round resumes cached states";
 }
+
+INSTANTIATE_TEST_SUITE_P(Presets, SmallModelBatchingTest,
+                         ::testing::Values(std::string("small"), std::string("small-27b")),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "small" ? std::string("Small")
+                                                        : std::string("Small27b");
+                         });
 
 TEST_F(BatchedEngineTest, ACancelledDecisionStopsAndTheOthersKeepTheirBytes) {
   auto engine = rt::make_engine(config(3, 0));
