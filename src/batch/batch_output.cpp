@@ -10,7 +10,8 @@
 namespace clef::batch {
 
 std::string answer_record(const json::Value& id, int line, int status, std::string_view response,
-                          int truncated_tokens, const std::vector<std::string>& ignored_fields) {
+                          int truncated_tokens, const std::vector<std::string>& ignored_fields,
+                          int ignored_fields_unlisted) {
   std::string out = "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
                     ",\"status\":" + std::to_string(status) + ",\"response\":";
   out.append(response);
@@ -21,6 +22,9 @@ std::string answer_record(const json::Value& id, int line, int status, std::stri
     for (const std::string& f : ignored_fields) fields.push_back(json::Value::string(f));
     out.append(",\"ignored_fields\":")
         .append(json::dumps_unsorted(json::Value::array(std::move(fields))));
+  }
+  if (ignored_fields_unlisted > 0) {
+    out.append(",\"ignored_fields_unlisted\":").append(std::to_string(ignored_fields_unlisted));
   }
   return out.append("}\n");
 }

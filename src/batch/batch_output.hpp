@@ -2,7 +2,8 @@
 // The output of `clef batch`: JSON Lines, one record per input line,
 //   {"id": ..., "line": N, "status": 200, "response": {...}}                 answered
 //     (with "truncated_tokens": N when the state was cut to fit, "ignored_fields": [...] when
-//     the request carried fields the contract does not know: what the response body cannot say)
+//     the request carried fields the contract does not know: what the response body cannot say;
+//     "ignored_fields_unlisted": N for those a server's header had no room to name)
 //   {"id": ..., "line": N, "status": 4xx|5xx|0, "error": {"code", "message"}} refused or failed
 // (status 0: never reached a server), and what --resume reads back.
 
@@ -15,11 +16,13 @@
 
 namespace clef::batch {
 
-/// One answered line; `truncated_tokens` > 0 and a non-empty `ignored_fields` are added as
-/// "truncated_tokens" and "ignored_fields".
+/// One answered line; `truncated_tokens` > 0, a non-empty `ignored_fields` and
+/// `ignored_fields_unlisted` > 0 are added as "truncated_tokens", "ignored_fields" and
+/// "ignored_fields_unlisted".
 std::string answer_record(const json::Value& id, int line, int status, std::string_view response,
                           int truncated_tokens = 0,
-                          const std::vector<std::string>& ignored_fields = {});
+                          const std::vector<std::string>& ignored_fields = {},
+                          int ignored_fields_unlisted = 0);
 
 /// One line that got no answer: its status (0 when no server answered), a stable code, why, and
 /// the field at fault ("" when none: null).

@@ -49,15 +49,22 @@ int header_int(const std::string& value) {
   return ec == std::errc() && end == value.data() + value.size() && n > 0 ? n : 0;
 }
 
-/// X-Clef-Ignored-Fields back into paths: split at commas, %XX decoded (server::field_list).
-std::vector<std::string> split_field_list(const std::string& value) {
+/// X-Clef-Ignored-Fields back into paths: split at commas, %XX decoded (server::field_list); its
+/// last item "...+N" (the paths the header left out) is added to `unlisted`.
+std::vector<std::string> split_field_list(const std::string& value, int& unlisted) {
   std::vector<std::string> out;
   if (value.empty()) return out;
   std::string current;
   auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
   for (std::size_t i = 0; i <= value.size(); ++i) {
     if (i == value.size() || value[i] == ',') {
-      out.push_back(std::move(current));
+      if (current.starts_with("...+") && current.size() > 4 &&
+          std::all_of(current.begin() + 4, current.end(),
+                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+        unlisted += header_int(current.substr(4));
+      } else {
+        out.push_back(std::move(current));
+      }
       current.clear();
     } else if (value[i] == '%' && i + 2 < value.size() && hex(value[i + 1]) && hex(value[i + 2])) {
       current += static_cast<char>(std::stoi(value.substr(i + 1, 2), nullptr, 16));
@@ -123,7 +130,8 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
       a.status = res->status;
       a.body = res->body;
       a.truncated_tokens = header_int(res->get_header_value("X-Clef-Truncated-Tokens"));
-      a.ignored_fields = split_field_list(res->get_header_value("X-Clef-Ignored-Fields"));
+      a.ignored_fields = split_field_list(res->get_header_value("X-Clef-Ignored-Fields"),
+                                          a.ignored_fields_unlisted);
       if (a.status != 429 && a.status != 503) break;
       // retry-after-ms (the server's estimate, clef's and TypeSafe's) before Retry-After's
       // whole seconds; either at most 30 s.
@@ -247,7 +255,8 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       const std::string record =
           a.status == 200
-              ? answer_record(item.id, item.line, 200, a.body, a.truncated_tokens, a.ignored_fields)
+              ? answer_record(item.id, item.line, 200, a.body, a.truncated_tokens, a.ignored_fields,
+                              a.ignored_fields_unlisted)
               : error_record(item.id, item.line, a.status, a.code, a.message, a.param);
       std::lock_guard lock(mutex);
       if (options.ordered) {
@@ -264,7 +273,9 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       summary.retries += static_cast<std::size_t>(std::max(a.attempts - 1, 0));
       summary.input_tokens += static_cast<std::uint64_t>(a.input_tokens);
       if (a.status == 200 && a.truncated_tokens > 0) ++summary.truncated;
-      if (a.status == 200 && !a.ignored_fields.empty()) ++summary.with_ignored_fields;
+      if (a.status == 200 && (!a.ignored_fields.empty() || a.ignored_fields_unlisted > 0)) {
+        ++summary.with_ignored_fields;
+      }
       latencies.push_back(ms);
       ++finished;
       if (a.status != 200) ++errors;

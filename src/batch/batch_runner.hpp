@@ -30,6 +30,8 @@ struct Answer {
   int attempts = 1;          ///< tries it took (retries + 1)
   int truncated_tokens = 0;  ///< state tokens cut to fit (200; X-Clef-Truncated-Tokens)
   std::vector<std::string> ignored_fields;  ///< unknown request fields (X-Clef-Ignored-Fields)
+  /// Unknown fields the server's header left out for room (its "...+N"): counted, not named.
+  int ignored_fields_unlisted = 0;
 };
 
 /// Decides one request.

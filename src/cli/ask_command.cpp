@@ -94,9 +94,14 @@ int run_ask(const AskOptions& options) {
               << " tokens; a larger --context-size, or --truncation refuse to refuse instead)\n";
   }
   if (!prepared.request.ignored_fields.empty()) {
-    std::cerr << "clef: note: fields the contract does not know were ignored:";
-    for (const std::string& f : prepared.request.ignored_fields) std::cerr << " " << f;
-    std::cerr << " (--unknown-fields refuse to refuse them)\n";
+    // Quoted as JSON strings: a field name may hold spaces, commas or control bytes.
+    std::string names;
+    for (const std::string& f : prepared.request.ignored_fields) {
+      if (!names.empty()) names += ", ";
+      json::append_quoted(names, f);
+    }
+    std::cerr << "clef: note: fields the contract does not know were ignored: " << names
+              << " (--unknown-fields refuse to refuse them)\n";
   }
   return 0;
 }

@@ -88,23 +88,34 @@ class LineBuilder {
 
 }  // namespace
 
-std::string field_list(const std::vector<std::string>& paths, std::size_t max_items) {
+std::string field_list(const std::vector<std::string>& paths, std::size_t max_bytes) {
   static constexpr char kHex[] = "0123456789ABCDEF";
+  // Room kept for the ",...+N" that says how many paths were left out.
+  static constexpr std::size_t kMarkerRoom = 24;
   std::string out;
-  for (std::size_t i = 0; i < paths.size() && i < max_items; ++i) {
-    if (i > 0) out += ',';
-    for (const char c : paths[i]) {
+  std::size_t left_out = 0;
+  for (const std::string& path : paths) {
+    std::string encoded;
+    for (const char c : path) {
       const auto u = static_cast<unsigned char>(c);
-      if (u <= 0x20 || u >= 0x7F || c == ',' || c == '%') {
-        out += '%';
-        out += kHex[u >> 4];
-        out += kHex[u & 0xF];
+      if (u <= 0x20 || u >= 0x7F || c == ',' || c == '%' || c == '+') {
+        encoded += '%';
+        encoded += kHex[u >> 4];
+        encoded += kHex[u & 0xF];
       } else {
-        out += c;
+        encoded += c;
       }
     }
+    const std::size_t room = max_bytes > kMarkerRoom ? max_bytes - kMarkerRoom : 0;
+    if (encoded.empty() || encoded.size() > kMostFieldPathBytes ||
+        out.size() + 1 + encoded.size() > room) {
+      ++left_out;
+      continue;
+    }
+    if (!out.empty()) out += ',';
+    out += encoded;
   }
-  if (paths.size() > max_items) out += ",...+" + std::to_string(paths.size() - max_items);
+  if (left_out > 0) out += (out.empty() ? "...+" : ",...+") + std::to_string(left_out);
   return out;
 }
 

@@ -31,10 +31,19 @@ struct AccessRecord {
   long quiet_probes = -1;
 };
 
-/// Field paths as one header or log value: comma-separated, each byte outside printable ASCII and
-/// each ' ', ',' and '%' percent-encoded (a question id may hold any of them); after the first
-/// `max_items` paths, ",...+N" says how many more there were.
-std::string field_list(const std::vector<std::string>& paths, std::size_t max_items = 32);
+/// The longest path field_list() writes, encoded (a longer one is counted in its ",...+N").
+inline constexpr std::size_t kMostFieldPathBytes = 256;
+/// field_list()'s default bound: a header every HTTP client reads (Node's limit is 16 KiB for all
+/// headers together) and one log field.
+inline constexpr std::size_t kFieldListBytes = 1024;
+
+/// Field paths as one header or log value of at most `max_bytes` bytes: comma-separated, each
+/// byte outside printable ASCII and each ' ', ',', '%' and '+' percent-encoded (a question id may
+/// hold any of them). Paths that do not fit (or are empty, or longer than kMostFieldPathBytes
+/// encoded) are left out and counted in a last item "...+N", which no encoded path can be (a
+/// path's '+' is %2B).
+std::string field_list(const std::vector<std::string>& paths,
+                       std::size_t max_bytes = kFieldListBytes);
 
 /// One access line without the trailing newline. Text:
 ///   `<UTC time> access id=... method=POST path=/v1/decisions status=200 input_tokens=57

@@ -152,5 +152,38 @@ TEST(HttpSender, AnApiKeyGoesAsBearerAndA401IsNotRetried) {
   EXPECT_EQ(posts.load(), 2);
 }
 
+/// What the response body cannot say comes from the server's headers into the record: a cut
+/// state, the ignored fields named (%XX decoded) and those the header had no room for counted, not
+/// named (a reported input: its "...+8" became a field named "...+8").
+TEST(HttpSender, TruncationAndIgnoredFieldsComeFromTheHeaders) {
+  httplib::Server server;
+  server.Post("/v1/decisions", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("X-Clef-Truncated-Tokens", "12");
+    res.set_header("X-Clef-Ignored-Fields", "temperature,x%2By,...+3");
+    res.set_content(R"({"model":"m","answers":{}})", "application/json");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto items =
+      parse_batch_input("{\"state\": 1, \"questions\": {\"q\": {\"type\": \"noul\"}}}\n");
+  const Answer a = HttpSender({"http://127.0.0.1:" + std::to_string(port)}, 0,
+                             std::chrono::seconds(5))
+                       .send(items.at(0), 0);
+  server.stop();
+  t.join();
+  ASSERT_EQ(a.status, 200) << a.message;
+  EXPECT_EQ(a.truncated_tokens, 12);
+  EXPECT_EQ(a.ignored_fields, (std::vector<std::string>{"temperature", "x+y"}));
+  EXPECT_EQ(a.ignored_fields_unlisted, 3);
+  const std::string record = answer_record(json::Value::string("r1"), 1, 200, a.body,
+                                           a.truncated_tokens, a.ignored_fields,
+                                           a.ignored_fields_unlisted);
+  EXPECT_NE(record.find(R"("truncated_tokens":12,"ignored_fields":["temperature","x+y"],)"
+                        R"("ignored_fields_unlisted":3})"),
+            std::string::npos)
+      << record;
+}
+
 }  // namespace
 }  // namespace clef::batch

@@ -112,14 +112,21 @@ TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
   const auto request = dir.path() / "long.json";
   std::ofstream(request)
       << R"({"state":")" << state
-      << R"(","temperature":0,"questions":{"q":{"type":"noul","instruction":"?"}}})";
+      << R"(","temperature":0,"\u001b[2J\nclef: fake line":1,"a b":2,)"
+      << R"("questions":{"q":{"type":"noul","instruction":"?"}}})";
   const Ran r = run("ask --model " + m.backbone.string() + " --head " + m.head.string() +
                     " --threads 1 --context-size 512 --request " + request.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("note: the state was cut to fit: its last "), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("ignored: temperature questions.q.instruction"), std::string::npos)
+  // Quoted as JSON strings (a reported input: a key with an escape sequence and a newline cleared
+  // the terminal and forged a log line; "a b" read as two fields).
+  EXPECT_NE(r.output.find(R"(ignored: "temperature", "\u001b[2J\nclef: fake line", "a b", )"
+                          R"("questions.q.instruction" ()"),
+            std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a raw escape byte reached the terminal";
+  EXPECT_EQ(r.output.find("\nclef: fake line"), std::string::npos) << r.output;
 }
 
 TEST_F(FirstHour, VerboseIsClefsOwnLinesAndDebugAddsTheLoaderLog) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "json/parse.hpp"
 #include "util/error.hpp"
@@ -56,6 +59,25 @@ TEST(ServerLog, NotApplicableFieldsAreLeftOutAndOddBytesMasked) {
   EXPECT_EQ(text.find("decision_ms"), std::string::npos);
   EXPECT_NE(text.find("path=/a?b?\"c? "), std::string::npos) << text;
   EXPECT_NO_THROW(json::parse(format_access(r, LogFormat::json)));
+}
+
+/// X-Clef-Ignored-Fields and the log's ignored=: a bounded value (a 17 KB key made a header no
+/// client could read), odd bytes and '+' encoded, and a last "...+N" no path can be.
+TEST(FieldList, IsBoundedEncodedAndCountsWhatItLeavesOut) {
+  EXPECT_EQ(field_list({"temperature", "questions.q.instruction"}),
+            "temperature,questions.q.instruction");
+  EXPECT_EQ(field_list({"a b", "c,d", "50%", "x+y", "\x1b[2J"}), "a%20b,c%2Cd,50%25,x%2By,%1B[2J");
+  EXPECT_EQ(field_list({"...+5"}), "...%2B5") << "a real field is never the marker";
+  EXPECT_EQ(field_list({std::string(17000, 'k'), "temperature"}), "temperature,...+1");
+  EXPECT_EQ(field_list({""}), "...+1") << "an empty key has no name to write";
+  std::vector<std::string> many;
+  for (int i = 0; i < 400; ++i) many.push_back("extra_field_" + std::to_string(i));
+  const std::string list = field_list(many);
+  EXPECT_LE(list.size(), kFieldListBytes);
+  const std::size_t marker = list.rfind(",...+");
+  ASSERT_NE(marker, std::string::npos) << list;
+  const auto listed = std::count(list.begin(), list.begin() + static_cast<long>(marker), ',') + 1;
+  EXPECT_EQ(listed + std::stoi(list.substr(marker + 5)), 400);
 }
 
 TEST(ServerLog, EventsAndWholeLines) {
