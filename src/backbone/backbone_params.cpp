@@ -20,10 +20,10 @@ void validate(const BackboneParams& p) {
         "context_size must be in 512..262144, got " + std::to_string(p.context_size),
         "context_size");
   }
-  if (p.threads < 0) {
-    throw invalid_request(
-        "threads must be >= 0 (0 = the physical cores), got " + std::to_string(p.threads),
-        "threads");
+  if (p.threads < 0 || p.threads > kMaxThreads) {
+    throw invalid_request("threads must be in 0.." + std::to_string(kMaxThreads) +
+                              " (0 = the physical cores), got " + std::to_string(p.threads),
+                          "threads");
   }
   if (p.gpu_layers < -1) {
     throw invalid_request("gpu_layers must be -1 (all), 0 (CPU) or a layer count, got " +

@@ -11,6 +11,8 @@ namespace clef::backbone {
 
 /// The most records one backbone prefills together (BackboneParams::parallel).
 inline constexpr int kMaxParallel = 64;
+/// The most CPU threads (ggml's GGML_MAX_N_THREADS; a server asked for 100,000 died in libgomp).
+inline constexpr int kMaxThreads = 512;
 
 /// Parameters for loading and running the backbone.
 struct BackboneParams {

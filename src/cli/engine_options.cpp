@@ -59,8 +59,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
       cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
           ->capture_default_str();
   cmd.add_option("-t,--threads", threads,
-                 "CPU threads (0 = the physical cores this process may use)")
-      ->capture_default_str();
+                 "CPU threads (0 = the physical cores this process may use; at most 512)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, backbone::kMaxThreads));
   gpu_layers_option =
       cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
           ->capture_default_str();
@@ -91,15 +92,16 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "image tokens one image may have after resizing, else 413 (0: only the context; "
                  "4096 is a 2048x2048 image)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1000000000));
   cmd.add_option("--max-request-image-tokens", max_request_image_tokens,
                  "image tokens all images of a request may have together (0: only the context)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1000000000));
   cmd.add_option("--max-vision-memory", max_vision_memory_mib,
                  "MiB of compute memory the vision tower may take for one image, else 413 "
                  "(0: a quarter of physical memory)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
   cmd.add_option("--state-cache-mb", state_cache_mb,
                  "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
                  "a request with the same state (and images) as an earlier one prefills only its "

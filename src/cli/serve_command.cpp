@@ -132,8 +132,10 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
       ->capture_default_str();
   cmd->add_option("--max-body", s.max_body_bytes,
-                  "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted), else 413")
+                  "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted; 1 byte to 4 "
+                  "GiB), else 413")
       ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
       ->capture_default_str();
   cmd->add_option("--queue-size", s.queue_size,
                   "decisions that may wait for the runtime thread; more get 429")

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -77,6 +78,20 @@ std::string clock(double seconds) {
   char b[32];
   std::snprintf(b, sizeof b, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
   return b;
+}
+
+/// A bar of the verdict: a number in 0..1 (CLI11's Range lets "nan" through, and a NaN bar
+/// passed every run: a reported input).
+CLI::Validator probability_bound() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v < 0 || v > 1) {
+          return "a number in 0..1 is needed, got " + text;
+        }
+        return {};
+      },
+      "0..1");
 }
 
 int run_verify(const VerifyCommandOptions& options) {
@@ -154,22 +169,27 @@ void add_verify_command(CLI::App& app, ExitCode& exit_code) {
                   "oracle fixture (coreai-clef-flash-fixtures/1); images are read from images/ "
                   "beside it")
       ->capture_default_str();
-  cmd->add_option("--limit", options->limit, "decide at most N runs (0: all)");
+  cmd->add_option("--limit", options->limit, "decide at most N runs (0: all)")
+      ->check(CLI::Range(0, 1000000000));
   cmd->add_option("--arm", options->arms, "only this arm (text, g256, g448, native); repeatable");
   cmd->add_option("--source", options->sources,
                   "only this source (own_text, own_json, own_image, semif_authored144, ...); "
                   "repeatable");
   cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
-  cmd->add_option("--max-dp", options->bar.max_dp, "bar: largest |dp| allowed")
-      ->capture_default_str();
-  cmd->add_option("--mean-dp", options->bar.mean_dp, "bar: largest mean |dp| allowed")
-      ->capture_default_str();
+  cmd->add_option("--max-dp", options->bar.max_dp, "bar: largest |dp| allowed (0..1)")
+      ->capture_default_str()
+      ->check(probability_bound());
+  cmd->add_option("--mean-dp", options->bar.mean_dp, "bar: largest mean |dp| allowed (0..1)")
+      ->capture_default_str()
+      ->check(probability_bound());
   cmd->add_option("--margin", options->bar.margin,
-                  "argmax must agree where the reference's top-2 margin is above this")
-      ->capture_default_str();
+                  "argmax must agree where the reference's top-2 margin is above this (0..1)")
+      ->capture_default_str()
+      ->check(probability_bound());
   cmd->add_option("--argmax-rate", options->bar.argmax_rate,
-                  "bar: share of those questions whose argmax must agree")
-      ->capture_default_str();
+                  "bar: share of those questions whose argmax must agree (0..1)")
+      ->capture_default_str()
+      ->check(probability_bound());
   cmd->add_flag("--progress", options->progress, "a line per run on stderr (default: on a tty)");
   cmd->add_option("--write-fixture", options->write_fixture,
                   "instead of verifying, write this engine's own readout of the selected runs as "

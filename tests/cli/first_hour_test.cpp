@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "support/tiny_model.hpp"
 
@@ -141,6 +143,33 @@ TEST_F(FirstHour, VerboseIsClefsOwnLinesAndDebugAddsTheLoaderLog) {
   const Ran debug = run(args + " --debug");
   ASSERT_EQ(debug.exit_code, 0) << debug.output;
   EXPECT_NE(debug.output.find("llama_model_loader"), std::string::npos);
+}
+
+/// Reported inputs: numbers out of range turned a limit off (--max-body -1 buffered 300 MiB,
+/// --max-vision-memory -1 published a negative limit, verify --limit -1 ran everything), crashed
+/// (--threads 100000 died in libgomp after "listening") or made a verdict meaningless (a NaN bar
+/// passed every run). Each is refused at once (exit 2) naming the flag, before any model loads.
+TEST_F(FirstHour, NumbersOutOfRangeAreRefusedNamingTheFlag) {
+  const std::string model = " --model-dir /nonexistent-model-dir";
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"serve --demo --threads 100000", "--threads"},
+           {"serve --demo --set threads=100000", "threads must be in 0..512"},
+           {"serve --demo --max-body -1", "--max-body"},
+           {"serve --demo --max-body 99999999999999999999999", "--max-body"},
+           {"serve --demo --max-vision-memory -1", "--max-vision-memory"},
+           {"verify --limit=-1" + model, "--limit"},
+           {"verify --max-dp nan" + model, "--max-dp"},
+           {"verify --argmax-rate 5" + model, "--argmax-rate"},
+           {"verify --mean-dp -1" + model, "--mean-dp"},
+           {"calibrate --data /dev/null -o /tmp/x --folds 1" + model, "--folds"},
+           {"calibrate --data /dev/null -o /tmp/x --min-per-question -1" + model,
+            "--min-per-question"}}) {
+    SCOPED_TRACE(args);
+    const Ran r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(flag), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("listening"), std::string::npos) << r.output;
+  }
 }
 
 }  // namespace
