@@ -15,8 +15,10 @@
 #include "batch/batch_runner.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "json/parse.hpp"
 #include "runtime/engine.hpp"
 #include "util/error.hpp"
+#include "util/text_lines.hpp"
 
 namespace clef::cli {
 namespace {
@@ -35,9 +37,7 @@ struct BatchCommandOptions {
 };
 
 int run_batch_command(BatchCommandOptions options) {
-  std::ifstream in(options.in, std::ios::binary);
-  if (!in) throw invalid_request("cannot read " + options.in, "in");
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string text = util::read_lines_file(options.in, json::ParseLimits{}.max_bytes, "in");
   const std::vector<batch::BatchItem> items = batch::parse_batch_input(text);
 
   std::error_code ec;

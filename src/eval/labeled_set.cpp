@@ -66,10 +66,7 @@ LabeledSet parse_labeled_set(std::string_view text) {
 }
 
 LabeledSet load_labeled_set(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw invalid_request("cannot read the labeled data " + file.string(), "data");
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return parse_labeled_set(text);
+  return parse_labeled_set(util::read_lines_file(file, json::ParseLimits{}.max_bytes, "data"));
 }
 
 }  // namespace clef::eval
