@@ -302,7 +302,8 @@ void Preparer::refuse_truncation(const request::Request& req, const record::Reco
   throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
               "the record needs " + std::to_string(full) + " tokens but the context size is " +
                   std::to_string(model_.backbone.context_size()) +
-                  " (the server refuses to truncate the state)",
+                  " (--truncation refuse: the state is not cut to fit; a larger --context-size "
+                  "takes it)",
               "state");
 }
 

@@ -172,4 +172,13 @@ TEST_F(FirstHour, NumbersOutOfRangeAreRefusedNamingTheFlag) {
   }
 }
 
+/// A reported input: a directory as verify's fixture exited 1 (a FAIL verdict's code) with a
+/// C++ stream error.
+TEST_F(FirstHour, AFixtureThatIsADirectoryIsAUsageError) {
+  const Ran r = run("verify --fixture " + std::filesystem::temp_directory_path().string() +
+                    " --model-dir /nonexistent-model-dir");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("is a directory; give the fixture file"), std::string::npos) << r.output;
+}
+
 }  // namespace
