@@ -42,7 +42,7 @@ fi
 # The sources each target exercises are compiled with the fuzzer's coverage and the sanitizers.
 json_sources=("$src"/src/json/*.cpp)
 request_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/record/encode.cpp
-                 "$src"/src/record/nfc.cpp)
+                 "$src"/src/record/nfc.cpp "$src"/src/util/edit_distance.cpp)
 image_sources=("$src"/src/vision/{decode,decode_png,decode_jpeg,decode_webp,exif,probe,data_uri,base64}.cpp)
 processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patches}.cpp)
 # The server over the vendored cpp-httplib (compiled without its OpenSSL support; the server's own
@@ -51,6 +51,7 @@ processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patch
 cmake -DWEB_DIR="$src/web" -DOUT="$work/web_files.cpp" -P "$src/cmake/embed_web.cmake"
 server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp
                 "$src"/src/runtime/{cancellation,decision_loop,prepared_request,scheduler}.cpp "$src/src/util/digest.cpp"
+                "$src/src/util/edit_distance.cpp"
                 "$work/web_files.cpp"
                 "$src/third_party/llama.cpp/vendor/cpp-httplib/httplib.cpp")
 # Targets whose code instantiates Debian's RapidJSON 1.1.0 skip UBSan's pointer-overflow check:
