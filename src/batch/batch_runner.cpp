@@ -150,10 +150,12 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
       a.message = e.base + ": " + httplib::to_string(res.error());
       if (res.error() == httplib::Error::SSLServerVerification ||
           res.error() == httplib::Error::SSLServerHostnameVerification) {
+        a.code = "tls_verification_failed";
         a.message += ca_cert_.empty()
                          ? " (the server's certificate is not one this machine trusts: a "
                            "self-signed one needs --ca-cert FILE)"
                          : " (not signed by --ca-cert " + ca_cert_ + ")";
+        break;  // a retry meets the same certificate (a reported run retried it 8 times)
       }
     }
     if (attempt >= retries_) break;
@@ -178,6 +180,10 @@ Answer HttpSender::send(const BatchItem& item, int worker) {
     read_error(a);
   }
   return a;
+}
+
+bool is_setup_error(const Answer& a) {
+  return a.code == "tls_verification_failed" || (a.status == 400 && a.code == "https_required");
 }
 
 Answer LocalSender::send(const BatchItem& item, int) {
@@ -254,10 +260,9 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       }
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       const std::string record =
-          a.status == 200
-              ? answer_record(item.id, item.line, 200, a.body, a.truncated_tokens, a.ignored_fields,
-                              a.ignored_fields_unlisted)
-              : error_record(item.id, item.line, a.status, a.code, a.message, a.param);
+          a.status == 200 ? answer_record(item.id, item.line, 200, a.body, a.truncated_tokens,
+                                          a.ignored_fields, a.ignored_fields_unlisted)
+                          : error_record(item.id, item.line, a.status, a.code, a.message, a.param);
       std::lock_guard lock(mutex);
       if (options.ordered) {
         pending.emplace(k, record);
@@ -275,6 +280,9 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       if (a.status == 200 && a.truncated_tokens > 0) ++summary.truncated;
       if (a.status == 200 && (!a.ignored_fields.empty() || a.ignored_fields_unlisted > 0)) {
         ++summary.with_ignored_fields;
+      }
+      if (is_setup_error(a) && summary.setup_errors++ == 0) {
+        summary.first_setup_error = a.message;
       }
       latencies.push_back(ms);
       ++finished;

@@ -95,10 +95,18 @@ struct BatchSummary {
   std::uint64_t input_tokens = 0;
   std::size_t truncated = 0;            ///< decided lines whose state was cut to fit
   std::size_t with_ignored_fields = 0;  ///< decided lines with fields the contract ignores
+  /// Lines no retry could decide as the run is set up (is_setup_error: the server's certificate
+  /// not trusted, plain HTTP to an HTTPS port), and the first one's message.
+  std::size_t setup_errors = 0;
+  std::string first_setup_error;
   double wall_s = 0;
   double p50_ms = 0;  ///< latency of a line (all its attempts)
   double p99_ms = 0;
 };
+
+/// An answer that says the run is set up wrong rather than that this line failed: an untrusted
+/// server certificate (--ca-cert), plain HTTP sent to an HTTPS port (https_required). Not retried.
+bool is_setup_error(const Answer& answer);
 
 /// Decides every item whose line is not in `done` and appends its record to `out` (created if
 /// missing), flushed record by record so a killed run loses at most the line it was writing.

@@ -88,10 +88,17 @@ int run_ask(const AskOptions& options) {
   std::cout << d.body << "\n";
   // What the response body (the reference's bytes) does not say: a cut state, ignored fields.
   if (prepared.record.state_tokens_cut > 0) {
+    const request::Request& req = prepared.request;
+    // Whose limit cut it: the request's own max_length / max_state_tokens (a reported input got
+    // advice about --context-size that changed nothing), or the served context.
+    const bool own_limit =
+        (req.max_length && *req.max_length < engine->context_size()) || req.max_state_tokens;
     std::cerr << "clef: note: the state was cut to fit: its last "
               << prepared.record.state_tokens_cut << " tokens were dropped (the record holds "
-              << prepared.record.input_tokens()
-              << " tokens; a larger --context-size, or --truncation refuse to refuse instead)\n";
+              << prepared.record.input_tokens() << " tokens; "
+              << (own_limit ? "the request's own max_length / max_state_tokens cut it"
+                            : "a larger --context-size, or --truncation refuse to refuse instead")
+              << ")\n";
   }
   if (!prepared.request.ignored_fields.empty()) {
     // Quoted as JSON strings: a field name may hold spaces, commas or control bytes.

@@ -89,10 +89,15 @@ int run_batch_command(BatchCommandOptions options) {
               << " line(s) were refused for their API key (401: --api-key or CLEF_API_KEY "
                  "missing or wrong); --resume tries them again\n";
   }
-  if (undecided > 0) {
+  if (summary.setup_errors > 0) {
+    std::cerr << summary.setup_errors
+              << " line(s) cannot be decided as the run is set up (not retried): "
+              << summary.first_setup_error << "\n";
+  }
+  if (undecided > summary.setup_errors) {
     std::cerr << undecided << " line(s) got no answer from any server; --resume tries them again\n";
   }
-  return undecided > 0 || unauthorized > 0 ? 1 : 0;
+  return undecided > 0 || unauthorized > 0 || summary.setup_errors > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ struct CalibrateCommandOptions {
 };
 
 int run_calibrate(CalibrateCommandOptions options) {
+  // Before the run, which may take hours on a real model (a reported input: a bad --out was found
+  // only after every request was decided).
+  check_writable(options.out, "out");
+  if (!options.plot.empty()) check_writable(options.plot, "plot");
+  if (!options.json_path.empty()) check_writable(options.json_path, "json");
   const eval::LabeledSet data = eval::load_labeled_set(options.data);
   runtime::EngineConfig config = options.engine.to_config();
   config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);

@@ -95,6 +95,7 @@ CLI::Validator probability_bound() {
 }
 
 int run_verify(const VerifyCommandOptions& options) {
+  if (!options.json_path.empty()) check_writable(options.json_path, "json");  // before the runs
   const eval::Fixture fixture = eval::load_fixture(options.fixture);
   runtime::EngineConfig config = options.engine.to_config();
   config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);

@@ -112,10 +112,9 @@ TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
   std::string state;
   for (int i = 0; i < 300; ++i) state += "the database server timed out again ";
   const auto request = dir.path() / "long.json";
-  std::ofstream(request)
-      << R"({"state":")" << state
-      << R"(","temperature":0,"\u001b[2J\nclef: fake line":1,"a b":2,)"
-      << R"("questions":{"q":{"type":"noul","instruction":"?"}}})";
+  std::ofstream(request) << R"({"state":")" << state
+                         << R"(","temperature":0,"\u001b[2J\nclef: fake line":1,"a b":2,)"
+                         << R"("questions":{"q":{"type":"noul","instruction":"?"}}})";
   const Ran r = run("ask --model " + m.backbone.string() + " --head " + m.head.string() +
                     " --threads 1 --context-size 512 --request " + request.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -129,6 +128,25 @@ TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
       << r.output;
   EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << "a raw escape byte reached the terminal";
   EXPECT_EQ(r.output.find("\nclef: fake line"), std::string::npos) << r.output;
+}
+
+/// A reported input: a state cut by the request's own max_length got advice (a larger
+/// --context-size, --truncation refuse) that changed nothing.
+TEST_F(FirstHour, AskSaysWhenTheRequestsOwnMaxLengthCutTheState) {
+  const auto& m = clef::test::tiny_model();
+  clef::test::TempDir dir("clef-first-maxlen");
+  std::string state;
+  for (int i = 0; i < 300; ++i) state += "the database server timed out again ";
+  const auto request = dir.path() / "maxlen.json";
+  std::ofstream(request) << R"({"state":")" << state
+                         << R"(","max_length":300,"questions":{"q":{"type":"noul"}}})";
+  const Ran r = run("ask --model " + m.backbone.string() + " --head " + m.head.string() +
+                    " --threads 1 --request " + request.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the request's own max_length / max_state_tokens cut it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("a larger --context-size"), std::string::npos) << r.output;
 }
 
 TEST_F(FirstHour, VerboseIsClefsOwnLinesAndDebugAddsTheLoaderLog) {
@@ -179,6 +197,28 @@ TEST_F(FirstHour, AFixtureThatIsADirectoryIsAUsageError) {
                     " --model-dir /nonexistent-model-dir");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("is a directory; give the fixture file"), std::string::npos) << r.output;
+}
+
+/// A reported input: calibrate found an unwritable --out, --plot or --json only after deciding
+/// every request (hours on a real model), and blamed a full disk. Refused before the model loads.
+TEST_F(FirstHour, UnwritableOutputsAreRefusedBeforeTheRun) {
+  const auto& m = clef::test::tiny_model();
+  const std::string base =
+      "calibrate --model " + m.backbone.string() + " --head " + m.head.string() + " --data " +
+      (std::filesystem::path(CLEF_SOURCE_DIR) / "examples/labeled.jsonl").string();
+  const std::string tmp = std::filesystem::temp_directory_path().string();
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {" -o /nonexistent-dir/cal.json", "no directory /nonexistent-dir"},
+           {" -o " + tmp, "it is a directory"},
+           {" -o " + tmp + "/clef-cal-unused.json --plot /nonexistent-dir/p.svg", "p.svg"},
+           {" -o " + tmp + "/clef-cal-unused.json --json /nonexistent-dir/r.json", "r.json"}}) {
+    SCOPED_TRACE(args);
+    const Ran r = run(base + args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("accuracy"), std::string::npos) << "the run went ahead\n" << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp + "/clef-cal-unused.json"));
 }
 
 }  // namespace
