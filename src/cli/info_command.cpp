@@ -1,4 +1,4 @@
-// `clef info DIR|FILES...`: prints what a model is (src/info/model_info.hpp), the devices of this
+// `clef info [DIR|FILES...]`: prints what a model is (src/info/model_info.hpp), the devices of this
 // build and where `--device` / `--gpu-layers` would put the model. Unusable files are
 // refused with clef::Error model_error, which main() turns into exit code 2.
 #include <iostream>
@@ -24,8 +24,7 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
       "use");
   cmd->add_option("PATHS", *paths,
                   "a model directory, or backbone / mmproj GGUF and head safetensors / config "
-                  "files")
-      ->required();
+                  "files (none: only the devices and the CPU path of this machine)");
   auto device = std::make_shared<std::string>("auto");
   auto gpu_layers = std::make_shared<int>(-1);
   cmd->add_option("--device", *device, "the device to report the placement for (as clef serve)")
@@ -38,9 +37,12 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
     params.device = *device;
     params.gpu_layers = *gpu_layers;
     backbone::validate(params);
-    std::vector<std::filesystem::path> p(paths->begin(), paths->end());
-    std::cout << info::format_report(info::inspect_model(p));
-    std::cout << "\ndevices of this build:\n";
+    // Without a model: what this machine offers (a new user's first `clef info`).
+    if (!paths->empty()) {
+      std::vector<std::filesystem::path> p(paths->begin(), paths->end());
+      std::cout << info::format_report(info::inspect_model(p)) << "\n";
+    }
+    std::cout << "devices of this build:\n";
     for (const device::DeviceInfo& d : device::list()) {
       std::cout << "  " << d.name
                 << (d.cpu_type ? " (GPU on the CPU: used when named, or by auto with "

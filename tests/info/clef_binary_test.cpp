@@ -55,6 +55,17 @@ TEST(ClefBinary, InfoAcceptsTheTinyModelAndRefusesANonGguf) {
   EXPECT_NE(bad.output.find("is not a GGUF file"), std::string::npos) << bad.output;
 }
 
+/// A new user's first `clef info` (no model yet) printed only "PATHS is required": it prints the
+/// devices and the CPU path of this machine.
+TEST(ClefBinary, InfoWithoutAModelListsTheDevicesAndTheCpuPath) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << kClef << " is not built";
+  const Ran r = run("info");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("devices of this build:\n  CPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CPU matrix path (cpu_amx=auto): "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("backbone"), std::string::npos) << r.output;
+}
+
 TEST(ClefBinary, MakeTestModelWritesADirectoryInfoAccepts) {
   if (!std::filesystem::exists(kClef)) GTEST_SKIP() << kClef << " is not built";
   clef::test::TempDir tmp;
