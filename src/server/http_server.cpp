@@ -226,7 +226,8 @@ int HttpServer::bind() {
   if (!ok) {
     throw Error(ErrorKind::internal, "bind_failed",
                 "cannot listen on " + config.host + ":" + std::to_string(config.port) +
-                    " (address in use or not local?)");
+                    " (address in use or not local?): another server may hold the port; "
+                    "--port N takes another, --port 0 any free one");
   }
   if (config.agent_port >= 0) {
     ServerCore& core = *core_;

@@ -1,7 +1,11 @@
 // A user's first hour with the `clef` binary (issue 45): nothing silently wrong, and every message
 // says what to do next. Runs the built executable as a user would.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -219,6 +223,26 @@ TEST_F(FirstHour, UnwritableOutputsAreRefusedBeforeTheRun) {
     EXPECT_EQ(r.output.find("accuracy"), std::string::npos) << "the run went ahead\n" << r.output;
   }
   EXPECT_FALSE(std::filesystem::exists(tmp + "/clef-cal-unused.json"));
+}
+
+/// A new user's second `serve --demo` on a busy port said "address in use or not local?" and
+/// nothing of --port.
+TEST_F(FirstHour, ABusyPortNamesPortAndPortZero) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const Ran r = run("serve --demo --threads 1 --port " + std::to_string(ntohs(addr.sin_port)));
+  ::close(fd);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--port N takes another, --port 0 any free one"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace
