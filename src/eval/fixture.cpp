@@ -182,9 +182,9 @@ Fixture parse_fixture(std::string_view text_of_file, const std::filesystem::path
 Fixture load_fixture(const std::filesystem::path& file) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) {  // a reported input: read as a broken file
-    throw invalid_request("the fixture " + file.string() +
-                              " is a directory; give the fixture file (fixture.json)",
-                          "fixture");
+    throw invalid_request(
+        "the fixture " + file.string() + " is a directory; give the fixture file (fixture.json)",
+        "fixture");
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw invalid_request("cannot read the fixture " + file.string(), "fixture");
@@ -192,8 +192,7 @@ Fixture load_fixture(const std::filesystem::path& file) {
   try {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   } catch (const std::exception& e) {
-    throw invalid_request("cannot read the fixture " + file.string() + ": " + e.what(),
-                          "fixture");
+    throw invalid_request("cannot read the fixture " + file.string() + ": " + e.what(), "fixture");
   }
   try {
     return parse_fixture(text, file.parent_path() / "images");

@@ -20,7 +20,7 @@ struct VerifySetup {
   std::string head;
   /// The head is clef-flash's published config (the authors' fixture holds clef-flash answers).
   bool clef_flash_head = true;
-  std::string backend;                   ///< "CPU" or the GPU layers
+  std::string backend;  ///< "CPU" or the GPU layers
   int threads = 0;
 };
 

@@ -167,18 +167,18 @@ TEST(HttpSender, TruncationAndIgnoredFieldsComeFromTheHeaders) {
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const auto items =
       parse_batch_input("{\"state\": 1, \"questions\": {\"q\": {\"type\": \"noul\"}}}\n");
-  const Answer a = HttpSender({"http://127.0.0.1:" + std::to_string(port)}, 0,
-                             std::chrono::seconds(5))
-                       .send(items.at(0), 0);
+  const Answer a =
+      HttpSender({"http://127.0.0.1:" + std::to_string(port)}, 0, std::chrono::seconds(5))
+          .send(items.at(0), 0);
   server.stop();
   t.join();
   ASSERT_EQ(a.status, 200) << a.message;
   EXPECT_EQ(a.truncated_tokens, 12);
   EXPECT_EQ(a.ignored_fields, (std::vector<std::string>{"temperature", "x+y"}));
   EXPECT_EQ(a.ignored_fields_unlisted, 3);
-  const std::string record = answer_record(json::Value::string("r1"), 1, 200, a.body,
-                                           a.truncated_tokens, a.ignored_fields,
-                                           a.ignored_fields_unlisted);
+  const std::string record =
+      answer_record(json::Value::string("r1"), 1, 200, a.body, a.truncated_tokens, a.ignored_fields,
+                    a.ignored_fields_unlisted);
   EXPECT_NE(record.find(R"("truncated_tokens":12,"ignored_fields":["temperature","x+y"],)"
                         R"("ignored_fields_unlisted":3})"),
             std::string::npos)
