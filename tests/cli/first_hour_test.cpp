@@ -110,17 +110,25 @@ TEST_F(FirstHour, ModelsDoesNotPassAPartialSizeOffAsTheTotal) {
   EXPECT_NE(line.find("not counted: model"), std::string::npos) << line;
 }
 
-TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
+/// `clef ask` on the tiny model with a request of a ~2,400-token state and `rest` (the JSON after
+/// the state's value: more fields and the questions), written into `dir`; `flags` for ask.
+Ran ask_long_state(const clef::test::TempDir& dir, const std::string& rest,
+                   const std::string& flags = "") {
   const auto& m = clef::test::tiny_model();
-  clef::test::TempDir dir("clef-first-ask");
   std::string state;
   for (int i = 0; i < 300; ++i) state += "the database server timed out again ";
   const auto request = dir.path() / "long.json";
-  std::ofstream(request) << R"({"state":")" << state
-                         << R"(","temperature":0,"\u001b[2J\nclef: fake line":1,"a b":2,)"
-                         << R"("questions":{"q":{"type":"noul","instruction":"?"}}})";
-  const Ran r = run("ask --model " + m.backbone.string() + " --head " + m.head.string() +
-                    " --threads 1 --context-size 512 --request " + request.string());
+  std::ofstream(request) << R"({"state":")" << state << R"(",)" << rest << "}";
+  return run("ask --model " + m.backbone.string() + " --head " + m.head.string() + " --threads 1 " +
+             flags + " --request " + request.string());
+}
+
+TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
+  clef::test::TempDir dir("clef-first-ask");
+  const Ran r = ask_long_state(dir,
+                               R"("temperature":0,"\u001b[2J\nclef: fake line":1,"a b":2,)"
+                               R"("questions":{"q":{"type":"noul","instruction":"?"}})",
+                               "--context-size 512");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("note: the state was cut to fit: its last "), std::string::npos)
       << r.output;
@@ -137,15 +145,8 @@ TEST_F(FirstHour, AskSaysWhenTheStateWasCutAndWhichFieldsWereIgnored) {
 /// A reported input: a state cut by the request's own max_length got advice (a larger
 /// --context-size, --truncation refuse) that changed nothing.
 TEST_F(FirstHour, AskSaysWhenTheRequestsOwnMaxLengthCutTheState) {
-  const auto& m = clef::test::tiny_model();
   clef::test::TempDir dir("clef-first-maxlen");
-  std::string state;
-  for (int i = 0; i < 300; ++i) state += "the database server timed out again ";
-  const auto request = dir.path() / "maxlen.json";
-  std::ofstream(request) << R"({"state":")" << state
-                         << R"(","max_length":300,"questions":{"q":{"type":"noul"}}})";
-  const Ran r = run("ask --model " + m.backbone.string() + " --head " + m.head.string() +
-                    " --threads 1 --request " + request.string());
+  const Ran r = ask_long_state(dir, R"("max_length":300,"questions":{"q":{"type":"noul"}})");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the request's own max_length / max_state_tokens cut it"),
             std::string::npos)
