@@ -8,11 +8,42 @@
 #include <sstream>
 
 #include "device/vulkan_probe.hpp"
+#include "ggml.h"
 #include "util/install_layout.hpp"
 
 namespace clef::device {
 
 namespace {
+
+/// While it lives, ggml's log passes on only warnings and errors (to the log it replaced, which
+/// it puts back when destroyed); debug and info lines, and their continuations, are dropped.
+class QuietModuleLog {
+ public:
+  QuietModuleLog() {
+    ggml_log_get(&saved_.callback, &saved_.user_data);
+    ggml_log_set(&QuietModuleLog::filter, &saved_);
+  }
+  ~QuietModuleLog() { ggml_log_set(saved_.callback, saved_.user_data); }
+  QuietModuleLog(const QuietModuleLog&) = delete;
+  QuietModuleLog& operator=(const QuietModuleLog&) = delete;
+
+ private:
+  struct Saved {
+    ggml_log_callback callback = nullptr;
+    void* user_data = nullptr;
+    bool passing = false;  ///< the last line passed (a GGML_LOG_LEVEL_CONT line follows it)
+  };
+  static void filter(ggml_log_level level, const char* text, void* user_data) {
+    auto* saved = static_cast<Saved*>(user_data);
+    if (level != GGML_LOG_LEVEL_CONT) {
+      saved->passing = level == GGML_LOG_LEVEL_WARN || level == GGML_LOG_LEVEL_ERROR;
+    }
+    if (saved->passing && saved->callback != nullptr) {
+      saved->callback(level, text, saved->user_data);
+    }
+  }
+  Saved saved_;
+};
 
 std::vector<std::string> module_candidates(const char* file) {
   std::vector<std::string> out;
@@ -72,7 +103,15 @@ LoadedBackends load() {
     ::setenv("GGML_VK_VISIBLE_DEVICES", out.visible_devices.c_str(), 1);
     order = parse_indices(out.visible_devices);
   }
-  ggml_backend_reg_t reg = ggml_backend_load(module.c_str());
+  ggml_backend_reg_t reg = nullptr;
+  {
+    // The module's own notes (its device list, "Device type is CPU. This is probably not the
+    // device you want." on a machine whose only Vulkan device is lavapipe, "loaded Vulkan backend
+    // from") are debug and info lines that ggml's default log prints at every start of a CPU
+    // server; clef info lists the devices. Warnings and errors still go to the log in place.
+    QuietModuleLog quiet;
+    reg = ggml_backend_load(module.c_str());
+  }
   if (reg == nullptr) {
     out.vulkan_note = "ggml could not load " + module + " (see the log above)";
     return out;

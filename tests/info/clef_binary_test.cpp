@@ -64,6 +64,11 @@ TEST(ClefBinary, InfoWithoutAModelListsTheDevicesAndTheCpuPath) {
   EXPECT_NE(r.output.find("devices of this build:\n  CPU"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("CPU matrix path (cpu_amx=auto): "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("backbone"), std::string::npos) << r.output;
+  // ggml-vulkan's own notes at its load (issue 43: at every start of a CPU server, where lavapipe
+  // is the only Vulkan device) stay out of the output; the devices are listed above.
+  EXPECT_EQ(r.output.find("This is probably not the device you want"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("ggml_vulkan: Found"), std::string::npos) << r.output;
 }
 
 TEST(ClefBinary, MakeTestModelWritesADirectoryInfoAccepts) {
