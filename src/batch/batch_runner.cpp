@@ -58,10 +58,9 @@ std::vector<std::string> split_field_list(const std::string& value, int& unliste
   auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
   for (std::size_t i = 0; i <= value.size(); ++i) {
     if (i == value.size() || value[i] == ',') {
-      if (current.starts_with("...+") && current.size() > 4 &&
-          std::all_of(current.begin() + 4, current.end(),
-                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-        unlisted += header_int(current.substr(4));
+      // header_int takes only a whole positive number: the marker, never an encoded path.
+      if (const int n = current.starts_with("...+") ? header_int(current.substr(4)) : 0; n > 0) {
+        unlisted += n;
       } else {
         out.push_back(std::move(current));
       }
