@@ -54,8 +54,7 @@ HeadMatch match_published_head(const head::HeadConfig& config) {
   return {best, std::get<0>(rank(*best)) == 0};
 }
 
-std::string describe_head_config(const head::HeadConfig& config) {
-  const HeadMatch m = match_published_head(config);
+std::string describe_head_config(const HeadMatch& m) {
   return m.exact ? m.head->model + "'s published config (" + m.head->repository + ")"
                  : "none of the published configs (nearest: " + m.head->model + "'s, " +
                        m.head->repository + ")";

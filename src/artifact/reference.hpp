@@ -31,8 +31,9 @@ struct HeadMatch {
 HeadMatch match_published_head(const head::HeadConfig& config);
 
 /// "clef-flash's published config (Cloudflare/clef-flash)", or "none of the published configs
-/// (nearest: Clef 27B's, Cloudflare/clef)": what `clef info` and `clef verify` say of a head.
-std::string describe_head_config(const head::HeadConfig& config);
+/// (nearest: Clef 27B's, Cloudflare/clef)": what `clef info` and `clef verify` say of a head
+/// whose config matched `match` (match_published_head).
+std::string describe_head_config(const HeadMatch& match);
 
 /// The head's LayerNorm eps (torch default, hard-coded in the forward).
 inline constexpr double kHeadLayerNormEps = 1e-5;

@@ -111,9 +111,9 @@ int run_verify(const VerifyCommandOptions& options) {
   }
   setup.quantization = tensor_types(config.backbone_path);
   if (!config.head_config_path.empty()) {  // a head inside the GGUF is named by clef info
-    const head::HeadConfig head = head::read_head_config(config.head_config_path);
-    setup.head = artifact::describe_head_config(head);
-    const artifact::HeadMatch match = artifact::match_published_head(head);
+    const artifact::HeadMatch match =
+        artifact::match_published_head(head::read_head_config(config.head_config_path));
+    setup.head = artifact::describe_head_config(match);
     setup.clef_flash_head = !match.exact || match.head == &artifact::published_heads()[0];
   }
   setup.backend = config.backbone.gpu_layers == 0 || !llama_supports_gpu_offload()

@@ -191,7 +191,7 @@ std::string format_report(const ModelReport& r) {
     if (h.config_path != h.weights)
       s << "  file size           " << human_size(h.file_size) << "\n";
     const artifact::HeadMatch match = artifact::match_published_head(c);
-    s << "  published config    " << artifact::describe_head_config(c) << "\n";
+    s << "  published config    " << artifact::describe_head_config(match) << "\n";
     s << "  differences from " << match.head->model << "'s published head:\n";
     for (const auto& d : r.differences) s << "    " << d << "\n";
   }
