@@ -54,9 +54,10 @@ struct TowerParams {
 /// A loaded mmproj. Not thread-safe: one encode at a time.
 class VisionTower {
  public:
-  /// Loads `mmproj_path` for a backbone whose input embedding width is `text_n_embd`
-  /// (llama_model_n_embd_inp). Throws clef::Error (model_error) when the file cannot be loaded, is
-  /// not a qwen3vl_merger projector, or projects to another width.
+  /// Opens `mmproj_path` for a backbone whose input embedding width is `text_n_embd`
+  /// (llama_model_n_embd_inp): its metadata and tensor list are checked now, its weights are read
+  /// at the first encode (loaded()). Throws clef::Error (model_error) when the file cannot be
+  /// loaded, is not a qwen3vl_merger projector, or projects to another width.
   VisionTower(const std::string& mmproj_path, int text_n_embd, TowerParams params = {});
   ~VisionTower();
   VisionTower(const VisionTower&) = delete;
@@ -94,6 +95,9 @@ class VisionTower {
   /// keeps buffers at their peak size): the clip context is created anew from the mmproj, which
   /// costs about one model load. Throws model_error when the file cannot be loaded again.
   void release_compute_memory();
+
+  /// The weights are in memory (an image was encoded since the tower was made).
+  bool loaded() const noexcept;
 
  private:
   struct Impl;

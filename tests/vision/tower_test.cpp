@@ -156,6 +156,25 @@ TEST(VisionTower, RowsAreFiniteDeterministicAndDependOnTheirRegion) {
   EXPECT_GT(diff_first, 1e-4) << "the changed region's token differs";
 }
 
+/// The weights are read at the first image (issue 44: a text-only server of Clef 27B held 0.9 GB
+/// of mmproj weights it never used), and stay for the images after it; giving back compute
+/// memory reloads them only when they were loaded.
+TEST(VisionTower, ReadsItsWeightsAtTheFirstImage) {
+  VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
+  EXPECT_EQ(tower.n_embd(), kTinyEmbd) << "checked without the weights";
+  EXPECT_FALSE(tower.loaded());
+  tower.release_compute_memory();
+  EXPECT_FALSE(tower.loaded()) << "nothing to give back";
+  const RgbImage img(64, 64);
+  const std::vector<float> first = tower.encode(img);
+  EXPECT_TRUE(tower.loaded());
+  tower.release_compute_memory();
+  EXPECT_TRUE(tower.loaded());
+  EXPECT_EQ(tower.encode(img), first) << "reloaded, the same rows";
+  VisionTower fresh(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
+  EXPECT_EQ(fresh.encode(img), first) << "a lazy first load gives the rows an eager one gave";
+}
+
 TEST(VisionTower, RefusesSidesThatAreNotMultiplesOfTheFactor) {
   VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
   EXPECT_THROW(tower.encode(RgbImage(100, 64)), Error);
