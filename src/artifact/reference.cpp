@@ -33,10 +33,15 @@ std::array<std::pair<const char*, std::int64_t>, 6> fields(const head::HeadConfi
 
 std::span<const PublishedHead> published_heads() {
   static const std::array<PublishedHead, 2> heads{{
-      {"clef-flash", "Cloudflare/clef-flash", published_config(4096)},
-      {"Clef 27B", "Cloudflare/clef", published_config(5120)},
+      {"clef-flash", "clef-flash", "Cloudflare/clef-flash", published_config(4096)},
+      {"Clef 27B", "clef", "Cloudflare/clef", published_config(5120)},
   }};
   return heads;
+}
+
+std::string served_model_id(const head::HeadConfig& config) {
+  const HeadMatch match = match_published_head(config);
+  return match.exact ? match.head->id : published_heads()[0].id;
 }
 
 HeadMatch match_published_head(const head::HeadConfig& config) {

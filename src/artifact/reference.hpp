@@ -14,6 +14,7 @@ namespace clef::artifact {
 /// One published head config and the model it belongs to.
 struct PublishedHead {
   std::string model;       ///< "clef-flash", "Clef 27B"
+  std::string id;          ///< the registry's and the server's model id: "clef-flash", "clef"
   std::string repository;  ///< its HF repository, "Cloudflare/clef-flash"
   head::HeadConfig config;
 };
@@ -29,6 +30,10 @@ struct HeadMatch {
   bool exact = false;                   ///< every field equal
 };
 HeadMatch match_published_head(const head::HeadConfig& config);
+
+/// The model id a server names a head with `config` by default: the published model's id when
+/// `config` is its head's exactly ("clef" for Clef 27B's), else "clef-flash".
+std::string served_model_id(const head::HeadConfig& config);
 
 /// "clef-flash's published config (Cloudflare/clef-flash)", or "none of the published configs
 /// (nearest: Clef 27B's, Cloudflare/clef)": what `clef info` and `clef verify` say of a head

@@ -26,6 +26,16 @@ TEST(PublishedHeads, AreClefFlashsAndClef27Bs) {
   EXPECT_EQ(published_heads()[1].model, "Clef 27B");
   EXPECT_EQ(published_heads()[1].repository, "Cloudflare/clef");
   EXPECT_EQ(published_heads()[1].config.hidden_size, 5120);
+  EXPECT_EQ(published_heads()[0].id, "clef-flash") << "the registry's model names";
+  EXPECT_EQ(published_heads()[1].id, "clef");
+}
+
+TEST(PublishedHeads, NameTheServedModelOnlyWhenTheConfigIsTheirsExactly) {
+  clef::head::HeadConfig config = published_heads()[1].config;
+  EXPECT_EQ(served_model_id(config), "clef") << "a --model-dir of Clef 27B's files";
+  EXPECT_EQ(served_model_id(published_heads()[0].config), "clef-flash");
+  config.width = 32;  // a test model's head nearest to Clef 27B's
+  EXPECT_EQ(served_model_id(config), "clef-flash") << "the default name, as before";
 }
 
 TEST(PublishedHeads, EachReleaseConfigIsItsOwnAndNoDifference) {
