@@ -110,7 +110,8 @@ OwnedLlamaModel load_backbone(const BackboneSource& source, const llama_model_pa
                       (tensors.error.empty() ? "" : ": " + tensors.error));
   }
   if (!tensors.error.empty()) throw model_error(where + ": " + tensors.error);
-  if (tensors.n_loaded != tensors.tensors.size()) {
+  // A no_alloc load (a memory measurement) reads no data.
+  if (!params.no_alloc && tensors.n_loaded != tensors.tensors.size()) {
     throw model_error(where + ": libllama used " + std::to_string(tensors.n_loaded) + " of the " +
                       std::to_string(tensors.tensors.size()) + " backbone tensors");
   }

@@ -175,6 +175,33 @@ std::uint64_t scheduler_metadata_bytes(int chunk_tokens) {
 }
 }  // namespace
 
+llama_context_params Backbone::context_params(const BackboneParams& params, int sequences) {
+  const int threads = resolved_threads(params);
+  llama_context_params cp = llama_context_default_params();
+  // One KV stream of context_size cells per sequence (kv_unified off: a sequence's cells start at
+  // 0 of its own stream whatever the others hold, so its attention sums are those of a record
+  // alone).
+  cp.n_ctx = static_cast<uint32_t>(params.context_size) * static_cast<uint32_t>(sequences);
+  cp.n_batch = static_cast<uint32_t>(params.chunk_tokens);
+  cp.n_ubatch = static_cast<uint32_t>(params.chunk_tokens);
+  cp.n_seq_max = static_cast<uint32_t>(sequences);
+  cp.kv_unified = false;
+  // Hidden states come from the nextn path for every token; no token needs logits, so the
+  // output buffers are sized for one row per sequence, the least llama.cpp takes (llama-probes.md
+  // section 2: 298 MiB -> 5.5 MiB for one).
+  cp.n_outputs_max = static_cast<uint32_t>(sequences);
+  cp.n_threads = threads;
+  cp.n_threads_batch = threads;
+  cp.embeddings = false;
+  cp.flash_attn_type =
+      params.flash_attention ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  cp.no_perf = true;
+  // On the CPU nothing goes to a GPU, not even the large matrix products llama.cpp would copy
+  // there for a batch (op_offload).
+  cp.op_offload = device::resolve(params.device, params.gpu_layers).gpu != nullptr;
+  return cp;
+}
+
 void Backbone::make_context(int sequences) {
   ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
   // ggml aborts the process when its scheduler's metadata cannot be allocated: refuse first.
@@ -186,29 +213,7 @@ void Backbone::make_context(int sequences) {
                               "of this machine's memory; lower chunk_tokens",
                           "chunk_tokens");
   }
-  const int threads = resolved_threads(params_);
-  llama_context_params cp = llama_context_default_params();
-  // One KV stream of context_size cells per sequence (kv_unified off: a sequence's cells start at
-  // 0 of its own stream whatever the others hold, so its attention sums are those of a record
-  // alone).
-  cp.n_ctx = static_cast<uint32_t>(params_.context_size) * static_cast<uint32_t>(sequences);
-  cp.n_batch = static_cast<uint32_t>(params_.chunk_tokens);
-  cp.n_ubatch = static_cast<uint32_t>(params_.chunk_tokens);
-  cp.n_seq_max = static_cast<uint32_t>(sequences);
-  cp.kv_unified = false;
-  // Hidden states come from the nextn path for every token; no token needs logits, so the
-  // output buffers are sized for one row per sequence, the least llama.cpp takes (llama-probes.md
-  // section 2: 298 MiB -> 5.5 MiB for one).
-  cp.n_outputs_max = static_cast<uint32_t>(sequences);
-  cp.n_threads = threads;
-  cp.n_threads_batch = threads;
-  cp.embeddings = false;
-  cp.flash_attn_type =
-      params_.flash_attention ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  cp.no_perf = true;
-  // On the CPU nothing goes to a GPU, not even the large matrix products llama.cpp would copy
-  // there for a batch (op_offload).
-  cp.op_offload = device::resolve(params_.device, params_.gpu_layers).gpu != nullptr;
+  const llama_context_params cp = context_params(params_, sequences);
   ctx_.reset(llama_init_from_model(model_.get(), cp));
   if (!ctx_ && sequences > 1) {
     throw invalid_request("cannot create a llama context of " + std::to_string(sequences) +

@@ -243,6 +243,10 @@ class Backbone {
   static llama_model_params model_params(const BackboneParams& params,
                                          std::span<const llama_model_kv_override> kv_overrides);
 
+  /// The llama_context_params of a context of `sequences` sequences of `params` (one KV stream
+  /// of params.context_size cells each, chunk_tokens batches, one output row per sequence).
+  static llama_context_params context_params(const BackboneParams& params, int sequences);
+
   int n_embd() const noexcept { return n_embd_; }
   /// Repeating layers (llama_model_n_layer): what gpu_layers counts.
   int n_layer() const noexcept;

@@ -25,8 +25,8 @@ void validate(const BackboneParams& p) {
                               " (0 = the physical cores), got " + std::to_string(p.threads),
                           "threads");
   }
-  if (p.gpu_layers < -1) {
-    throw invalid_request("gpu_layers must be -1 (all), 0 (CPU) or a layer count, got " +
+  if (p.gpu_layers < kAutoGpuLayers) {
+    throw invalid_request("gpu_layers must be auto (-2), -1 (all), 0 (CPU) or a layer count, got " +
                               std::to_string(p.gpu_layers),
                           "gpu_layers");
   }

@@ -14,6 +14,9 @@ inline constexpr int kMaxParallel = 64;
 /// The most CPU threads (ggml's GGML_MAX_N_THREADS; a server asked for 100,000 died in libgomp).
 inline constexpr int kMaxThreads = 512;
 
+/// BackboneParams::gpu_layers: as many layers as the GPU has memory for (runtime::plan_memory).
+inline constexpr int kAutoGpuLayers = -2;
+
 /// Parameters for loading and running the backbone.
 struct BackboneParams {
   /// Context size in tokens: the longest record (prefix + images + state + schema + suffix).
@@ -22,8 +25,10 @@ struct BackboneParams {
   /// CPU threads for the prefill; 0 = the physical cores this process may run on
   /// (physical_cores()).
   int threads = 0;
-  /// Layers offloaded to a GPU backend: -1 all, 0 none (CPU only).
-  int gpu_layers = -1;
+  /// Layers offloaded to a GPU backend: kAutoGpuLayers (-2) what fits the GPU's free memory,
+  /// decided by the engine's memory plan (a Backbone made without one offloads all), -1 all, 0
+  /// none (CPU only).
+  int gpu_layers = kAutoGpuLayers;
   /// Where the backbone (and with it the vision tower and the joint schema head) runs: "auto"
   /// (the first GPU of a CLEF_CUDA build when there is one), "cpu", or a device name such as
   /// "Vulkan0", "CUDA0" (device::resolve).

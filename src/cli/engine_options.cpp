@@ -35,6 +35,18 @@ bool parse_switch_setting(const std::string& name, const std::string& value) {
 
 }  // namespace
 
+int parse_gpu_layers(const std::string& value) {
+  if (value == "auto") return backbone::kAutoGpuLayers;
+  int out = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+  if (ec != std::errc() || end != value.data() + value.size() || out < -1) {
+    throw invalid_request("gpu_layers " + value + ": expected auto, -1 (all), 0 (CPU) or a layer count",
+                          "gpu_layers");
+  }
+  return out;
+}
+
+
 void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--model-dir", model_dir,
                  "directory with backbone.gguf, mmproj*.gguf, joint_head.safetensors, "
@@ -63,7 +75,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->capture_default_str()
       ->check(CLI::Range(0, backbone::kMaxThreads));
   gpu_layers_option =
-      cmd.add_option("--gpu-layers", gpu_layers, "layers on the GPU: -1 all, 0 CPU only")
+      cmd.add_option("--gpu-layers", gpu_layers,
+                     "backbone layers on the GPU: auto (what fits its free memory, the rest on "
+                     "the CPU; the log says how many), -1 all, 0 CPU only, or a count")
           ->capture_default_str();
   cmd.add_option("--device", device,
                  "where the backbone, vision tower and joint schema head run: auto (the first "
@@ -99,15 +113,21 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->check(CLI::Range(0, 1000000000));
   cmd.add_option("--max-vision-memory", max_vision_memory_mib,
                  "MiB of compute memory the vision tower may take for one image, else 413 "
-                 "(0: a quarter of physical memory)")
+                 "(0: what the memory plan leaves, at most a quarter of physical memory)")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
   cmd.add_option("--state-cache-mb", state_cache_mb,
                  "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
                  "a request with the same state (and images) as an earlier one prefills only its "
-                 "questions (0: off; -1: a sixteenth of physical memory, at most 4096)")
+                 "questions (0: off; -1: what the memory plan leaves, at most 4096)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
+  cmd.add_option("--memory-limit", memory_limit_mib,
+                 "MiB of host memory to plan on (0: what this process may use at start: "
+                 "MemAvailable, or the cgroup's limit); a model, context and parallel that do "
+                 "not fit are refused at start with the arithmetic")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
   cmd.add_option("--calibration", calibration,
                  "apply a calibration file from `clef calibrate` to the answers (opt-in: without "
                  "it the answers are the reference's, byte for byte)")
@@ -217,6 +237,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.max_request_image_tokens = max_request_image_tokens;
   config.max_vision_memory = max_vision_memory_mib << 20;
   config.state_cache_mb = state_cache_mb;
+  config.memory_limit = memory_limit_mib << 20;
   config.calibration_path = calibration;
   // Read now, so a bad file is refused before a server binds its port or loads a model.
   if (!calibration.empty()) decision::load_calibration(calibration);
@@ -224,7 +245,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   auto& p = config.backbone;
   p.context_size = context_size;
   p.threads = threads;
-  p.gpu_layers = gpu_layers;
+  p.gpu_layers = parse_gpu_layers(gpu_layers);
   p.device = device;
   p.chunk_tokens = chunk_tokens;
   p.parallel = parallel;
@@ -244,7 +265,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
     } else if (name == "threads") {
       p.threads = parse_int_setting(name, value);
     } else if (name == "gpu_layers") {
-      p.gpu_layers = parse_int_setting(name, value);
+      p.gpu_layers = parse_gpu_layers(value);
     } else if (name == "chunk_tokens") {
       p.chunk_tokens = parse_int_setting(name, value);
     } else if (name == "parallel") {

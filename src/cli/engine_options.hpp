@@ -24,13 +24,14 @@ struct EngineOptions {
   std::string unknown_fields = "accept";  ///< --unknown-fields: accept (and list) or refuse
   int context_size = 16384;
   int threads = 0;
-  int gpu_layers = -1;
+  std::string gpu_layers = "auto";  ///< --gpu-layers: auto, -1 (all), 0 (CPU) or a count
   std::string device = "auto";  ///< --device: auto, cpu, or a device name (Vulkan0, CUDA0)
   int chunk_tokens = 512;
   int parallel = 1;                         ///< --parallel: records prefilled together
   int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)
   int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)
-  std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: a quarter of RAM)
+  std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: the memory plan's)
+  std::uint64_t memory_limit_mib = 0;       ///< --memory-limit (0: what the machine has)
   std::int64_t state_cache_mb = -1;         ///< --state-cache-mb (-1: fit the machine, 0: off)
   std::string calibration;                  ///< --calibration FILE
   std::string confidence = "reference";     ///< --confidence
@@ -62,5 +63,9 @@ struct EngineOptions {
 /// Prints "loading <what>: NN%" on one stderr line while a model loads (when stderr is a
 /// terminal, or always with `force`). Returns the callback for BackboneParams::on_progress.
 std::function<bool(float)> progress_printer(std::string what, bool force);
+
+/// A --gpu-layers value: "auto" (backbone::kAutoGpuLayers), -1 (all), 0 (CPU) or a layer count.
+/// Throws clef::Error (invalid_request naming gpu_layers) for anything else.
+int parse_gpu_layers(const std::string& value);
 
 }  // namespace clef::cli

@@ -8,6 +8,7 @@
 
 #include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
 #include "device/backends.hpp"
 #include "device/cpu_path.hpp"
 #include "device/device.hpp"
@@ -26,7 +27,7 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
                   "a model directory, or backbone / mmproj GGUF and head safetensors / config "
                   "files (none: only the devices and the CPU path of this machine)");
   auto device = std::make_shared<std::string>("auto");
-  auto gpu_layers = std::make_shared<int>(-1);
+  auto gpu_layers = std::make_shared<std::string>("auto");
   cmd->add_option("--device", *device, "the device to report the placement for (as clef serve)")
       ->capture_default_str();
   cmd->add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
@@ -35,7 +36,7 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
     // The placement options are checked as `clef serve` checks them, before anything is printed.
     backbone::BackboneParams params;
     params.device = *device;
-    params.gpu_layers = *gpu_layers;
+    params.gpu_layers = parse_gpu_layers(*gpu_layers);
     backbone::validate(params);
     // Without a model: what this machine offers (a new user's first `clef info`).
     if (!paths->empty()) {
@@ -64,13 +65,15 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
               << (device::cpu_reports_amx() ? "the CPU reports AMX-TILE and AMX-INT8"
                                             : "the CPU reports no AMX")
               << ")\n";
-    const device::Placement placement = device::resolve(*device, *gpu_layers);
+    const device::Placement placement = device::resolve(*device, params.gpu_layers);
     std::cout << "placement (--device " << *device << ", --gpu-layers " << *gpu_layers
               << "): " << device::describe(placement);
     if (placement.gpu != nullptr) {
       std::cout << ": backbone "
-                << (placement.gpu_layers < 0 ? std::string("all")
-                                             : std::to_string(placement.gpu_layers))
+                << (params.gpu_layers == backbone::kAutoGpuLayers
+                        ? std::string("as many as fit its free memory (auto)")
+                    : placement.gpu_layers < 0 ? std::string("all")
+                                               : std::to_string(placement.gpu_layers))
                 << " layers, vision tower, joint schema head (the CPU for any of its ops the GPU "
                    "lacks)";
     }

@@ -78,7 +78,7 @@ Placement resolve(std::string_view device, int gpu_layers) {
   Placement out;
   out.gpu = chosen;
   out.info = info_of(chosen);
-  out.gpu_layers = gpu_layers;
+  out.gpu_layers = gpu_layers < -1 ? -1 : gpu_layers;  // auto, unplanned: all
   return out;
 }
 

@@ -31,7 +31,8 @@ std::vector<DeviceInfo> list();
 struct Placement {
   ggml_backend_dev_t gpu = nullptr;
   DeviceInfo info;  ///< the chosen device (the CPU's when gpu is null)
-  /// The backbone layers to offload: BackboneParams::gpu_layers, or 0 on the CPU.
+  /// The backbone layers to offload: BackboneParams::gpu_layers (-1 for auto, which the engine's
+  /// memory plan resolves before it loads), or 0 on the CPU.
   int gpu_layers = 0;
 };
 

@@ -34,7 +34,7 @@ class Engine final : public Decider {
  public:
   explicit Engine(const EngineConfig& config)
       : model_(config),
-        cache_(state_cache_bytes(config.state_cache_mb)),
+        cache_(model_.memory.state_cache),
         preparer_(model_, cache_.enabled()),
         sequences_(config.backbone.parallel) {}
 
@@ -436,13 +436,6 @@ class Engine final : public Decider {
   /// Records up to this many tokens keep the backbone's context as it is when the server goes
   /// idle; a longer one has it made anew (docs/performance.md: what that costs and gives back).
   static constexpr int kBackboneKeepTokens = 2048;
-
-  /// EngineConfig::state_cache_mb in bytes: -1 a sixteenth of physical memory, at most 4 GiB.
-  static std::size_t state_cache_bytes(std::int64_t mb) {
-    if (mb >= 0) return static_cast<std::size_t>(mb) << 20;
-    return static_cast<std::size_t>(
-        std::min<std::uint64_t>(util::physical_memory_bytes() / 16, std::uint64_t{4096} << 20));
-  }
 
   LoadedModel model_;
   cache::StateCache cache_;

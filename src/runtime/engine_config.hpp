@@ -21,7 +21,10 @@ struct EngineConfig {
   std::string head_path;         ///< joint_head.safetensors (layout A only; empty for B/C)
   std::string head_config_path;  ///< joint_head_config.json
   std::string mmproj_path;       ///< qwen3vl mmproj GGUF; empty: requests with images get a 400
-  std::string model_name = "clef-flash";  ///< served model id, the default `model`
+  /// Served model id, the default `model`. Empty: named after the joint schema head: the id of
+  /// the published model whose head config it has exactly ("clef" for Clef 27B's), else
+  /// "clef-flash".
+  std::string model_name;
   backbone::BackboneParams backbone;
   Truncation truncation = Truncation::truncate;
   /// A request field the contract does not know: accepted and listed (the reference ignores it;
@@ -48,11 +51,16 @@ struct EngineConfig {
   /// Image tokens all of a request's images may have together (0: no cap beyond the context).
   int max_request_image_tokens = 8192;
   /// Compute memory the vision tower may take for one image (vision::tower_compute_bytes), bytes;
-  /// an image over it gets 413 before decoding. 0: a quarter of the machine's physical memory.
+  /// an image over it gets 413 before decoding. 0: what the memory plan leaves for it (at most a
+  /// quarter of the machine's physical memory; runtime::plan_memory).
   std::uint64_t max_vision_memory = 0;
-  /// MiB the state cache may hold (cache::StateCache): -1 a sixteenth of physical memory, at most
-  /// 4,096; 0 off. Answers are the same bytes either way; a hit only saves the prefill.
+  /// MiB the state cache may hold (cache::StateCache): -1 what the memory plan leaves (at most
+  /// 4,096; runtime::plan_memory); 0 off. Answers are the same bytes either way; a hit only saves
+  /// the prefill.
   std::int64_t state_cache_mb = -1;
+  /// Host memory the engine plans on, bytes (runtime::plan_memory): 0 what this process may use
+  /// at start (util::available_host_memory: MemAvailable, or the cgroup's limit).
+  std::uint64_t memory_limit = 0;
   /// With a state cache: a prefill snapshots its memory at the first layout batch boundary after
   /// every this many milliseconds (keeping only the latest), and a decision whose client went
   /// away keeps that snapshot in the cache, so the client's retry (an SDK attempt that timed out)

@@ -4,6 +4,9 @@
 
 #include "artifact/backbone_loader.hpp"
 #include "artifact/open_model.hpp"
+#include "artifact/reference.hpp"
+#include "backbone/memory_measure.hpp"
+#include "gguf/gguf_file.hpp"
 #include "decision/confidence.hpp"
 #include "device/cpu_path.hpp"
 #include "head/head_weights.hpp"
@@ -63,17 +66,78 @@ head::JointSchemaHead make_head(const head::HeadWeights& weights,
   return head::JointSchemaHead(weights, threads);
 }
 
-/// The vision tower's memory for one image by default: a quarter of physical memory, and on a
-/// device at most what the device has free once the backbone and the head are on it (an image
-/// over that is a 413 naming it, not a failed allocation on the device).
-std::uint64_t default_vision_memory(const device::Placement& placement) {
-  std::uint64_t bytes = util::physical_memory_bytes() / 4;
-  if (placement.gpu != nullptr) {
+/// What `config` needs with `gpu_layers` on the GPU: the backbone from a no_alloc load of its
+/// file (llama.cpp's accounting, reading only the metadata), the head's f32 weights, the mmproj's
+/// weights, the decisions' hidden rows.
+MemoryNeeds measure_needs(const EngineConfig& config, const artifact::OpenedModel& opened,
+                          bool on_gpu, int gpu_layers) {
+  backbone::BackboneParams params = config.backbone;
+  params.gpu_layers = gpu_layers;
+  params.on_progress = nullptr;
+  llama_model_params mp = backbone::Backbone::model_params(params, {});
+  mp.no_alloc = true;
+  mp.load_mode = LLAMA_LOAD_MODE_NONE;
+  const artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
+  MemoryNeeds needs;
+  needs.backbone = backbone::measure_memory(model.get(), params);
+  for (const auto& [name, tensor] : opened.head.tensors()) {
+    needs.head += tensor.values.size() * sizeof(float);
+  }
+  if (!config.mmproj_path.empty()) {
+    for (const gguf::TensorRef& t : gguf::GgufFile(config.mmproj_path).tensors()) {
+      needs.tower += t.bytes;
+    }
+  }
+  needs.hidden_rows = static_cast<std::uint64_t>(params.parallel) *
+                      static_cast<std::uint64_t>(params.context_size) *
+                      static_cast<std::uint64_t>(opened.n_embd) * sizeof(float);
+  needs.head_and_tower_on_device = on_gpu;
+  return needs;
+}
+
+/// The memory plan of `config`: gpu_layers auto fitted to the GPU's free memory (bisection over
+/// no_alloc loads), then runtime::plan_memory. Throws as plan_memory does.
+MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::OpenedModel& opened) {
+  const device::Placement placement =
+      device::resolve(config.backbone.device, config.backbone.gpu_layers);
+  const bool on_gpu = placement.gpu != nullptr;
+  MemoryBudget budget;
+  budget.physical = util::physical_memory_bytes();
+  budget.host = util::available_host_memory();
+  if (config.memory_limit > 0 && config.memory_limit < budget.host.bytes) {
+    budget.host = {config.memory_limit, "(memory_limit)"};
+  }
+  int layers = on_gpu ? placement.gpu_layers : 0;
+  if (on_gpu) {
     std::size_t free = 0, total = 0;
     ggml_backend_dev_memory(placement.gpu, &free, &total);
-    if (free > 0) bytes = std::min<std::uint64_t>(bytes, free);
+    budget.device = placement.info.name;
+    budget.device_free = free;
+    if (config.backbone.gpu_layers == backbone::kAutoGpuLayers && free > 0) {
+      const std::string arch =
+          opened.backbone.rename_from.empty() ? "qwen35." : opened.backbone.rename_from;
+      const int n_layer = static_cast<int>(
+          gguf::GgufFile(opened.backbone.gguf).get_uint(arch + "block_count").value_or(0));
+      layers = fit_gpu_layers(n_layer, free, [&](int l) {
+        return measure_needs(config, opened, true, l);
+      });
+    }
   }
-  return bytes;
+  MemoryRequest request;
+  request.state_cache_mb = config.state_cache_mb;
+  request.max_vision_memory = config.max_vision_memory;
+  request.parallel = config.backbone.parallel;
+  request.context_size = config.backbone.context_size;
+  MemoryPlan plan =
+      plan_memory(measure_needs(config, opened, on_gpu, layers), budget, request);
+  plan.gpu_layers = layers;
+  return plan;
+}
+
+/// `params` with the planned gpu_layers.
+backbone::BackboneParams with_layers(backbone::BackboneParams params, int gpu_layers) {
+  params.gpu_layers = gpu_layers;
+  return params;
 }
 
 }  // namespace
@@ -82,10 +146,11 @@ LoadedModel::LoadedModel(const EngineConfig& c) : LoadedModel(c, open(c)) {}
 
 LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
     : config(c),
-      placement(device::resolve(c.backbone.device, c.backbone.gpu_layers)),
+      memory(plan_engine_memory(c, opened)),
+      placement(device::resolve(c.backbone.device, memory.gpu_layers)),
       lexical(opened.lexical_gguf.string()),
       overrides(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
-      backbone(load_backbone(opened, c.backbone, overrides)),
+      backbone(load_backbone(opened, with_layers(c.backbone, memory.gpu_layers), overrides)),
       head(make_head(opened.head, placement, backbone::resolved_threads(c.backbone), head_device)),
       tokenizer(backbone.vocab(), record::Normalization::nfc) {
   if (lexical.n_embd() != backbone.n_embd()) {
@@ -104,7 +169,9 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
     tower = std::make_unique<vision::VisionTower>(
         c.mmproj_path, llama_model_n_embd_inp(backbone.model()), std::move(tp));
   }
-  vision_memory = c.max_vision_memory > 0 ? c.max_vision_memory : default_vision_memory(placement);
+  config.backbone.gpu_layers = memory.gpu_layers;
+  if (config.model_name.empty()) config.model_name = artifact::served_model_id(opened.head.config());
+  vision_memory = memory.vision_memory;
   answer_options.confidence = decision::parse_confidence_kind(c.confidence);
   if (!c.calibration_path.empty()) {
     calibration = decision::load_calibration(c.calibration_path);
@@ -134,8 +201,10 @@ ServedLimits LoadedModel::limits() const {
 
 std::string LoadedModel::sequence_memory() const {
   const int n = backbone.params().parallel;
+  std::string plan;
+  for (const std::string& line : memory.lines) plan += "; " + line;
   return "parallel " + std::to_string(n) + " x context " + std::to_string(backbone.context_size()) +
-         ": " + backbone::describe_sequence_memory(backbone.sequence_memory(), n);
+         ": " + backbone::describe_sequence_memory(backbone.sequence_memory(), n) + plan;
 }
 
 std::string LoadedModel::placement_text() const {

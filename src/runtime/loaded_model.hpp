@@ -19,6 +19,7 @@
 #include "record/llama_tokenizer.hpp"
 #include "runtime/decider.hpp"
 #include "runtime/engine_config.hpp"
+#include "runtime/memory_plan.hpp"
 #include "vision/tower.hpp"
 
 namespace clef::artifact {
@@ -30,7 +31,9 @@ namespace clef::runtime {
 struct LoadedModel {
   /// Loads the files of `config` (in whatever layout they are: artifact::open_model): the head's
   /// weights checked against the backbone, a tied or missing LM head refused before the backbone
-  /// loads. Throws clef::Error (model_error) naming the file at fault. Does not move (the answer
+  /// loads, then the memory plan (runtime::plan_memory, from a no_alloc load of the backbone),
+  /// then the weights. Throws clef::Error (invalid_request) with the plan's arithmetic when the
+  /// model does not fit; otherwise throws clef::Error (model_error) naming the file at fault. Does not move (the answer
   /// options point into the calibration).
   explicit LoadedModel(const EngineConfig& config);
   LoadedModel(const LoadedModel&) = delete;
@@ -42,10 +45,14 @@ struct LoadedModel {
   /// (device::describe_cpu_path), or "DEVICE (...): backbone L/L layers, vision tower, joint
   /// schema head on DEVICE".
   std::string placement_text() const;
-  /// What each decision in progress may hold: "parallel N x context C: ...".
+  /// What each decision in progress may hold, and the memory plan: "parallel N x context C: ...;
+  /// host: ...; left: ...".
   std::string sequence_memory() const;
 
   EngineConfig config;
+  /// The memory plan it was loaded on (gpu_layers resolved, state cache and vision memory
+  /// sized); made before the weights load, so a model that cannot fit is refused first.
+  MemoryPlan memory;
   device::Placement placement;  ///< where the backbone, the tower and the head run
   std::string head_device;      ///< the head's backend, and why when it is not placement's
   lexical::LexicalTable lexical;
@@ -56,7 +63,7 @@ struct LoadedModel {
   std::unique_ptr<vision::VisionTower> tower;        ///< null without an mmproj
   std::optional<decision::Calibration> calibration;  ///< --calibration, if given
   decision::AnswerOptions answer_options;            ///< points into calibration
-  std::uint64_t vision_memory = 0;                   ///< bytes the tower may take for one image
+  std::uint64_t vision_memory = 0;                   ///< memory.vision_memory
 
  private:
   // `opened` is taken by value: the f32 head weights are freed once uploaded to the head's
