@@ -8,10 +8,13 @@
 //    DecisionQueue, deciding one record at a time and --parallel N (default 8) together
 //    (continuous batching), against one client one at a time.
 // It runs on the CPU too (--device cpu), which is how it is tested without a GPU.
+// --one-model: for a model that fits the machine only once (Clef 27B's shape on a 24 GB CPU): the
+// decisions first, then the engine is freed and llama.cpp's raw prefills of the same ids run; no
+// device memory or throughput figures.
 //
 //   clef_gpu_bench MODEL_DIR [--device auto|cpu|CUDA0] [--lengths 1000,4000,16000]
 //                  [--clients 1,8,32] [--parallel 8] [--chunk-tokens N] [--reps 3]
-//                  [--json FILE]
+//                  [--one-model] [--json FILE]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -81,6 +84,7 @@ struct Options {
   int parallel = 8;      // records prefilled together in the throughput runs (--parallel)
   int chunk_tokens = 0;  // 0: the engine's default
   int reps = 3;
+  bool one_model = false;  // --one-model: the engine and the raw model one after the other
   std::string json_path;
 };
 
@@ -107,6 +111,8 @@ Options parse_args(int argc, char** argv) {
       o.chunk_tokens = std::stoi(value());
     } else if (a == "--reps") {
       o.reps = std::max(1, std::stoi(value()));
+    } else if (a == "--one-model") {
+      o.one_model = true;
     } else if (a == "--json") {
       o.json_path = value();
     } else if (o.model_dir.empty() && a[0] != '-') {
@@ -120,7 +126,7 @@ Options parse_args(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: clef_gpu_bench MODEL_DIR [--device D] [--lengths 1000,4000,16000] "
                  "[--clients 1,8,32] [--parallel N] [--chunk-tokens N] [--reps N] "
-                 "[--json FILE]\n");
+                 "[--one-model] [--json FILE]\n");
     std::exit(2);
   }
   return o;
@@ -181,16 +187,50 @@ int main(int argc, char** argv) {
   mp.n_gpu_layers = placement.gpu != nullptr ? -1 : 0;
   static ggml_backend_dev_t no_devices[] = {nullptr};
   mp.devices = placement.gpu != nullptr ? clef::device::as_device_list(placement.gpu) : no_devices;
-  clef::backbone::LlamaModelPtr raw_model(
-      llama_model_load_from_file(config.backbone_path.c_str(), mp));
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<std::uint32_t>(config.backbone.context_size);
   cp.n_threads = cp.n_threads_batch = clef::backbone::physical_cores();
-  clef::backbone::LlamaContextPtr raw_ctx(llama_init_from_model(raw_model.get(), cp));
-  if (!raw_model || !raw_ctx) {
-    std::fprintf(stderr, "llama.cpp could not load %s\n", config.backbone_path.c_str());
-    return 1;
+  clef::backbone::LlamaModelPtr raw_model;
+  clef::backbone::LlamaContextPtr raw_ctx;
+  auto load_raw = [&] {
+    raw_model.reset(llama_model_load_from_file(config.backbone_path.c_str(), mp));
+    if (raw_model) raw_ctx.reset(llama_init_from_model(raw_model.get(), cp));
+    if (!raw_model || !raw_ctx) {
+      std::fprintf(stderr, "llama.cpp could not load %s\n", config.backbone_path.c_str());
+      std::exit(1);
+    }
+  };
+  if (o.one_model) {
+    // The decisions of every length first, then the raw prefills of the same ids.
+    std::vector<std::vector<std::int32_t>> all_ids;
+    std::vector<double> decision_ms;
+    for (const int n : o.lengths) {
+      const clef::json::Value body = clef::json::parse(body_with_tokens(*engine, n));
+      const clef::runtime::PreparedRequest prepared = engine->prepare(body);
+      all_ids.emplace_back(prepared.record.ids.begin(), prepared.record.ids.end());
+      engine->decide(body);  // warm-up
+      std::vector<double> decision;
+      for (int r = 0; r < o.reps; ++r) {
+        const auto t0 = Clock::now();
+        engine->decide(body);
+        decision.push_back(ms_since(t0));
+      }
+      decision_ms.push_back(median(decision));
+    }
+    engine.reset();
+    load_raw();
+    std::printf("\n| tokens | decision ms | raw prefill ms | decision / raw |\n|---|---|---|---|\n");
+    for (std::size_t i = 0; i < all_ids.size(); ++i) {
+      raw_prefill_ms(raw_ctx.get(), all_ids[i]);  // warm-up
+      std::vector<double> raw;
+      for (int r = 0; r < o.reps; ++r) raw.push_back(raw_prefill_ms(raw_ctx.get(), all_ids[i]));
+      const double w = median(raw);
+      std::printf("| %zu | %.1f | %.1f | %.3f |\n", all_ids[i].size(), decision_ms[i], w,
+                  decision_ms[i] / w);
+    }
+    return 0;
   }
+  load_raw();
 
   std::string json = "{\"device\": \"" + clef::device::describe(placement) + "\", \"lengths\": [";
   std::printf("\n| tokens | decision ms | raw prefill ms | decision / raw |\n|---|---|---|---|\n");
@@ -227,8 +267,7 @@ int main(int argc, char** argv) {
       used_after_longest = free_before > free_now ? free_before - free_now : 0;
       std::printf("device memory held by the engine after %zu tokens: %s\n", ids.size(),
                   clef::util::human_bytes(used_after_longest).c_str());
-      raw_model.reset(llama_model_load_from_file(config.backbone_path.c_str(), mp));
-      raw_ctx.reset(llama_init_from_model(raw_model.get(), cp));
+      load_raw();
     }
   }
   json += "], \"engine_device_bytes\": " + std::to_string(used_after_longest);
