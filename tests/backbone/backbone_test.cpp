@@ -68,14 +68,15 @@ std::vector<float> embeddings_mode_rows(const Backbone& backbone, std::span<cons
   return rows;
 }
 
-class BackboneTest : public ::testing::Test {
+/// On the tiny model and on Clef 27B's ratios (small-27b).
+class BackboneTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() { clef::test::ensure_llama_backend(); }
   const std::string& path() const { return model_path_; }
-  std::string model_path_ = clef::test::tiny_model().backbone.string();
+  std::string model_path_ = clef::test::preset_model(GetParam()).backbone.string();
 };
 
-TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
+TEST_P(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto ids = random_token_ids(300, backbone.n_vocab(), 1);
   const HiddenStates h = backbone.hidden_states(ids);
@@ -94,7 +95,7 @@ TEST_F(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
   EXPECT_GT(max_abs_diff(one_row(0), one_row(1)), 0.0f);
 }
 
-TEST_F(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
+TEST_P(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
   Backbone backbone(path(), params_with_chunk(512));
   const auto ids = random_token_ids(109, backbone.n_vocab(), 2);
   const HiddenStates h = backbone.hidden_states(ids);
@@ -103,7 +104,7 @@ TEST_F(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
   for (std::size_t i = 0; i < reference.size(); ++i) ASSERT_EQ(h.data[i], reference[i]) << i;
 }
 
-TEST_F(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff) {
+TEST_P(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff) {
   Backbone chunked(path(), params_with_chunk(64));
   Backbone one_pass(path(), params_with_chunk(1024));
   for (int n : {63, 64, 65, 127, 128, 129, 1000}) {
@@ -113,7 +114,7 @@ TEST_F(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff)
   }
 }
 
-TEST_F(BackboneTest, EveryRecordStartsFromAFreshState) {
+TEST_P(BackboneTest, EveryRecordStartsFromAFreshState) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto a = random_token_ids(150, backbone.n_vocab(), 3);
   const auto b = random_token_ids(90, backbone.n_vocab(), 4);
@@ -123,7 +124,7 @@ TEST_F(BackboneTest, EveryRecordStartsFromAFreshState) {
   EXPECT_EQ(a_first.data, a_after_b.data);
 }
 
-TEST_F(BackboneTest, ANewContextAfterReleaseGivesTheSameRows) {
+TEST_P(BackboneTest, ANewContextAfterReleaseGivesTheSameRows) {
   Backbone backbone(path(), params_with_chunk(64));
   EXPECT_EQ(backbone.longest_record(), 0);
   const auto a = random_token_ids(150, backbone.n_vocab(), 3);
@@ -161,7 +162,7 @@ ColdAndWarm cold_and_warm(Backbone& backbone, std::span<const int32_t> ids,
   return out;
 }
 
-TEST_F(BackboneTest, ResumingAMemorySnapshotGivesTheColdRowsBitForBit) {
+TEST_P(BackboneTest, ResumingAMemorySnapshotGivesTheColdRowsBitForBit) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto ids = random_token_ids(230, backbone.n_vocab(), 11);
   const auto other = random_token_ids(120, backbone.n_vocab(), 12);
@@ -172,7 +173,7 @@ TEST_F(BackboneTest, ResumingAMemorySnapshotGivesTheColdRowsBitForBit) {
   }
 }
 
-TEST_F(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
+TEST_P(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
   // Record B shares its first 100 tokens with A: A's snapshot at 100 gives B's cold rows.
   Backbone backbone(path(), params_with_chunk(64));
   const auto a = random_token_ids(180, backbone.n_vocab(), 13);
@@ -194,7 +195,7 @@ TEST_F(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
   EXPECT_EQ(backbone.hidden_states(b).data, b_cold.data);
 }
 
-TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
+TEST_P(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
   // A's snapshot at 200 with recurrent-only checkpoints at chunk boundaries; B agrees with A on
   // its first 150 tokens: B resumes at 128 (the last common boundary) from A's snapshot plus the
   // checkpoint, and gets its cold rows.
@@ -232,7 +233,7 @@ TEST_F(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
   EXPECT_EQ(backbone.hidden_states(b, {}, {}, cold_b).data, b_cold.data);
 }
 
-TEST_F(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangingItsRows) {
+TEST_P(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangingItsRows) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto long_ids = random_token_ids(400, backbone.n_vocab(), 18);
   const auto short_ids = random_token_ids(90, backbone.n_vocab(), 19);
@@ -258,7 +259,7 @@ TEST_F(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangin
   for (const HiddenStates& h : others) EXPECT_EQ(h.data, short_cold.data);
 }
 
-TEST_F(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
+TEST_P(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto ids = random_token_ids(150, backbone.n_vocab(), 15);
   const std::vector<int> cuts = {70};
@@ -282,7 +283,7 @@ TEST_F(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
   EXPECT_EQ(backbone.hidden_states(ids).data, cold.data);
 }
 
-TEST_F(BackboneTest, RefusesEmptyAndOverlongRecords) {
+TEST_P(BackboneTest, RefusesEmptyAndOverlongRecords) {
   BackboneParams p = params_with_chunk(64);
   p.context_size = 512;
   Backbone backbone(path(), p);
@@ -297,7 +298,7 @@ TEST_F(BackboneTest, RefusesEmptyAndOverlongRecords) {
   }
 }
 
-TEST_F(BackboneTest, RefusesBadParametersAndFiles) {
+TEST_P(BackboneTest, RefusesBadParametersAndFiles) {
   BackboneParams p;
   p.context_size = 100;
   EXPECT_THROW(Backbone(path(), p), clef::Error);
@@ -308,6 +309,9 @@ TEST_F(BackboneTest, RefusesBadParametersAndFiles) {
 }  // namespace
 
 namespace {
+
+INSTANTIATE_TEST_SUITE_P(Models, BackboneTest, ::testing::ValuesIn(clef::test::model_presets()),
+                         clef::test::preset_test_name);
 
 TEST(ChunkLayout, FullChunksThenTheRestButNeverAOneTokenTail) {
   using clef::backbone::chunk_length;

@@ -93,9 +93,13 @@ int run_steps(Backbone& backbone, std::vector<Prefill*> prefills) {
   return steps;
 }
 
-class BatchedPrefillTest : public ::testing::Test {
+/// On the tiny model and on Clef 27B's ratios (small-27b).
+class BatchedPrefillTest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() { clef::test::ensure_llama_backend(); }
+  const clef::testmodel::MadeModel& test_model() const {
+    return clef::test::preset_model(GetParam());
+  }
 };
 
 /// Every record of `records` decided together on `batched` equals it decided alone on `solo`.
@@ -122,8 +126,8 @@ void expect_batch_invariant(Backbone& solo, Backbone& batched,
   }
 }
 
-TEST_F(BatchedPrefillTest, MixedTextLengthsGiveTheBytesOfEachAlone) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, MixedTextLengthsGiveTheBytesOfEachAlone) {
+  const auto& model = test_model();
   for (int chunk : {64, 512}) {
     Backbone solo(model.backbone.string(), params(chunk, 1));
     Backbone batched(model.backbone.string(), params(chunk, 8));
@@ -138,9 +142,9 @@ TEST_F(BatchedPrefillTest, MixedTextLengthsGiveTheBytesOfEachAlone) {
   }
 }
 
-TEST_F(BatchedPrefillTest, WithFlashAttentionWholeLayoutBatchesKeepTheBytesOfEachAlone) {
+TEST_P(BatchedPrefillTest, WithFlashAttentionWholeLayoutBatchesKeepTheBytesOfEachAlone) {
   // Flash attention's kernels depend on the layout, so a step decodes whole layout batches then.
-  const auto& model = clef::test::tiny_model();
+  const auto& model = test_model();
   BackboneParams fa_solo = params(64, 1);
   fa_solo.flash_attention = true;
   BackboneParams fa_batched = params(64, 4);
@@ -155,11 +159,11 @@ TEST_F(BatchedPrefillTest, WithFlashAttentionWholeLayoutBatchesKeepTheBytesOfEac
   expect_batch_invariant(solo, batched, records);
 }
 
-TEST_F(BatchedPrefillTest, ASuspendedSoloPrefillGivesTheBytesOfItsLayout) {
+TEST_P(BatchedPrefillTest, ASuspendedSoloPrefillGivesTheBytesOfItsLayout) {
   // One sequence: a prefill stepped in kPausablePiece pieces and suspended between them while
   // others use the sequence (its memory taken out and set back) gives the bytes of its whole
   // 512-token layout batches.
-  const auto& model = clef::test::tiny_model();
+  const auto& model = test_model();
   Backbone backbone(model.backbone.string(), params(512, 1));
   const RecordInput r = text_record(1100, backbone.n_vocab(), 71);
   const RecordInput other = text_record(40, backbone.n_vocab(), 72);
@@ -186,11 +190,11 @@ TEST_F(BatchedPrefillTest, ASuspendedSoloPrefillGivesTheBytesOfItsLayout) {
   EXPECT_EQ(suspended, 2);
 }
 
-TEST_F(BatchedPrefillTest, ASuspendedPrefillResumesOnAnotherSequenceWithItsBytes) {
+TEST_P(BatchedPrefillTest, ASuspendedPrefillResumesOnAnotherSequenceWithItsBytes) {
   // Two sequences: a prefill suspended from sequence 0 while two others take both sequences
   // resumes on sequence 1 (where a finished one was) beside the other, every one the bytes it
   // gets alone.
-  const auto& model = clef::test::tiny_model();
+  const auto& model = test_model();
   Backbone solo(model.backbone.string(), params(64, 1));
   Backbone batched(model.backbone.string(), params(64, 2));
   const RecordInput a = text_record(300, solo.n_vocab(), 73);
@@ -216,8 +220,8 @@ TEST_F(BatchedPrefillTest, ASuspendedPrefillResumesOnAnotherSequenceWithItsBytes
 
 /// Reported: --chunk-tokens 1..15 aborted at load (the memory probe decoded 16 tokens in one
 /// call, over llama.cpp's n_batch). Every chunk size from 1 loads and decides, alone and batched.
-TEST_F(BatchedPrefillTest, ChunksBelowSixteenTokensLoadAndDecide) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, ChunksBelowSixteenTokensLoadAndDecide) {
+  const auto& model = test_model();
   for (int chunk : {1, 8, 15}) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
     Backbone solo(model.backbone.string(), params(chunk, 1));
@@ -228,8 +232,8 @@ TEST_F(BatchedPrefillTest, ChunksBelowSixteenTokensLoadAndDecide) {
   }
 }
 
-TEST_F(BatchedPrefillTest, AParallelContextDecidesOneRecordAsAOneSequenceContextDoes) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, AParallelContextDecidesOneRecordAsAOneSequenceContextDoes) {
+  const auto& model = test_model();
   Backbone solo(model.backbone.string(), params(64, 1));
   Backbone wide(model.backbone.string(), params(64, 4));
   const RecordInput r = text_record(333, solo.n_vocab(), 5);
@@ -240,8 +244,8 @@ TEST_F(BatchedPrefillTest, AParallelContextDecidesOneRecordAsAOneSequenceContext
                                                      wide.sequence_memory().recurrent_bytes);
 }
 
-TEST_F(BatchedPrefillTest, EmbeddingSpansWithMropePositionsGiveTheBytesOfEachAlone) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, EmbeddingSpansWithMropePositionsGiveTheBytesOfEachAlone) {
+  const auto& model = test_model();
   Backbone solo(model.backbone.string(), params(64, 1));
   Backbone batched(model.backbone.string(), params(64, 4));
   const int vocab = solo.n_vocab();
@@ -256,7 +260,8 @@ TEST_F(BatchedPrefillTest, EmbeddingSpansWithMropePositionsGiveTheBytesOfEachAlo
   expect_batch_invariant(solo, batched, records);
 }
 
-TEST_F(BatchedPrefillTest, RepackedQuantizedWeightsGiveTheBytesOfEachAlone) {
+TEST(BatchedPrefillQ4KM, RepackedQuantizedWeightsGiveTheBytesOfEachAlone) {
+  clef::test::ensure_llama_backend();
   Backbone solo(q4_k_m_backbone(), params(128, 1));
   Backbone batched(q4_k_m_backbone(), params(128, 6));
   std::vector<RecordInput> records;
@@ -267,8 +272,8 @@ TEST_F(BatchedPrefillTest, RepackedQuantizedWeightsGiveTheBytesOfEachAlone) {
   expect_batch_invariant(solo, batched, records);
 }
 
-TEST_F(BatchedPrefillTest, RecordsJoiningMidwayOnScatteredSequencesKeepTheirBytes) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, RecordsJoiningMidwayOnScatteredSequencesKeepTheirBytes) {
+  const auto& model = test_model();
   Backbone solo(model.backbone.string(), params(64, 1));
   Backbone batched(model.backbone.string(), params(64, 8));
   const int vocab = solo.n_vocab();
@@ -291,8 +296,8 @@ TEST_F(BatchedPrefillTest, RecordsJoiningMidwayOnScatteredSequencesKeepTheirByte
   EXPECT_TRUE(pc.take().data == alone(solo, c).data);
 }
 
-TEST_F(BatchedPrefillTest, AResumedSnapshotBesideAColdRecordKeepsBothBytes) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, AResumedSnapshotBesideAColdRecordKeepsBothBytes) {
+  const auto& model = test_model();
   Backbone solo(model.backbone.string(), params(64, 1));
   Backbone batched(model.backbone.string(), params(64, 4));
   const int vocab = solo.n_vocab();
@@ -325,8 +330,8 @@ TEST_F(BatchedPrefillTest, AResumedSnapshotBesideAColdRecordKeepsBothBytes) {
   EXPECT_TRUE(again.take().data == alone(solo, shared, cut_only).data);
 }
 
-TEST_F(BatchedPrefillTest, ACancelledRecordStopsAndTheOthersKeepTheirBytes) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, ACancelledRecordStopsAndTheOthersKeepTheirBytes) {
+  const auto& model = test_model();
   Backbone solo(model.backbone.string(), params(64, 1));
   Backbone batched(model.backbone.string(), params(64, 3));
   const int vocab = solo.n_vocab();
@@ -354,8 +359,8 @@ TEST_F(BatchedPrefillTest, ACancelledRecordStopsAndTheOthersKeepTheirBytes) {
   EXPECT_TRUE(next.take().data == alone(solo, gone).data);
 }
 
-TEST_F(BatchedPrefillTest, RefusesASequenceOutsideTheContextAndAnImpossibleParallel) {
-  const auto& model = clef::test::tiny_model();
+TEST_P(BatchedPrefillTest, RefusesASequenceOutsideTheContextAndAnImpossibleParallel) {
+  const auto& model = test_model();
   Backbone batched(model.backbone.string(), params(64, 2));
   const RecordInput r = text_record(10, batched.n_vocab(), 1);
   EXPECT_THROW(batched.start(r.ids, {}, {}, {}, {}, 2), clef::Error);
@@ -364,7 +369,7 @@ TEST_F(BatchedPrefillTest, RefusesASequenceOutsideTheContextAndAnImpossibleParal
   EXPECT_THROW(Backbone(model.backbone.string(), too_many), clef::Error);
 }
 
-TEST_F(BatchedPrefillTest, AParallelThatDoesNotFitIsRefusedByName) {
+TEST(BatchedPrefillMemory, AParallelThatDoesNotFitIsRefusedByName) {
   clef::backbone::SequenceMemory m;
   m.kv_bytes_per_token = 32768;
   m.recurrent_bytes = std::uint64_t{53} << 20;
@@ -381,5 +386,9 @@ TEST_F(BatchedPrefillTest, AParallelThatDoesNotFitIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("CPU has 8192.0 MiB"), std::string::npos) << e.what();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, BatchedPrefillTest,
+                         ::testing::ValuesIn(clef::test::model_presets()),
+                         clef::test::preset_test_name);
 
 }  // namespace

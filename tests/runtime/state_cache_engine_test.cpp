@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,8 +32,9 @@ namespace rt = clef::runtime;
 
 constexpr int kChunk = 64;
 
-rt::EngineConfig config(std::int64_t cache_mb, int context = 4096) {
-  rt::EngineConfig c = clef::test::tiny_engine_config();
+rt::EngineConfig config(std::int64_t cache_mb, int context = 4096,
+                        const std::string& preset = "tiny") {
+  rt::EngineConfig c = clef::test::preset_engine_config(preset);
   c.backbone.context_size = context;
   c.backbone.chunk_tokens = kChunk;
   c.state_cache_mb = cache_mb;
@@ -86,34 +88,43 @@ int resume_point(const clef::record::Record& first, const clef::record::Record& 
   return best;
 }
 
-class StateCacheEngineTest : public ::testing::Test {
+/// On the tiny model and on Clef 27B's ratios (small-27b: other recurrent-state and KV sizes,
+/// so other snapshots and checkpoints; its 320-wide projector for the image test).
+class StateCacheEngineTest : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    cached_ = rt::make_engine(config(64));
-    cold_ = rt::make_engine(config(0));
+  struct Engines {
+    std::unique_ptr<rt::Decider> cached;  ///< a 64 MiB state cache
+    std::unique_ptr<rt::Decider> cold;    ///< none
+  };
+  static void TearDownTestSuite() { engines().clear(); }
+  static std::map<std::string, Engines>& engines() {
+    static std::map<std::string, Engines> by_preset;
+    return by_preset;
   }
-  static void TearDownTestSuite() {
-    cached_.reset();
-    cold_.reset();
+  Engines& model_engines() const {
+    Engines& e = engines()[GetParam()];
+    if (!e.cached) {
+      e.cached = rt::make_engine(config(64, 4096, GetParam()));
+      e.cold = rt::make_engine(config(0, 4096, GetParam()));
+    }
+    return e;
   }
+  rt::Decider& cached() const { return *model_engines().cached; }
+  rt::Decider& cold() const { return *model_engines().cold; }
   /// Decides `body` on the cached engine and checks its bytes against the cold engine's.
-  static rt::Decision expect_cold_bytes(const Value& body) {
-    rt::Decision d = cached_->decide(body);
-    EXPECT_EQ(d.body, cold_->decide(body).body) << "cached tokens " << d.cached_tokens;
+  rt::Decision expect_cold_bytes(const Value& body) const {
+    rt::Decision d = cached().decide(body);
+    EXPECT_EQ(d.body, cold().decide(body).body) << "cached tokens " << d.cached_tokens;
     return d;
   }
-  static std::unique_ptr<rt::Decider> cached_;
-  static std::unique_ptr<rt::Decider> cold_;
 };
-std::unique_ptr<rt::Decider> StateCacheEngineTest::cached_;
-std::unique_ptr<rt::Decider> StateCacheEngineTest::cold_;
 
-TEST_F(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBytes) {
+TEST_P(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBytes) {
   // State ends one token before, at, and one token after a chunk boundary (and elsewhere).
   std::set<int> offsets_seen;
   for (int words = 20; words < 200 && offsets_seen.size() < 5; ++words) {
     const Value a = request(clef::test::ticket_words(words), kQuestionsA);
-    const clef::record::Record rec = cached_->prepare(a).record;
+    const clef::record::Record rec = cached().prepare(a).record;
     const int state_end = static_cast<int>(rec.state_span.end);
     const int offset = state_end % kChunk;
     if (offset != kChunk - 1 && offset != 0 && offset != 1 && offset != 10 && offset != 40)
@@ -130,41 +141,41 @@ TEST_F(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBy
     EXPECT_EQ(again.cached_tokens, point);
   }
   EXPECT_EQ(offsets_seen, (std::set<int>{0, 1, 10, 40, kChunk - 1}));
-  const clef::cache::StateCacheStats s = cached_->state_cache_stats();
+  const clef::cache::StateCacheStats s = cached().state_cache_stats();
   EXPECT_GE(s.hits, 10u);
   EXPECT_GT(s.bytes, 0u);
-  EXPECT_EQ(cold_->state_cache_stats().hits, 0u);
-  EXPECT_EQ(cold_->state_cache_stats().entries, 0u);
+  EXPECT_EQ(cold().state_cache_stats().hits, 0u);
+  EXPECT_EQ(cold().state_cache_stats().entries, 0u);
 }
 
-TEST_F(StateCacheEngineTest, ANewStateResumesFromTheSystemPrefix) {
-  cached_->decide(request("warm the prefix", kQuestionsA));
+TEST_P(StateCacheEngineTest, ANewStateResumesFromTheSystemPrefix) {
+  cached().decide(request("warm the prefix", kQuestionsA));
   const Value body = request("a different ticket about payments", kQuestionsB);
   const rt::Decision d = expect_cold_bytes(body);
-  const clef::record::Record rec = cached_->prepare(body).record;
+  const clef::record::Record rec = cached().prepare(body).record;
   EXPECT_EQ(d.cached_tokens, clef::cache::snapshot_points(rec).front());
   EXPECT_EQ(d.cached_tokens, static_cast<int>(rec.prefix_tokens) / 16 * 16);
   EXPECT_GT(d.cached_tokens, 30);
 }
 
-TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonCheckpoint) {
+TEST_P(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonCheckpoint) {
   // An agent re-asks as the ticket grows: the state gets more words at its end, or one word in
   // the middle changes. The earlier record's checkpoints at the state's chunk boundaries give
   // the new one everything before the change, and the answers stay the cold bytes.
   const std::string base = clef::test::ticket_words(240);
   const Value first = request(base, kQuestionsA);
-  const clef::record::Record first_rec = cached_->prepare(first).record;
+  const clef::record::Record first_rec = cached().prepare(first).record;
   ASSERT_GT(first_rec.state_span.size(), 3u * kChunk);
   expect_cold_bytes(first);
 
   const Value extended = request(base + " the customer wrote again an hour later", kQuestionsA);
   const rt::Decision grown = expect_cold_bytes(extended);
   const auto prefix = static_cast<int>(first_rec.prefix_tokens);
-  EXPECT_EQ(grown.cached_tokens, resume_point(first_rec, cached_->prepare(extended).record));
+  EXPECT_EQ(grown.cached_tokens, resume_point(first_rec, cached().prepare(extended).record));
   EXPECT_GT(grown.cached_tokens, prefix + kChunk);
   // Grown by more than a row block, the state resumes from the last checkpoint inside the old one.
   const Value longer = request(base + " " + clef::test::ticket_words(30), kQuestionsA);
-  const clef::record::Record longer_rec = cached_->prepare(longer).record;
+  const clef::record::Record longer_rec = cached().prepare(longer).record;
   const rt::Decision grown_more = expect_cold_bytes(longer);
   EXPECT_EQ(grown_more.cached_tokens, resume_point(first_rec, longer_rec));
   EXPECT_LT(grown_more.cached_tokens, clef::cache::state_end_point(first_rec));
@@ -179,23 +190,23 @@ TEST_F(StateCacheEngineTest, AnExtendedOrEditedStateResumesFromTheLastCommonChec
   // The extended record's own entry resumes the extended state again at its end.
   const rt::Decision again =
       expect_cold_bytes(request(base + " the customer wrote again an hour later", kQuestionsB));
-  EXPECT_EQ(again.cached_tokens, clef::cache::state_end_point(cached_->prepare(extended).record));
+  EXPECT_EQ(again.cached_tokens, clef::cache::state_end_point(cached().prepare(extended).record));
 }
 
-TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLast) {
+TEST_P(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLast) {
   // About 15 chunk boundaries inside the state: 8 are kept, evenly spaced, the last among them.
   const std::string base = clef::test::ticket_words(1000);
   const Value first = request(base, kQuestionsA);
-  const clef::record::Record rec = cached_->prepare(first).record;
+  const clef::record::Record rec = cached().prepare(first).record;
   const auto prefix = static_cast<int>(rec.prefix_tokens);
   ASSERT_GT(static_cast<int>(rec.state_span.size()), 12 * kChunk);
-  const auto before = cached_->state_cache_stats().bytes;
+  const auto before = cached().state_cache_stats().bytes;
   expect_cold_bytes(first);
-  const auto grown_by = cached_->state_cache_stats().bytes - before;
+  const auto grown_by = cached().state_cache_stats().bytes - before;
   const Value longer = request(base + " " + clef::test::ticket_words(30), kQuestionsB);
   const rt::Decision extended = expect_cold_bytes(longer);
   // The last boundary inside the state is always among the 8 kept.
-  EXPECT_EQ(extended.cached_tokens, resume_point(rec, cached_->prepare(longer).record));
+  EXPECT_EQ(extended.cached_tokens, resume_point(rec, cached().prepare(longer).record));
   EXPECT_LT(extended.cached_tokens, clef::cache::state_end_point(rec));
   // An edit near the start resumes from an earlier kept checkpoint, not from every boundary.
   std::string edited = base;
@@ -205,7 +216,7 @@ TEST_F(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLa
   EXPECT_GT(grown_by, 0u);
 }
 
-TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
+TEST_P(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   auto small_cached = rt::make_engine(config(64, 512));
   auto small_cold = rt::make_engine(config(0, 512));
   const std::string state = clef::test::ticket_words(900);
@@ -223,7 +234,7 @@ TEST_F(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   EXPECT_EQ(warm_again.body, warm.body);
 }
 
-TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
+TEST_P(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
   const std::string arrows = clef::vision::image_file_data_uri(
       std::string(CLEF_TEST_DATA) + "/oracle/coreai/images/arrows_640x480.png",
       clef::vision::DecodeLimits{}, "image");
@@ -234,7 +245,7 @@ TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
   const std::string state = clef::test::ticket_words(40);
   const Value a = request(state, kQuestionsA, {arrows});
   const Value b = request(state, kQuestionsB, {arrows});
-  const clef::record::Record rec = cached_->prepare(b).record;
+  const clef::record::Record rec = cached().prepare(b).record;
   expect_cold_bytes(a);
   const rt::Decision warm = expect_cold_bytes(b);
   EXPECT_EQ(warm.cached_tokens, clef::cache::state_end_point(rec));
@@ -246,6 +257,10 @@ TEST_F(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
 /// A decision whose client went away mid-prefill (an SDK attempt that timed out) leaves its
 /// latest progress snapshot in the cache: the retry of the same request resumes there, not at
 /// token 0, and answers with the cold bytes.
+INSTANTIATE_TEST_SUITE_P(Models, StateCacheEngineTest,
+                         ::testing::ValuesIn(clef::test::model_presets()),
+                         clef::test::preset_test_name);
+
 TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
   auto c = config(256);
   c.resume_snapshot_ms = 1;  // a progress snapshot at (nearly) every layout boundary

@@ -181,16 +181,20 @@ TEST_F(VideoEngineTest, MediaKwargsPixelsReachTheImageProcessor) {
   EXPECT_NO_THROW(engine().decide(small));
 }
 
-TEST(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdBytes) {
+/// On the tiny model and on Clef 27B's ratios (small-27b: its 320-wide projector and recurrent
+/// state sizes).
+class VideoStateCache : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdBytes) {
   const std::string clip = video_uri(ct::write_clip(square_clip()));
   Value first = with_videos({Value::string(clip)});
   Value second = clef::json::parse(R"({"state": "A red square moves to the right",
       "questions": {"count": {"type": "score", "criteria": ["none", "one", "many"]}}})");
   second.members().emplace_back("videos", Value::array({Value::string(clip)}));
-  auto cold_config = ct::tiny_engine_config();
+  auto cold_config = ct::preset_engine_config(GetParam());
   cold_config.state_cache_mb = 0;
   const std::string cold = rt::make_engine(cold_config)->decide(second).body;
-  auto warm_config = ct::tiny_engine_config();
+  auto warm_config = ct::preset_engine_config(GetParam());
   warm_config.state_cache_mb = 64;
   auto warm = rt::make_engine(warm_config);
   warm->decide(first);
@@ -209,6 +213,9 @@ TEST(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdByte
       << "at most the text before the first patch is reused";
   EXPECT_EQ(miss.body, rt::make_engine(cold_config)->decide(third).body);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, VideoStateCache, ::testing::ValuesIn(ct::model_presets()),
+                         ct::preset_test_name);
 
 TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   const std::vector<std::uint8_t> clip = ct::write_clip(square_clip());

@@ -8,8 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "backbone/llama_handles.hpp"
 #include "llama.h"
@@ -51,6 +56,36 @@ inline const testmodel::MadeModel& tiny_model() {
     return testmodel::make_test_model(o);
   }();
   return made;
+}
+
+/// The test model of `preset` (seed kTinySeed), made once per process: the shared tiny model for
+/// "tiny"; "small-27b" is Clef 27B's ratios (value heads 3x key heads, 6 query heads on one KV
+/// head, a 320-wide head and projector: other recurrent-state and KV sizes than clef-flash's).
+inline const testmodel::MadeModel& preset_model(const std::string& preset) {
+  if (preset == "tiny") return tiny_model();
+  static TempDir dir("clef-presets");
+  static std::map<std::string, testmodel::MadeModel> made;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto it = made.find(preset);
+  if (it == made.end()) {
+    testmodel::MakeOptions o;
+    o.dir = dir.path() / preset;
+    o.seed = kTinySeed;
+    o.preset = preset;
+    it = made.emplace(preset, testmodel::make_test_model(o)).first;
+  }
+  return it->second;
+}
+
+/// The presets the model-parameterized backbone, batching, snapshot and state-cache tests run on
+/// (issue 44: clef-flash's family shape and Clef 27B's), and a gtest name for each.
+inline const std::vector<std::string>& model_presets() {
+  static const std::vector<std::string> presets = {"tiny", "small-27b"};
+  return presets;
+}
+inline std::string preset_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param == "tiny" ? "Tiny" : "Small27b";
 }
 
 /// backbone::ensure_llama_backend(): llama_backend_init once per process, llama's log at warnings
