@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
     }
     engine.reset();
     load_raw();
-    std::printf("\n| tokens | decision ms | raw prefill ms | decision / raw |\n|---|---|---|---|\n");
+    std::printf(
+        "\n| tokens | decision ms | raw prefill ms | decision / raw |\n|---|---|---|---|\n");
     for (std::size_t i = 0; i < all_ids.size(); ++i) {
       raw_prefill_ms(raw_ctx.get(), all_ids[i]);  // warm-up
       std::vector<double> raw;

@@ -40,12 +40,12 @@ int parse_gpu_layers(const std::string& value) {
   int out = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
   if (ec != std::errc() || end != value.data() + value.size() || out < -1) {
-    throw invalid_request("gpu_layers " + value + ": expected auto, -1 (all), 0 (CPU) or a layer count",
-                          "gpu_layers");
+    throw invalid_request(
+        "gpu_layers " + value + ": expected auto, -1 (all), 0 (CPU) or a layer count",
+        "gpu_layers");
   }
   return out;
 }
-
 
 void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--model-dir", model_dir,

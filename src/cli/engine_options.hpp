@@ -25,7 +25,7 @@ struct EngineOptions {
   int context_size = 16384;
   int threads = 0;
   std::string gpu_layers = "auto";  ///< --gpu-layers: auto, -1 (all), 0 (CPU) or a count
-  std::string device = "auto";  ///< --device: auto, cpu, or a device name (Vulkan0, CUDA0)
+  std::string device = "auto";      ///< --device: auto, cpu, or a device name (Vulkan0, CUDA0)
   int chunk_tokens = 512;
   int parallel = 1;                         ///< --parallel: records prefilled together
   int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)

@@ -6,9 +6,9 @@
 #include "artifact/open_model.hpp"
 #include "artifact/reference.hpp"
 #include "backbone/memory_measure.hpp"
-#include "gguf/gguf_file.hpp"
 #include "decision/confidence.hpp"
 #include "device/cpu_path.hpp"
+#include "gguf/gguf_file.hpp"
 #include "head/head_weights.hpp"
 #include "record/llama_vocab.hpp"
 #include "util/error.hpp"
@@ -118,9 +118,8 @@ MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::Opened
           opened.backbone.rename_from.empty() ? "qwen35." : opened.backbone.rename_from;
       const int n_layer = static_cast<int>(
           gguf::GgufFile(opened.backbone.gguf).get_uint(arch + "block_count").value_or(0));
-      layers = fit_gpu_layers(n_layer, free, [&](int l) {
-        return measure_needs(config, opened, true, l);
-      });
+      layers = fit_gpu_layers(n_layer, free,
+                              [&](int l) { return measure_needs(config, opened, true, l); });
     }
   }
   MemoryRequest request;
@@ -128,8 +127,7 @@ MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::Opened
   request.max_vision_memory = config.max_vision_memory;
   request.parallel = config.backbone.parallel;
   request.context_size = config.backbone.context_size;
-  MemoryPlan plan =
-      plan_memory(measure_needs(config, opened, on_gpu, layers), budget, request);
+  MemoryPlan plan = plan_memory(measure_needs(config, opened, on_gpu, layers), budget, request);
   plan.gpu_layers = layers;
   return plan;
 }
@@ -170,7 +168,8 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
         c.mmproj_path, llama_model_n_embd_inp(backbone.model()), std::move(tp));
   }
   config.backbone.gpu_layers = memory.gpu_layers;
-  if (config.model_name.empty()) config.model_name = artifact::served_model_id(opened.head.config());
+  if (config.model_name.empty())
+    config.model_name = artifact::served_model_id(opened.head.config());
   vision_memory = memory.vision_memory;
   answer_options.confidence = decision::parse_confidence_kind(c.confidence);
   if (!c.calibration_path.empty()) {

@@ -33,8 +33,8 @@ struct LoadedModel {
   /// weights checked against the backbone, a tied or missing LM head refused before the backbone
   /// loads, then the memory plan (runtime::plan_memory, from a no_alloc load of the backbone),
   /// then the weights. Throws clef::Error (invalid_request) with the plan's arithmetic when the
-  /// model does not fit; otherwise throws clef::Error (model_error) naming the file at fault. Does not move (the answer
-  /// options point into the calibration).
+  /// model does not fit; otherwise throws clef::Error (model_error) naming the file at fault. Does
+  /// not move (the answer options point into the calibration).
   explicit LoadedModel(const EngineConfig& config);
   LoadedModel(const LoadedModel&) = delete;
   LoadedModel& operator=(const LoadedModel&) = delete;

@@ -90,8 +90,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs, const MemoryBudget& budget,
       }
       plan.vision_memory = request.max_vision_memory;
     } else {
-      plan.vision_memory =
-          std::min(vision_cap, needs.head_and_tower_on_device ? room : room / 2);
+      plan.vision_memory = std::min(vision_cap, needs.head_and_tower_on_device ? room : room / 2);
     }
     if (!needs.head_and_tower_on_device) host_vision = plan.vision_memory;
   }
@@ -100,8 +99,8 @@ MemoryPlan plan_memory(const MemoryNeeds& needs, const MemoryBudget& budget,
   if (request.state_cache_mb > 0) {
     const std::uint64_t asked = static_cast<std::uint64_t>(request.state_cache_mb) << 20;
     if (asked > left) {
-      throw invalid_request("state_cache_mb " + std::to_string(request.state_cache_mb) +
-                                " (" + human_bytes(asked) + ") is more than the host has left (" +
+      throw invalid_request("state_cache_mb " + std::to_string(request.state_cache_mb) + " (" +
+                                human_bytes(asked) + ") is more than the host has left (" +
                                 human_bytes(left) + "): " + plan.text(),
                             "state_cache_mb");
     }

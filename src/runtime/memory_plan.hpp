@@ -17,19 +17,19 @@ namespace clef::runtime {
 
 /// What an engine takes besides the state cache and the vision tower's compute.
 struct MemoryNeeds {
-  backbone::BackboneMemory backbone;  ///< at the gpu_layers planned
-  std::uint64_t head = 0;             ///< the joint schema head's f32 weights
-  std::uint64_t tower = 0;            ///< the mmproj's weights (0: no vision tower)
-  std::uint64_t hidden_rows = 0;      ///< parallel x context x n_embd f32: the hidden states
+  backbone::BackboneMemory backbone;      ///< at the gpu_layers planned
+  std::uint64_t head = 0;                 ///< the joint schema head's f32 weights
+  std::uint64_t tower = 0;                ///< the mmproj's weights (0: no vision tower)
+  std::uint64_t hidden_rows = 0;          ///< parallel x context x n_embd f32: the hidden states
   bool head_and_tower_on_device = false;  ///< they follow the backbone to its GPU
 };
 
 /// What the plan may spend.
 struct MemoryBudget {
-  util::HostMemory host;              ///< this process's share of the machine
-  std::uint64_t physical = 0;         ///< the machine's physical memory
-  std::string device;                 ///< the GPU's name; empty on the CPU
-  std::uint64_t device_free = 0;      ///< bytes free on the GPU now
+  util::HostMemory host;          ///< this process's share of the machine
+  std::uint64_t physical = 0;     ///< the machine's physical memory
+  std::string device;             ///< the GPU's name; empty on the CPU
+  std::uint64_t device_free = 0;  ///< bytes free on the GPU now
 };
 
 /// What the user asked for (EngineConfig): -1 / 0 mean "plan it".
