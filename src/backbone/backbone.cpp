@@ -202,17 +202,21 @@ llama_context_params Backbone::context_params(const BackboneParams& params, int 
   return cp;
 }
 
-void Backbone::make_context(int sequences) {
-  ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
+void check_scheduler_metadata(const BackboneParams& params) {
   // ggml aborts the process when its scheduler's metadata cannot be allocated: refuse first.
-  if (const std::uint64_t meta = scheduler_metadata_bytes(params_.chunk_tokens);
+  if (const std::uint64_t meta = scheduler_metadata_bytes(params.chunk_tokens);
       meta > util::physical_memory_bytes() / 2) {
-    throw invalid_request("chunk_tokens " + std::to_string(params_.chunk_tokens) + " needs " +
+    throw invalid_request("chunk_tokens " + std::to_string(params.chunk_tokens) + " needs " +
                               mebibytes(meta) +
                               " of ggml scheduler metadata (40 graph nodes a token), over half "
                               "of this machine's memory; lower chunk_tokens",
                           "chunk_tokens");
   }
+}
+
+void Backbone::make_context(int sequences) {
+  ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
+  check_scheduler_metadata(params_);
   const llama_context_params cp = context_params(params_, sequences);
   ctx_.reset(llama_init_from_model(model_.get(), cp));
   if (!ctx_ && sequences > 1) {

@@ -177,6 +177,11 @@ std::string describe_sequence_memory(const SequenceMemory& memory, int parallel)
 void check_parallel_fits(const SequenceMemory& memory, int parallel, std::uint64_t room,
                          const std::string& device);
 
+/// Throws clef::Error (invalid_request naming chunk_tokens) when a context of params.chunk_tokens
+/// batches would need ggml scheduler metadata over half of physical memory (ggml aborts the
+/// process when it cannot allocate it). Backbone and measure_memory check it before any context.
+void check_scheduler_metadata(const BackboneParams& params);
+
 /// One record's prefill in progress on one sequence of the backbone's context, made by
 /// Backbone::start and advanced by Backbone::step (alone or several records together). It refers to
 /// the inputs it was started with (ids, positions, embedding rows, the PrefillOptions and what they

@@ -11,6 +11,7 @@
 namespace clef::backbone {
 
 BackboneMemory measure_memory(llama_model* model, const BackboneParams& params) {
+  check_scheduler_metadata(params);
   const LlamaContextPtr ctx(
       llama_init_from_model(model, Backbone::context_params(params, params.parallel)));
   if (!ctx) throw model_error("cannot size a llama context for the backbone (see the log above)");

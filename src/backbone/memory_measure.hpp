@@ -28,8 +28,9 @@ struct BackboneMemory {
 /// What `model` takes with a context of params.parallel sequences of `params`
 /// (Backbone::context_params), from llama_get_memory_breakdown. `model` must have been loaded
 /// with llama_model_params::no_alloc (its buffers are then sizes only, and so are the context's:
-/// nothing is allocated or read). Throws clef::Error (model_error) when llama.cpp cannot make
-/// the context.
+/// nothing is allocated or read). Throws clef::Error: invalid_request for a chunk_tokens whose
+/// scheduler metadata would not fit (check_scheduler_metadata), model_error when llama.cpp
+/// cannot make the context.
 BackboneMemory measure_memory(llama_model* model, const BackboneParams& params);
 
 }  // namespace clef::backbone

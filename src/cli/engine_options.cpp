@@ -128,6 +128,11 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "not fit are refused at start with the arithmetic")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
+  cmd.add_option("--gpu-memory-limit", gpu_memory_limit_mib,
+                 "MiB of GPU memory to plan on (0: what the GPU has free at start); "
+                 "--gpu-layers auto offloads what fits it")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
   cmd.add_option("--calibration", calibration,
                  "apply a calibration file from `clef calibrate` to the answers (opt-in: without "
                  "it the answers are the reference's, byte for byte)")
@@ -238,6 +243,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.max_vision_memory = max_vision_memory_mib << 20;
   config.state_cache_mb = state_cache_mb;
   config.memory_limit = memory_limit_mib << 20;
+  config.gpu_memory_limit = gpu_memory_limit_mib << 20;
   config.calibration_path = calibration;
   // Read now, so a bad file is refused before a server binds its port or loads a model.
   if (!calibration.empty()) decision::load_calibration(calibration);

@@ -32,6 +32,7 @@ struct EngineOptions {
   int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)
   std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: the memory plan's)
   std::uint64_t memory_limit_mib = 0;       ///< --memory-limit (0: what the machine has)
+  std::uint64_t gpu_memory_limit_mib = 0;   ///< --gpu-memory-limit (0: the GPU's free memory)
   std::int64_t state_cache_mb = -1;         ///< --state-cache-mb (-1: fit the machine, 0: off)
   std::string calibration;                  ///< --calibration FILE
   std::string confidence = "reference";     ///< --confidence

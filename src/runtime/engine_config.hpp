@@ -61,6 +61,9 @@ struct EngineConfig {
   /// Host memory the engine plans on, bytes (runtime::plan_memory): 0 what this process may use
   /// at start (util::available_host_memory: MemAvailable, or the cgroup's limit).
   std::uint64_t memory_limit = 0;
+  /// GPU memory the engine plans on, bytes: 0 what the GPU has free at start (a GPU shared with
+  /// another process: less).
+  std::uint64_t gpu_memory_limit = 0;
   /// With a state cache: a prefill snapshots its memory at the first layout batch boundary after
   /// every this many milliseconds (keeping only the latest), and a decision whose client went
   /// away keeps that snapshot in the cache, so the client's retry (an SDK attempt that timed out)

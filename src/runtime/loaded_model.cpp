@@ -5,14 +5,12 @@
 #include "artifact/backbone_loader.hpp"
 #include "artifact/open_model.hpp"
 #include "artifact/reference.hpp"
-#include "backbone/memory_measure.hpp"
+#include "runtime/engine_memory.hpp"
 #include "decision/confidence.hpp"
 #include "device/cpu_path.hpp"
-#include "gguf/gguf_file.hpp"
 #include "head/head_weights.hpp"
 #include "record/llama_vocab.hpp"
 #include "util/error.hpp"
-#include "util/physical_memory.hpp"
 
 namespace clef::runtime {
 
@@ -64,72 +62,6 @@ head::JointSchemaHead make_head(const head::HeadWeights& weights,
     where = "CPU";
   }
   return head::JointSchemaHead(weights, threads);
-}
-
-/// What `config` needs with `gpu_layers` on the GPU: the backbone from a no_alloc load of its
-/// file (llama.cpp's accounting, reading only the metadata), the head's f32 weights, the mmproj's
-/// weights, the decisions' hidden rows.
-MemoryNeeds measure_needs(const EngineConfig& config, const artifact::OpenedModel& opened,
-                          bool on_gpu, int gpu_layers) {
-  backbone::BackboneParams params = config.backbone;
-  params.gpu_layers = gpu_layers;
-  params.on_progress = nullptr;
-  llama_model_params mp = backbone::Backbone::model_params(params, {});
-  mp.no_alloc = true;
-  mp.load_mode = LLAMA_LOAD_MODE_NONE;
-  const artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
-  MemoryNeeds needs;
-  needs.backbone = backbone::measure_memory(model.get(), params);
-  for (const auto& [name, tensor] : opened.head.tensors()) {
-    needs.head += tensor.values.size() * sizeof(float);
-  }
-  if (!config.mmproj_path.empty()) {
-    for (const gguf::TensorRef& t : gguf::GgufFile(config.mmproj_path).tensors()) {
-      needs.tower += t.bytes;
-    }
-  }
-  needs.hidden_rows = static_cast<std::uint64_t>(params.parallel) *
-                      static_cast<std::uint64_t>(params.context_size) *
-                      static_cast<std::uint64_t>(opened.n_embd) * sizeof(float);
-  needs.head_and_tower_on_device = on_gpu;
-  return needs;
-}
-
-/// The memory plan of `config`: gpu_layers auto fitted to the GPU's free memory (bisection over
-/// no_alloc loads), then runtime::plan_memory. Throws as plan_memory does.
-MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::OpenedModel& opened) {
-  const device::Placement placement =
-      device::resolve(config.backbone.device, config.backbone.gpu_layers);
-  const bool on_gpu = placement.gpu != nullptr;
-  MemoryBudget budget;
-  budget.physical = util::physical_memory_bytes();
-  budget.host = util::available_host_memory();
-  if (config.memory_limit > 0 && config.memory_limit < budget.host.bytes) {
-    budget.host = {config.memory_limit, "(memory_limit)"};
-  }
-  int layers = on_gpu ? placement.gpu_layers : 0;
-  if (on_gpu) {
-    std::size_t free = 0, total = 0;
-    ggml_backend_dev_memory(placement.gpu, &free, &total);
-    budget.device = placement.info.name;
-    budget.device_free = free;
-    if (config.backbone.gpu_layers == backbone::kAutoGpuLayers && free > 0) {
-      const std::string arch =
-          opened.backbone.rename_from.empty() ? "qwen35." : opened.backbone.rename_from;
-      const int n_layer = static_cast<int>(
-          gguf::GgufFile(opened.backbone.gguf).get_uint(arch + "block_count").value_or(0));
-      layers = fit_gpu_layers(n_layer, free,
-                              [&](int l) { return measure_needs(config, opened, true, l); });
-    }
-  }
-  MemoryRequest request;
-  request.state_cache_mb = config.state_cache_mb;
-  request.max_vision_memory = config.max_vision_memory;
-  request.parallel = config.backbone.parallel;
-  request.context_size = config.backbone.context_size;
-  MemoryPlan plan = plan_memory(measure_needs(config, opened, on_gpu, layers), budget, request);
-  plan.gpu_layers = layers;
-  return plan;
 }
 
 /// `params` with the planned gpu_layers.
@@ -215,8 +147,13 @@ std::string LoadedModel::placement_text() const {
   const int layers = backbone.n_layer();
   const int offloaded =
       placement.gpu_layers < 0 || placement.gpu_layers > layers ? layers : placement.gpu_layers;
+  std::string rest;
+  if (offloaded < layers) {
+    rest = " (the other " + std::to_string(layers - offloaded) + " on the CPU" +
+           (memory.fitted ? ": --gpu-layers auto, what fits the GPU's free memory)" : ")");
+  }
   return device::describe(placement) + ": backbone " + std::to_string(offloaded) + "/" +
-         std::to_string(layers) + " layers" + (tower ? ", vision tower" : "") +
+         std::to_string(layers) + " layers" + rest + (tower ? ", vision tower" : "") +
          ", joint schema head on " + head_device;
 }
 

@@ -238,8 +238,11 @@ void Preparer::check_image_costs(const std::vector<RequestImage>& images,
                   image.param + " is " + size + ": the vision tower would need about " +
                       gib(bytes) + " of memory for it, over the " + gib(model_.vision_memory) +
                       " this server allows (--max-vision-memory" +
-                      (model_.config.max_vision_memory == 0 && model_.placement.gpu != nullptr
-                           ? "; by default what " + model_.placement.info.name + " has free"
+                      (model_.config.max_vision_memory == 0
+                           ? "; by default what the memory plan leaves" +
+                                 (model_.placement.gpu != nullptr
+                                      ? " on " + model_.placement.info.name
+                                      : std::string())
                            : std::string()) +
                       "); send a smaller image",
                   image.param);

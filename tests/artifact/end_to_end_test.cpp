@@ -201,5 +201,33 @@ TEST_F(EndToEnd, Q8HeadAnswersWellFormed) {
   }
 }
 
+/// Clef 27B in llama.cpp's `clef` layout (ggml-org/Clef-GGUF) loads as its layout A files do
+/// (issue 44): the 27B's ratios (small-27b: 48 value heads on 16 key heads scaled down, a
+/// 320-wide head) converted to layout B give layout A's hidden states and answers.
+TEST(EndToEnd27bRatios, LayoutBGivesLayoutAsAnswers) {
+  const auto& m = test::preset_model("small-27b");
+  const ModelPaths a{m.backbone, m.mmproj, m.head, m.head_config};
+  test::TempDir dir("clef-27b-layout-b");
+  ModelPaths b;
+  b.gguf = dir.path() / "clef-27b-ratios.gguf";
+  write_layout(a, Layout::llama_cpp, b.gguf, GGML_TYPE_BF16);
+  Pipeline pa(a);
+  Pipeline pb(b);
+  EXPECT_FALSE(pb.opened().backbone.loads_directly);
+  EXPECT_EQ(pb.opened().n_embd, 320);
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back((i * 7919) % 5000 + 10);
+  EXPECT_EQ(pa.hidden(ids), pb.hidden(ids));
+  for (const json::Value& body : requests()) {
+    const auto [ra, la] = pa.decide(body);
+    const auto [rb, lb] = pb.decide(body);
+    EXPECT_EQ(ra, rb);
+    ASSERT_EQ(la.size(), lb.size());
+    for (std::size_t q = 0; q < la.size(); ++q) {
+      for (std::size_t o = 0; o < la[q].size(); ++o) EXPECT_NEAR(la[q][o], lb[q][o], 1e-5f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace clef::artifact

@@ -16,11 +16,13 @@
 #include <string>
 #include <thread>
 
+#include "artifact/open_model.hpp"
 #include "device/device.hpp"
 #include "eval/fixture.hpp"
 #include "eval/verify.hpp"
 #include "json/parse.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/engine_memory.hpp"
 #include "support/batched_decisions.hpp"
 #include "support/device_parity.hpp"
 #include "support/device_under_test.hpp"
@@ -190,6 +192,37 @@ TEST(GpuEngine, AConfigurationTooLargeForTheGpuIsRefused) {
   // The GPU is usable again.
   auto small = rt::make_engine(on("auto"));
   EXPECT_FALSE(small->decide(request(10, kThirdQuestions)).body.empty());
+}
+
+/// --gpu-layers auto (issue 44, the default): on a GPU too small for every layer, as many layers
+/// as fit go to it and the rest stay on the CPU, and the placement says so; an explicit -1 on the
+/// same GPU is refused at start naming gpu_layers. The GPU's size is set with gpu_memory_limit
+/// between what one layer and what every layer needs.
+TEST(GpuEngine, AutoLayersOffloadWhatFitsTheGpuAndSaySo) {
+  SKIP_WITHOUT_DEVICE();
+  rt::EngineConfig c = on("auto");
+  c.backbone.gpu_layers = clef::backbone::kAutoGpuLayers;
+  const clef::artifact::OpenedModel opened =
+      clef::artifact::open_model({c.backbone_path, c.mmproj_path, c.head_path,
+                                  c.head_config_path});
+  const std::uint64_t all = rt::device_need(rt::measure_engine_memory(c, opened, true, -1));
+  const std::uint64_t one = rt::device_need(rt::measure_engine_memory(c, opened, true, 1));
+  ASSERT_LT(one, all);
+  c.gpu_memory_limit = one + (all - one) / 3;
+  auto engine = rt::make_engine(c);
+  const std::string placement = engine->placement();
+  std::cout << "[gpu] " << placement << "\n";
+  EXPECT_NE(placement.find("on the CPU: --gpu-layers auto"), std::string::npos) << placement;
+  EXPECT_EQ(placement.find("backbone 0/"), std::string::npos) << placement;
+  EXPECT_FALSE(engine->decide(request(10, kThirdQuestions)).body.empty());
+  rt::EngineConfig all_layers = c;
+  all_layers.backbone.gpu_layers = -1;
+  try {
+    rt::make_engine(all_layers);
+    FAIL() << "every layer on a GPU planned too small for them";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.param(), "gpu_layers") << e.what();
+  }
 }
 
 /// 8 mixed requests of lavapipe's size: one or two questions, states of 1 to 60 words (one

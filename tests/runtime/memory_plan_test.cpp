@@ -8,9 +8,12 @@
 
 #include <string>
 
+#include "artifact/open_model.hpp"
+#include "gguf/gguf_file.hpp"
 #include "json/parse.hpp"
 #include "runtime/decider.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/engine_memory.hpp"
 #include "runtime/engine_config.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
@@ -175,6 +178,32 @@ rt::EngineConfig tiny_config() {
   rt::EngineConfig c = clef::test::tiny_engine_config();
   c.backbone.context_size = 1024;
   return c;
+}
+
+TEST(EngineMemoryPlan, MeasuresTheBackboneAsLlamaCppWillAllocateIt) {
+  rt::EngineConfig c = tiny_config();
+  const clef::artifact::OpenedModel opened = clef::artifact::open_model(
+      {c.backbone_path, c.mmproj_path, c.head_path, c.head_config_path});
+  const rt::MemoryNeeds needs = rt::measure_engine_memory(c, opened, false, 0);
+  std::uint64_t tensors = 0;
+  for (const auto& t : clef::gguf::GgufFile(c.backbone_path, true).tensors()) tensors += t.bytes;
+  EXPECT_GE(needs.backbone.host.weights, tensors * 95 / 100) << "every weight, once";
+  EXPECT_LE(needs.backbone.host.weights, tensors * 105 / 100) << "every weight, once";
+  EXPECT_EQ(needs.backbone.device.total(), 0u) << "nothing on a GPU";
+  EXPECT_GT(needs.backbone.host.compute, 0u);
+  // The context's KV and recurrent states: what the engine measures per sequence, and more with
+  // more sequences and a longer context.
+  auto engine = rt::make_engine(c);
+  const std::uint64_t per_sequence = engine->limits().sequence_bytes;
+  EXPECT_GE(needs.backbone.host.sequences, per_sequence * 9 / 10);
+  EXPECT_LE(needs.backbone.host.sequences, per_sequence * 11 / 10);
+  rt::EngineConfig four = c;
+  four.backbone.parallel = 4;
+  EXPECT_GE(rt::measure_engine_memory(four, opened, false, 0).backbone.host.sequences,
+            needs.backbone.host.sequences * 4 * 9 / 10);
+  EXPECT_EQ(needs.hidden_rows, 1024u * 64u * 4u) << "context x n_embd f32";
+  EXPECT_GT(needs.head, 0u);
+  EXPECT_GT(needs.tower, 0u);
 }
 
 TEST(EngineMemoryPlan, AModelOverTheMemoryLimitIsRefusedBeforeItsWeightsLoad) {

@@ -1,0 +1,82 @@
+// The memory plan of an engine's files: measures them (runtime/memory_plan.hpp holds the
+// arithmetic) and fits --gpu-layers auto.
+#include "runtime/engine_memory.hpp"
+
+#include "artifact/backbone_loader.hpp"
+#include "artifact/open_model.hpp"
+#include "backbone/backbone.hpp"
+#include "backbone/memory_measure.hpp"
+#include "device/device.hpp"
+#include "gguf/gguf_file.hpp"
+#include "util/physical_memory.hpp"
+
+namespace clef::runtime {
+
+MemoryNeeds measure_engine_memory(const EngineConfig& config, const artifact::OpenedModel& opened,
+                          bool on_gpu, int gpu_layers) {
+  backbone::BackboneParams params = config.backbone;
+  params.gpu_layers = gpu_layers;
+  params.on_progress = nullptr;
+  llama_model_params mp = backbone::Backbone::model_params(params, {});
+  mp.no_alloc = true;
+  mp.load_mode = LLAMA_LOAD_MODE_NONE;
+  const artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
+  MemoryNeeds needs;
+  needs.backbone = backbone::measure_memory(model.get(), params);
+  for (const auto& [name, tensor] : opened.head.tensors()) {
+    needs.head += tensor.values.size() * sizeof(float);
+  }
+  if (!config.mmproj_path.empty()) {
+    for (const gguf::TensorRef& t : gguf::GgufFile(config.mmproj_path).tensors()) {
+      needs.tower += t.bytes;
+    }
+  }
+  needs.hidden_rows = static_cast<std::uint64_t>(params.parallel) *
+                      static_cast<std::uint64_t>(params.context_size) *
+                      static_cast<std::uint64_t>(opened.n_embd) * sizeof(float);
+  needs.head_and_tower_on_device = on_gpu;
+  return needs;
+}
+
+MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::OpenedModel& opened) {
+  const device::Placement placement =
+      device::resolve(config.backbone.device, config.backbone.gpu_layers);
+  const bool on_gpu = placement.gpu != nullptr;
+  MemoryBudget budget;
+  budget.physical = util::physical_memory_bytes();
+  budget.host = util::available_host_memory();
+  if (config.memory_limit > 0 && config.memory_limit < budget.host.bytes) {
+    budget.host = {config.memory_limit, "(memory_limit)"};
+  }
+  int layers = on_gpu ? placement.gpu_layers : 0;
+  bool fitted = false;
+  if (on_gpu) {
+    std::size_t free = 0, total = 0;
+    ggml_backend_dev_memory(placement.gpu, &free, &total);
+    if (config.gpu_memory_limit > 0 && config.gpu_memory_limit < free) {
+      free = config.gpu_memory_limit;
+    }
+    budget.device = placement.info.name;
+    budget.device_free = free;
+    if (config.backbone.gpu_layers == backbone::kAutoGpuLayers && free > 0) {
+      const std::string arch =
+          opened.backbone.rename_from.empty() ? "qwen35." : opened.backbone.rename_from;
+      const int n_layer = static_cast<int>(
+          gguf::GgufFile(opened.backbone.gguf).get_uint(arch + "block_count").value_or(0));
+      fitted = true;
+      layers = fit_gpu_layers(n_layer, free,
+                              [&](int l) { return measure_engine_memory(config, opened, true, l); });
+    }
+  }
+  MemoryRequest request;
+  request.state_cache_mb = config.state_cache_mb;
+  request.max_vision_memory = config.max_vision_memory;
+  request.parallel = config.backbone.parallel;
+  request.context_size = config.backbone.context_size;
+  MemoryPlan plan = plan_memory(measure_engine_memory(config, opened, on_gpu, layers), budget, request);
+  plan.gpu_layers = layers;
+  plan.fitted = fitted;
+  return plan;
+}
+
+}  // namespace clef::runtime
