@@ -57,7 +57,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--head", head, "joint_head.safetensors");
   cmd.add_option("--head-config", head_config, "joint_head_config.json (default: beside --head)");
   cmd.add_option("--mmproj", mmproj, "qwen3vl mmproj GGUF");
-  cmd.add_option("--alias", alias, "served model name (default clef-flash)");
+  cmd.add_option(
+      "--alias", alias,
+      "served model name (default: clef for Clef 27B's published head, else clef-flash)");
   cmd.add_option("--truncation", truncation,
                  "a record over the context: truncate the state (reference) or refuse (413)")
       ->check(CLI::IsMember({"truncate", "refuse"}));
@@ -123,9 +125,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
   cmd.add_option("--memory-limit", memory_limit_mib,
-                 "MiB of host memory to plan on (0: what this process may use at start: "
-                 "MemAvailable, or the cgroup's limit); a model, context and parallel that do "
-                 "not fit are refused at start with the arithmetic")
+                 "MiB of host memory to plan on, more or less than the machine reports (0: what "
+                 "this process may use at start: MemAvailable, or the cgroup's limit); a model, "
+                 "context and parallel that do not fit are refused at start with the arithmetic")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
   cmd.add_option("--gpu-memory-limit", gpu_memory_limit_mib,

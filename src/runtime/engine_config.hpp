@@ -58,8 +58,9 @@ struct EngineConfig {
   /// 4,096; runtime::plan_memory); 0 off. Answers are the same bytes either way; a hit only saves
   /// the prefill.
   std::int64_t state_cache_mb = -1;
-  /// Host memory the engine plans on, bytes (runtime::plan_memory): 0 what this process may use
-  /// at start (util::available_host_memory: MemAvailable, or the cgroup's limit).
+  /// Host memory the engine plans on, bytes (runtime::plan_memory), more or less than what the
+  /// machine reports: 0 what this process may use at start (util::available_host_memory:
+  /// MemAvailable, or the cgroup's limit).
   std::uint64_t memory_limit = 0;
   /// GPU memory the engine plans on, bytes: 0 what the GPU has free at start (a GPU shared with
   /// another process: less).

@@ -13,7 +13,7 @@
 namespace clef::runtime {
 
 MemoryNeeds measure_engine_memory(const EngineConfig& config, const artifact::OpenedModel& opened,
-                          bool on_gpu, int gpu_layers) {
+                                  bool on_gpu, int gpu_layers) {
   backbone::BackboneParams params = config.backbone;
   params.gpu_layers = gpu_layers;
   params.on_progress = nullptr;
@@ -39,22 +39,23 @@ MemoryNeeds measure_engine_memory(const EngineConfig& config, const artifact::Op
 }
 
 MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::OpenedModel& opened) {
+  backbone::validate(config.backbone);  // ranges first: llama.cpp's own errors are less clear
   const device::Placement placement =
       device::resolve(config.backbone.device, config.backbone.gpu_layers);
   const bool on_gpu = placement.gpu != nullptr;
   MemoryBudget budget;
   budget.physical = util::physical_memory_bytes();
   budget.host = util::available_host_memory();
-  if (config.memory_limit > 0 && config.memory_limit < budget.host.bytes) {
-    budget.host = {config.memory_limit, "(memory_limit)"};
-  }
+  // --memory-limit is what the user plans on, more or less than MemAvailable (which leaves out
+  // memory the kernel may not give back, and knows nothing of what else will start).
+  if (config.memory_limit > 0) budget.host = {config.memory_limit, "(--memory-limit)"};
   int layers = on_gpu ? placement.gpu_layers : 0;
   bool fitted = false;
   if (on_gpu) {
     std::size_t free = 0, total = 0;
     ggml_backend_dev_memory(placement.gpu, &free, &total);
     if (config.gpu_memory_limit > 0 && config.gpu_memory_limit < free) {
-      free = config.gpu_memory_limit;
+      free = config.gpu_memory_limit;  // a GPU shared with another process
     }
     budget.device = placement.info.name;
     budget.device_free = free;
@@ -64,8 +65,8 @@ MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::Opened
       const int n_layer = static_cast<int>(
           gguf::GgufFile(opened.backbone.gguf).get_uint(arch + "block_count").value_or(0));
       fitted = true;
-      layers = fit_gpu_layers(n_layer, free,
-                              [&](int l) { return measure_engine_memory(config, opened, true, l); });
+      layers = fit_gpu_layers(
+          n_layer, free, [&](int l) { return measure_engine_memory(config, opened, true, l); });
     }
   }
   MemoryRequest request;
@@ -73,7 +74,8 @@ MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::Opened
   request.max_vision_memory = config.max_vision_memory;
   request.parallel = config.backbone.parallel;
   request.context_size = config.backbone.context_size;
-  MemoryPlan plan = plan_memory(measure_engine_memory(config, opened, on_gpu, layers), budget, request);
+  MemoryPlan plan =
+      plan_memory(measure_engine_memory(config, opened, on_gpu, layers), budget, request);
   plan.gpu_layers = layers;
   plan.fitted = fitted;
   return plan;

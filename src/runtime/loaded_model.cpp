@@ -5,11 +5,11 @@
 #include "artifact/backbone_loader.hpp"
 #include "artifact/open_model.hpp"
 #include "artifact/reference.hpp"
-#include "runtime/engine_memory.hpp"
 #include "decision/confidence.hpp"
 #include "device/cpu_path.hpp"
 #include "head/head_weights.hpp"
 #include "record/llama_vocab.hpp"
+#include "runtime/engine_memory.hpp"
 #include "util/error.hpp"
 
 namespace clef::runtime {
@@ -135,7 +135,9 @@ std::string LoadedModel::sequence_memory() const {
   std::string plan;
   for (const std::string& line : memory.lines) plan += "; " + line;
   return "parallel " + std::to_string(n) + " x context " + std::to_string(backbone.context_size()) +
-         ": " + backbone::describe_sequence_memory(backbone.sequence_memory(), n) + plan;
+         " (--parallel, --context-size): " +
+         backbone::describe_sequence_memory(backbone.sequence_memory(), n) +
+         (plan.empty() ? "" : "; plan: " + plan.substr(2));
 }
 
 std::string LoadedModel::placement_text() const {

@@ -63,16 +63,21 @@ MemoryPlan plan_memory(const MemoryNeeds& needs, const MemoryBudget& budget,
     plan.lines.push_back(line);
     if (device > budget.device_free) {
       throw invalid_request("the model does not fit " + budget.device + ": " + plan.text() +
-                                ". Lower gpu_layers (or leave it auto), context_size or parallel.",
+                                ". Lower --gpu-layers (or leave it auto), --context-size or "
+                                "--parallel, or run on the CPU (--device cpu).",
                             "gpu_layers");
     }
     device_left = budget.device_free - device;
   }
   if (host > budget.host.bytes) {
-    throw invalid_request("the model does not fit this machine's memory: " + plan.text() +
-                              ". Lower context_size or parallel, take a smaller quantization, or "
-                              "run on a machine with more memory.",
-                          "context_size");
+    throw invalid_request(
+        std::string("the model does not fit ") +
+            (budget.host.source == "(--memory-limit)" ? "--memory-limit"
+                                                      : "this machine's memory") +
+            ": " + plan.text() +
+            ". Lower --context-size or --parallel, take a smaller quantization, or give it more "
+            "memory.",
+        "context_size");
   }
   std::uint64_t left = budget.host.bytes - host;
 
@@ -83,7 +88,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs, const MemoryBudget& budget,
     const std::string where = needs.head_and_tower_on_device ? budget.device : "the host";
     if (request.max_vision_memory > 0) {
       if (request.max_vision_memory > room) {
-        throw invalid_request("max_vision_memory " + human_bytes(request.max_vision_memory) +
+        throw invalid_request("--max-vision-memory " + human_bytes(request.max_vision_memory) +
                                   " is more than " + where + " has left (" + human_bytes(room) +
                                   "): " + plan.text(),
                               "max_vision_memory");
@@ -95,13 +100,17 @@ MemoryPlan plan_memory(const MemoryNeeds& needs, const MemoryBudget& budget,
     if (!needs.head_and_tower_on_device) host_vision = plan.vision_memory;
   }
   left -= host_vision;
+  const std::string vision_share = host_vision > 0
+                                       ? " after " + human_bytes(host_vision) +
+                                             " for one image's vision compute (--max-vision-memory)"
+                                       : "";
 
   if (request.state_cache_mb > 0) {
     const std::uint64_t asked = static_cast<std::uint64_t>(request.state_cache_mb) << 20;
     if (asked > left) {
-      throw invalid_request("state_cache_mb " + std::to_string(request.state_cache_mb) + " (" +
+      throw invalid_request("--state-cache-mb " + std::to_string(request.state_cache_mb) + " (" +
                                 human_bytes(asked) + ") is more than the host has left (" +
-                                human_bytes(left) + "): " + plan.text(),
+                                human_bytes(left) + vision_share + "): " + plan.text(),
                             "state_cache_mb");
     }
     plan.state_cache = asked;

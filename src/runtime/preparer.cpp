@@ -8,6 +8,7 @@
 #include "cache/state_cache.hpp"
 #include "request/parse.hpp"
 #include "runtime/image_inputs.hpp"
+#include "util/byte_size.hpp"
 #include "util/elapsed.hpp"
 #include "util/error.hpp"
 #include "vision/tower_memory.hpp"
@@ -19,12 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 using util::ms_since;
-
-std::string gib(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
-  return text;
-}
 
 /// A question whose id is "" and that has no instructions renders to no tokens (the
 /// reference encodes it so, then averages an empty span: NaN logits). Refused with a 400
@@ -234,18 +229,18 @@ void Preparer::check_image_costs(const std::vector<RequestImage>& images,
     const std::uint64_t bytes =
         vision::tower_compute_bytes(g, model_.tower->info(), model_.tower->flash_attention());
     if (bytes > model_.vision_memory) {
-      throw Error(ErrorKind::payload_too_large, "image_too_large",
-                  image.param + " is " + size + ": the vision tower would need about " +
-                      gib(bytes) + " of memory for it, over the " + gib(model_.vision_memory) +
-                      " this server allows (--max-vision-memory" +
-                      (model_.config.max_vision_memory == 0
-                           ? "; by default what the memory plan leaves" +
-                                 (model_.placement.gpu != nullptr
-                                      ? " on " + model_.placement.info.name
-                                      : std::string())
-                           : std::string()) +
-                      "); send a smaller image",
-                  image.param);
+      throw Error(
+          ErrorKind::payload_too_large, "image_too_large",
+          image.param + " is " + size + ": the vision tower would need about " +
+              util::human_bytes(bytes) + " of memory for it, over the " +
+              util::human_bytes(model_.vision_memory) + " this server allows (--max-vision-memory" +
+              (model_.config.max_vision_memory == 0
+                   ? "; by default what the memory plan leaves" +
+                         (model_.placement.gpu != nullptr ? " on " + model_.placement.info.name
+                                                          : std::string())
+                   : std::string()) +
+              "); send a smaller image",
+          image.param);
     }
   }
   if (model_.config.max_request_image_tokens > 0 &&

@@ -8,6 +8,7 @@
 
 #include "server/http_server.hpp"
 #include "server/server_log.hpp"
+#include "util/byte_size.hpp"
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -131,12 +132,12 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                std::to_string(model ? model->load_seconds : 0.0) + " s");
       if (model && !model->placement.empty()) events.event("info", "device: " + model->placement);
       if (model && !model->sequence_memory.empty()) {
-        events.event("info", "memory: " + model->sequence_memory + " (--parallel)");
+        events.event("info", "memory: " + model->sequence_memory);
       }
       const std::uint64_t cache = server->state_cache_budget();
       events.event("info", cache == 0 ? std::string("state cache off")
-                                      : "state cache up to " + std::to_string(cache >> 20) +
-                                            " MiB (--state-cache-mb)");
+                                      : "state cache up to " + util::human_bytes(cache) +
+                                            " (--state-cache-mb)");
       if (model && !model->answers.calibration.empty()) {
         events.event("info", "calibration active: " + model->answers.calibration +
                                  " (answers differ from the reference's by design)");

@@ -59,11 +59,27 @@ MmprojInfo read_mmproj_info(const std::string& path) {
     throw model_error("mmproj '" + path + "' has no vision encoder");
   }
   MmprojInfo info;
-  info.projector_type =
-      str_or(k, "clip.vision.projector_type", str_or(k, "clip.projector_type", ""));
+  // In clip.cpp's order (clip_model_loader): the default key, then the vision one when it is
+  // absent or empty. The other way round, a file with both would be refused by one reader and
+  // loaded by the other.
+  info.projector_type = str_or(k, "clip.projector_type", "");
+  if (info.projector_type.empty())
+    info.projector_type = str_or(k, "clip.vision.projector_type", "");
   if (info.projector_type != "qwen3vl_merger") {
     throw model_error("mmproj '" + path + "' has projector type '" + info.projector_type +
                       "'; clef needs a qwen3vl_merger (Qwen3.5 vision) projector");
+  }
+  // clip's loader takes these as optional and its qwen3vl graph asserts on them at the first
+  // image (an abort of the whole server): check them now.
+  for (const char* needed : {"v.patch_embd.bias", "v.position_embd.weight"}) {
+    if (gguf_find_tensor(k, needed) < 0) {
+      throw model_error("mmproj '" + path + "' has no tensor " + needed +
+                        ", which a qwen3vl_merger vision tower needs");
+    }
+  }
+  if (gguf_find_tensor(k, "v.class_embd") >= 0) {
+    throw model_error("mmproj '" + path +
+                      "' has a v.class_embd tensor, which a qwen3vl_merger vision tower has not");
   }
   std::uint32_t v = 0;
   if (!u32(k, "clip.vision.patch_size", v) || v == 0) {

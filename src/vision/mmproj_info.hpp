@@ -10,7 +10,8 @@ namespace clef::vision {
 
 /// Preprocessing settings of an mmproj (llama.cpp tools/mtmd/clip-impl.h keys).
 struct MmprojInfo {
-  std::string projector_type;  ///< clip.vision.projector_type or clip.projector_type
+  std::string
+      projector_type;  ///< clip.projector_type, else clip.vision.projector_type (clip's order)
   /// patch_size from clip.vision.patch_size, merge_size from clip.vision.spatial_merge_size
   /// (default 2), min/max pixels from clip.vision.image_min_pixels / image_max_pixels when the file
   /// has them, else the reference processor's 65,536 / 16,777,216 (llama.cpp ignores these keys
@@ -27,7 +28,9 @@ struct MmprojInfo {
 };
 
 /// Reads `path`'s metadata (no tensor data). Throws clef::Error (model_error) when the file is not
-/// a readable GGUF, has no vision encoder, or its projector is not qwen3vl_merger.
+/// a readable GGUF, has no vision encoder, its projector is not qwen3vl_merger, or it lacks a
+/// tensor the qwen3vl graph asserts on (v.patch_embd.bias, v.position_embd.weight) or has
+/// v.class_embd.
 MmprojInfo read_mmproj_info(const std::string& path);
 
 }  // namespace clef::vision

@@ -203,8 +203,7 @@ TEST(GpuEngine, AutoLayersOffloadWhatFitsTheGpuAndSaySo) {
   rt::EngineConfig c = on("auto");
   c.backbone.gpu_layers = clef::backbone::kAutoGpuLayers;
   const clef::artifact::OpenedModel opened =
-      clef::artifact::open_model({c.backbone_path, c.mmproj_path, c.head_path,
-                                  c.head_config_path});
+      clef::artifact::open_model({c.backbone_path, c.mmproj_path, c.head_path, c.head_config_path});
   const std::uint64_t all = rt::device_need(rt::measure_engine_memory(c, opened, true, -1));
   const std::uint64_t one = rt::device_need(rt::measure_engine_memory(c, opened, true, 1));
   ASSERT_LT(one, all);

@@ -13,8 +13,8 @@
 #include "json/parse.hpp"
 #include "runtime/decider.hpp"
 #include "runtime/engine.hpp"
-#include "runtime/engine_memory.hpp"
 #include "runtime/engine_config.hpp"
+#include "runtime/engine_memory.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 
@@ -182,8 +182,8 @@ rt::EngineConfig tiny_config() {
 
 TEST(EngineMemoryPlan, MeasuresTheBackboneAsLlamaCppWillAllocateIt) {
   rt::EngineConfig c = tiny_config();
-  const clef::artifact::OpenedModel opened = clef::artifact::open_model(
-      {c.backbone_path, c.mmproj_path, c.head_path, c.head_config_path});
+  const clef::artifact::OpenedModel opened =
+      clef::artifact::open_model({c.backbone_path, c.mmproj_path, c.head_path, c.head_config_path});
   const rt::MemoryNeeds needs = rt::measure_engine_memory(c, opened, false, 0);
   std::uint64_t tensors = 0;
   for (const auto& t : clef::gguf::GgufFile(c.backbone_path, true).tensors()) tensors += t.bytes;
@@ -214,7 +214,7 @@ TEST(EngineMemoryPlan, AModelOverTheMemoryLimitIsRefusedBeforeItsWeightsLoad) {
     FAIL() << "an engine over its memory limit";
   } catch (const Error& e) {
     EXPECT_EQ(e.param(), "context_size");
-    EXPECT_NE(std::string(e.what()).find("of 64.00 MiB (memory_limit)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("of 64.00 MiB (--memory-limit)"), std::string::npos)
         << e.what();
   }
 }
@@ -227,7 +227,7 @@ TEST(EngineMemoryPlan, SizesTheStateCacheToWhatIsLeft) {
   EXPECT_GT(budget, 0u);
   EXPECT_LT(budget, 200 * MiB) << "700 MiB less the reserve, the model and half for images";
   const std::string memory = engine->sequence_memory();
-  EXPECT_NE(memory.find("of 700.00 MiB (memory_limit)"), std::string::npos) << memory;
+  EXPECT_NE(memory.find("of 700.00 MiB (--memory-limit)"), std::string::npos) << memory;
   c.state_cache_mb = 4096;
   EXPECT_THROW(rt::make_engine(c), Error) << "an explicit state cache over what is left";
 }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "util/error.hpp"
 #include "vision/decode.hpp"
 #include "vision/grid.hpp"
+#include "vision/mmproj_info.hpp"
 #include "vision/patches.hpp"
 #include "vision/processor.hpp"
 #include "vision/resample.hpp"
@@ -210,8 +212,9 @@ struct GgmlFree {
   void operator()(ggml_context* c) const { ggml_free(c); }
 };
 
-/// A copy of the tiny mmproj with CLIP's image mean/std, as some converted files have.
-std::filesystem::path clip_normalized_copy(const std::filesystem::path& dir) {
+/// A copy of the tiny mmproj named `name` in `dir`, its metadata changed by `edit`.
+std::filesystem::path mmproj_copy(const std::filesystem::path& dir, const std::string& name,
+                                  const std::function<void(gguf_context*)>& edit) {
   ggml_context* meta = nullptr;
   gguf_init_params params{};
   params.no_alloc = false;
@@ -225,15 +228,73 @@ std::filesystem::path clip_normalized_copy(const std::filesystem::path& dir) {
   for (std::int64_t i = 0; i < gguf_get_n_tensors(src.get()); ++i) {
     gguf_add_tensor(copy.get(), ggml_get_tensor(meta, gguf_get_tensor_name(src.get(), i)));
   }
-  const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
-  const float sd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
-  gguf_set_arr_data(copy.get(), "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
-  gguf_set_arr_data(copy.get(), "clip.vision.image_std", GGUF_TYPE_FLOAT32, sd, 3);
-  const auto out = dir / "mmproj-clip-norm.gguf";
+  edit(copy.get());
+  const auto out = dir / name;
   if (!gguf_write_to_file(copy.get(), out.string().c_str(), false)) {
     throw std::runtime_error("cannot write " + out.string());
   }
   return out;
+}
+
+/// A copy of the tiny mmproj with CLIP's image mean/std, as some converted files have.
+std::filesystem::path clip_normalized_copy(const std::filesystem::path& dir) {
+  return mmproj_copy(dir, "mmproj-clip-norm.gguf", [](gguf_context* g) {
+    const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    const float sd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    gguf_set_arr_data(g, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+    gguf_set_arr_data(g, "clip.vision.image_std", GGUF_TYPE_FLOAT32, sd, 3);
+  });
+}
+
+/// The projector type is read in clip.cpp's order, as `clef info` reads it (issue 43: the two
+/// readers tried the keys in opposite orders, so a file with both was refused by one and loaded
+/// by the other).
+TEST(VisionTower, ReadsTheProjectorTypeInClipsOrder) {
+  clef::test::TempDir tmp;
+  const auto clip_key_first = mmproj_copy(tmp.path(), "a.gguf", [](gguf_context* g) {
+    gguf_set_val_str(g, "clip.projector_type", "qwen3vl_merger");
+    gguf_set_val_str(g, "clip.vision.projector_type", "resampler");
+  });
+  EXPECT_EQ(clef::vision::read_mmproj_info(clip_key_first.string()).projector_type,
+            "qwen3vl_merger");
+  EXPECT_NO_THROW(VisionTower(clip_key_first.string(), kTinyEmbd));
+  const auto other_first = mmproj_copy(tmp.path(), "b.gguf", [](gguf_context* g) {
+    gguf_set_val_str(g, "clip.projector_type", "resampler");
+    gguf_set_val_str(g, "clip.vision.projector_type", "qwen3vl_merger");
+  });
+  EXPECT_THROW(clef::vision::read_mmproj_info(other_first.string()), Error);
+}
+
+/// A tensor clip's loader takes as optional but its qwen3vl graph asserts on (renamed in the
+/// header, as a bad-input run did) is refused when the tower is made, not by an abort of the
+/// server at its first image.
+TEST(VisionTower, RefusesAnMmprojWithoutATensorTheGraphAssertsOn) {
+  clef::test::TempDir tmp;
+  ggml_context* meta = nullptr;
+  gguf_init_params params{};
+  params.no_alloc = false;
+  params.ctx = &meta;
+  const std::unique_ptr<gguf_context, GgufFree> src(
+      gguf_init_from_file(clef::test::tiny_model().mmproj.string().c_str(), params));
+  const std::unique_ptr<ggml_context, GgmlFree> tensors(meta);
+  ASSERT_TRUE(src);
+  const std::unique_ptr<gguf_context, GgufFree> copy(gguf_init_empty());
+  gguf_set_kv(copy.get(), src.get());
+  for (std::int64_t i = 0; i < gguf_get_n_tensors(src.get()); ++i) {
+    ggml_tensor* t = ggml_get_tensor(meta, gguf_get_tensor_name(src.get(), i));
+    if (std::string(ggml_get_name(t)) == "v.position_embd.weight") {
+      ggml_set_name(t, "v.position_embx.weight");
+    }
+    gguf_add_tensor(copy.get(), t);
+  }
+  const auto path = tmp.path() / "no-position-embd.gguf";
+  ASSERT_TRUE(gguf_write_to_file(copy.get(), path.string().c_str(), false));
+  try {
+    VisionTower tower(path.string(), kTinyEmbd);
+    FAIL() << "a tower without position embeddings was made";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("v.position_embd.weight"), std::string::npos) << e.what();
+  }
 }
 
 TEST(VisionTower, OtherMeanAndStdAreWarnedAboutAndReplacedUnlessInsistedOn) {
