@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "backbone/backbone.hpp"
@@ -198,6 +199,13 @@ class Engine final : public Decider {
       sequences_.give_back(seq);
       throw;
     }
+    if (kv_poisoned_ && sequences_.all_free_but(seq)) {
+      // A record gave non-finite hidden states (complete()): its KV cells still hold them, and
+      // llama.cpp's masked attention (a score + -inf) does not hide a NaN from the next record on
+      // that sequence. A fresh context, once no other record holds memory in this one.
+      model_.backbone.release_compute_memory();
+      kv_poisoned_ = false;
+    }
     p->t0 = Clock::now();
     const record::Record& rec = prepared.record;
     p->cancelled = prepared.cancellation.as_check();
@@ -356,11 +364,25 @@ class Engine final : public Decider {
     out.timings.paused_ms = p.paused_ms;
     out.cached_tokens = p.hit.tokens;
 
+    const auto finite = [](float v) { return std::isfinite(v); };
+    if (!std::all_of(hidden.data.begin(), hidden.data.end(), finite)) {
+      kv_poisoned_ = true;
+      throw Error(ErrorKind::internal, "non_finite_hidden_states",
+                  "the backbone gave non-finite hidden states for this record (a corrupt weight in "
+                  "the backbone or the mmproj?); no answer is given");
+    }
     const auto t2 = Clock::now();
     const HeadInputs inputs = make_head_inputs(rec, model_.lexical);
     const auto logits =
         model_.head.forward(hidden.data, hidden.rows, inputs.questions, inputs.lexical);
     out.timings.head_ms = ms_since(t2);
+    for (const auto& question : logits) {
+      if (!std::all_of(question.begin(), question.end(), finite)) {
+        throw Error(ErrorKind::internal, "non_finite_logits",
+                    "the joint schema head gave non-finite logits (a corrupt head weight?); no "
+                    "answer is given");
+      }
+    }
 
     out.input_tokens = prepared.input_tokens();
     out.truncated_tokens = static_cast<int>(rec.state_tokens_cut);
@@ -442,6 +464,9 @@ class Engine final : public Decider {
   Preparer preparer_;             ///< over model_; image digests when cache_ is on
   SequenceSlots sequences_;       ///< the backbone sequences (parallel()) and who holds them
   bool release_pending_ = false;  ///< a large image ran since the last idle()
+  /// A record gave non-finite hidden states: the context is made anew before the next record
+  /// that starts while no other holds memory (start_decision).
+  bool kv_poisoned_ = false;
 };
 
 }  // namespace

@@ -31,6 +31,14 @@ class SequenceSlots {
                 "all " + std::to_string(states_.size()) + " sequences are in use");
   }
 
+  /// Every sequence but `seq` is free.
+  bool all_free_but(int seq) const noexcept {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (static_cast<int>(i) != seq && states_[i] == State::held) return false;
+    }
+    return true;
+  }
+
   /// Frees `seq` (one out of range, or free already, changes nothing).
   void give_back(int seq) noexcept {
     if (seq >= 0 && static_cast<std::size_t>(seq) < states_.size()) {

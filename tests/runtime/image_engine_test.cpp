@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backbone/backbone.hpp"
+#include "gguf.h"
 #include "json/parse.hpp"
 #include "json/render.hpp"
 #include "record/encode.hpp"
@@ -339,6 +342,58 @@ TEST(ImageHiddenStates, APixelRegionChangesItsImageTokensRowsAndNothingBefore) {
   for (int t = 0; t < first; ++t) ASSERT_EQ(row_diff(t), 0.0) << "row " << t;
   EXPECT_GT(row_diff(first + k), 1e-4) << "the changed image token's row";
   EXPECT_GT(row_diff(ha.rows - 1), 0.0) << "the record's last row sees the image";
+}
+
+/// The tiny mmproj with every value of its output bias NaN (a corrupt file, as a bad-input run
+/// made one), written into `dir`.
+std::filesystem::path nan_mmproj(const std::filesystem::path& dir) {
+  ggml_context* meta = nullptr;
+  gguf_init_params params{};
+  params.no_alloc = false;
+  params.ctx = &meta;
+  gguf_context* src = gguf_init_from_file(clef::test::tiny_model().mmproj.string().c_str(), params);
+  EXPECT_NE(src, nullptr);
+  gguf_context* copy = gguf_init_empty();
+  gguf_set_kv(copy, src);
+  for (std::int64_t i = 0; i < gguf_get_n_tensors(src); ++i) {
+    ggml_tensor* t = ggml_get_tensor(meta, gguf_get_tensor_name(src, i));
+    if (std::string(ggml_get_name(t)) == "mm.2.bias") {
+      float* v = static_cast<float*>(t->data);
+      for (std::int64_t j = 0; j < ggml_nelements(t); ++j) v[j] = std::nanf("");
+    }
+    gguf_add_tensor(copy, t);
+  }
+  const auto out = dir / "nan-mmproj.gguf";
+  EXPECT_TRUE(gguf_write_to_file(copy, out.string().c_str(), false));
+  gguf_free(copy);
+  gguf_free(src);
+  ggml_free(meta);
+  return out;
+}
+
+/// A record whose hidden states are not finite (NaN mmproj weights) is a clear 500, never a body
+/// with NaN in it (not JSON), and the shorter text records after it keep a fresh engine's bytes:
+/// its KV cells held NaN, which llama.cpp's attention mask (a score + -inf) does not hide, and
+/// every later record on that sequence answered NaN.
+TEST(ImageEngineCorruptWeights, ANonFiniteRecordIsA500AndLeavesNothingBehind) {
+  clef::test::TempDir tmp;
+  rt::EngineConfig c = tiny_config();
+  c.mmproj_path = nan_mmproj(tmp.path()).string();
+  c.state_cache_mb = 0;
+  auto engine = rt::make_engine(c);
+  const Value text = clef::json::parse(kCard);
+  const std::string expected = rt::make_engine(tiny_config(false))->decide(text).body;
+  EXPECT_EQ(engine->decide(text).body, expected);
+  for (int round = 0; round < 2; ++round) {
+    try {
+      engine->decide(with_images({uri(kGauge)}));
+      ADD_FAILURE() << "a non-finite record was answered";
+    } catch (const clef::Error& e) {
+      EXPECT_EQ(e.status(), 500) << e.what();
+      EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(engine->decide(text).body, expected) << "round " << round;
+  }
 }
 
 TEST_F(ImageEngineTest, RefusalsAreClear4xxErrors) {
