@@ -8,6 +8,7 @@
 #include "backbone/memory_measure.hpp"
 #include "device/device.hpp"
 #include "gguf/gguf_file.hpp"
+#include "util/error.hpp"
 #include "util/physical_memory.hpp"
 
 namespace clef::runtime {
@@ -27,8 +28,14 @@ MemoryNeeds measure_engine_memory(const EngineConfig& config, const artifact::Op
     needs.head += tensor.values.size() * sizeof(float);
   }
   if (!config.mmproj_path.empty()) {
-    for (const gguf::TensorRef& t : gguf::GgufFile(config.mmproj_path).tensors()) {
-      needs.tower += t.bytes;
+    try {
+      // Every tensor's data within the file: the tower reads its weights only at the first
+      // image, so a truncated download is refused here, at start.
+      for (const gguf::TensorRef& t : gguf::GgufFile(config.mmproj_path).tensors()) {
+        needs.tower += t.bytes;
+      }
+    } catch (const Error& e) {
+      throw model_error(std::string("cannot load the vision tower: ") + e.what());
     }
   }
   needs.hidden_rows = static_cast<std::uint64_t>(params.parallel) *

@@ -135,9 +135,8 @@ std::string LoadedModel::sequence_memory() const {
   std::string plan;
   for (const std::string& line : memory.lines) plan += "; " + line;
   return "parallel " + std::to_string(n) + " x context " + std::to_string(backbone.context_size()) +
-         " (--parallel, --context-size): " +
-         backbone::describe_sequence_memory(backbone.sequence_memory(), n) +
-         (plan.empty() ? "" : "; plan: " + plan.substr(2));
+         ": " + backbone::describe_sequence_memory(backbone.sequence_memory(), n) +
+         " (--parallel, --context-size)" + (plan.empty() ? "" : "; plan: " + plan.substr(2));
 }
 
 std::string LoadedModel::placement_text() const {
