@@ -212,9 +212,11 @@ struct GgmlFree {
   void operator()(ggml_context* c) const { ggml_free(c); }
 };
 
-/// A copy of the tiny mmproj named `name` in `dir`, its metadata changed by `edit`.
+/// A copy of the tiny mmproj named `name` in `dir`, its metadata changed by `edit` and each
+/// tensor (name, data) by `edit_tensor` before it is added.
 std::filesystem::path mmproj_copy(const std::filesystem::path& dir, const std::string& name,
-                                  const std::function<void(gguf_context*)>& edit) {
+                                  const std::function<void(gguf_context*)>& edit,
+                                  const std::function<void(ggml_tensor*)>& edit_tensor = {}) {
   ggml_context* meta = nullptr;
   gguf_init_params params{};
   params.no_alloc = false;
@@ -226,7 +228,9 @@ std::filesystem::path mmproj_copy(const std::filesystem::path& dir, const std::s
   const std::unique_ptr<gguf_context, GgufFree> copy(gguf_init_empty());
   gguf_set_kv(copy.get(), src.get());
   for (std::int64_t i = 0; i < gguf_get_n_tensors(src.get()); ++i) {
-    gguf_add_tensor(copy.get(), ggml_get_tensor(meta, gguf_get_tensor_name(src.get(), i)));
+    ggml_tensor* t = ggml_get_tensor(meta, gguf_get_tensor_name(src.get(), i));
+    if (edit_tensor) edit_tensor(t);
+    gguf_add_tensor(copy.get(), t);
   }
   edit(copy.get());
   const auto out = dir / name;
@@ -270,25 +274,13 @@ TEST(VisionTower, ReadsTheProjectorTypeInClipsOrder) {
 /// server at its first image.
 TEST(VisionTower, RefusesAnMmprojWithoutATensorTheGraphAssertsOn) {
   clef::test::TempDir tmp;
-  ggml_context* meta = nullptr;
-  gguf_init_params params{};
-  params.no_alloc = false;
-  params.ctx = &meta;
-  const std::unique_ptr<gguf_context, GgufFree> src(
-      gguf_init_from_file(clef::test::tiny_model().mmproj.string().c_str(), params));
-  const std::unique_ptr<ggml_context, GgmlFree> tensors(meta);
-  ASSERT_TRUE(src);
-  const std::unique_ptr<gguf_context, GgufFree> copy(gguf_init_empty());
-  gguf_set_kv(copy.get(), src.get());
-  for (std::int64_t i = 0; i < gguf_get_n_tensors(src.get()); ++i) {
-    ggml_tensor* t = ggml_get_tensor(meta, gguf_get_tensor_name(src.get(), i));
-    if (std::string(ggml_get_name(t)) == "v.position_embd.weight") {
-      ggml_set_name(t, "v.position_embx.weight");
-    }
-    gguf_add_tensor(copy.get(), t);
-  }
-  const auto path = tmp.path() / "no-position-embd.gguf";
-  ASSERT_TRUE(gguf_write_to_file(copy.get(), path.string().c_str(), false));
+  const auto path = mmproj_copy(
+      tmp.path(), "no-position-embd.gguf", [](gguf_context*) {},
+      [](ggml_tensor* t) {
+        if (std::string(ggml_get_name(t)) == "v.position_embd.weight") {
+          ggml_set_name(t, "v.position_embx.weight");
+        }
+      });
   try {
     VisionTower tower(path.string(), kTinyEmbd);
     FAIL() << "a tower without position embeddings was made";
