@@ -71,10 +71,12 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
     if (placement.gpu != nullptr) {
       std::cout << ": backbone "
                 << (params.gpu_layers == backbone::kAutoGpuLayers
-                        ? std::string("as many as fit its free memory (auto)")
-                    : placement.gpu_layers < 0 ? std::string("all")
-                                               : std::to_string(placement.gpu_layers))
-                << " layers, vision tower, joint schema head (the CPU for any of its ops the GPU "
+                        ? std::string("layers as many as fit its free memory (auto; the serve "
+                                      "log's device line says how many)")
+                    : placement.gpu_layers < 0
+                        ? std::string("all layers")
+                        : "up to " + std::to_string(placement.gpu_layers) + " layers")
+                << ", vision tower, joint schema head (the CPU for any of its ops the GPU "
                    "lacks)";
     }
     std::cout << "\n";
