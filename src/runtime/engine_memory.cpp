@@ -49,7 +49,7 @@ MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::Opened
   backbone::validate(config.backbone);  // ranges first: llama.cpp's own errors are less clear
   const device::Placement placement =
       device::resolve(config.backbone.device, config.backbone.gpu_layers);
-  const bool on_gpu = placement.gpu != nullptr;
+  bool on_gpu = placement.gpu != nullptr;
   MemoryBudget budget;
   budget.physical = util::physical_memory_bytes();
   budget.host = util::available_host_memory();
@@ -74,6 +74,13 @@ MemoryPlan plan_engine_memory(const EngineConfig& config, const artifact::Opened
       fitted = true;
       layers = fit_gpu_layers(
           n_layer, free, [&](int l) { return measure_engine_memory(config, opened, true, l); });
+      if (layers == 0) {
+        // Not one layer fits: everything runs on the CPU (device::resolve places the tower and
+        // the head with the backbone), and the plan is the CPU's.
+        on_gpu = false;
+        budget.device.clear();
+        budget.device_free = 0;
+      }
     }
   }
   MemoryRequest request;

@@ -143,7 +143,10 @@ std::string LoadedModel::placement_text() const {
   if (placement.gpu == nullptr) {
     const int threads = backbone::resolved_threads(config.backbone);
     return "CPU, " + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
-           device::describe_cpu_path(config.backbone.weight_repacking);
+           device::describe_cpu_path(config.backbone.weight_repacking) +
+           (memory.fitted ? " (--gpu-layers auto: not one backbone layer fits the GPU's free "
+                            "memory beside the vision tower and the head)"
+                          : "");
   }
   const int layers = backbone.n_layer();
   const int offloaded =

@@ -42,8 +42,8 @@ struct MemoryRequest {
 
 /// The outcome.
 struct MemoryPlan {
-  int gpu_layers = 0;               ///< backbone layers on the GPU (-1 all; 0 on the CPU)
-  bool fitted = false;              ///< gpu_layers was auto: fitted to the GPU's free memory
+  int gpu_layers = 0;   ///< backbone layers on the GPU (-1 all; 0 on the CPU)
+  bool fitted = false;  ///< gpu_layers was auto: fitted to the GPU's free memory (0: the CPU)
   std::uint64_t state_cache = 0;    ///< bytes the state cache may hold
   std::uint64_t vision_memory = 0;  ///< bytes one image's vision compute may take (0: no tower)
   std::vector<std::string> lines;   ///< the arithmetic, for the log and for refusals

@@ -214,6 +214,16 @@ TEST(GpuEngine, AutoLayersOffloadWhatFitsTheGpuAndSaySo) {
   EXPECT_NE(placement.find("on the CPU: --gpu-layers auto"), std::string::npos) << placement;
   EXPECT_EQ(placement.find("backbone 0/"), std::string::npos) << placement;
   EXPECT_FALSE(engine->decide(request(10, kThirdQuestions)).body.empty());
+  // Under what the tower and the head need beside one layer: everything on the CPU, saying why
+  // (before, the plan counted the tower and head on the GPU while they ran on the CPU).
+  rt::EngineConfig none_fit = c;
+  none_fit.gpu_memory_limit = rt::device_need(rt::measure_engine_memory(c, opened, true, 0)) - 1;
+  auto on_cpu = rt::make_engine(none_fit);
+  EXPECT_EQ(on_cpu->placement().rfind("CPU, ", 0), 0u) << on_cpu->placement();
+  EXPECT_NE(on_cpu->placement().find("--gpu-layers auto"), std::string::npos)
+      << on_cpu->placement();
+  EXPECT_EQ(on_cpu->sequence_memory().find("Vulkan"), std::string::npos)
+      << "the plan is the CPU's: " << on_cpu->sequence_memory();
   rt::EngineConfig all_layers = c;
   all_layers.backbone.gpu_layers = -1;
   try {
