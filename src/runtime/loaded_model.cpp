@@ -102,7 +102,6 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
   config.backbone.gpu_layers = memory.gpu_layers;
   if (config.model_name.empty())
     config.model_name = artifact::served_model_id(opened.head.config());
-  vision_memory = memory.vision_memory;
   answer_options.confidence = decision::parse_confidence_kind(c.confidence);
   if (!c.calibration_path.empty()) {
     calibration = decision::load_calibration(c.calibration_path);
@@ -118,7 +117,7 @@ ServedLimits LoadedModel::limits() const {
   l.max_images = tower ? config.max_images : 0;
   l.max_image_tokens = config.max_image_tokens;
   l.max_request_image_tokens = config.max_request_image_tokens;
-  l.max_vision_memory = tower ? vision_memory : 0;
+  l.max_vision_memory = tower ? memory.vision_memory : 0;
   l.image_urls = tower && config.allow_image_urls;
   l.max_videos = tower ? config.max_videos : 0;
   l.max_video_frames = config.max_video_frames;

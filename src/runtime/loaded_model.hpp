@@ -63,7 +63,6 @@ struct LoadedModel {
   std::unique_ptr<vision::VisionTower> tower;        ///< null without an mmproj
   std::optional<decision::Calibration> calibration;  ///< --calibration, if given
   decision::AnswerOptions answer_options;            ///< points into calibration
-  std::uint64_t vision_memory = 0;                   ///< memory.vision_memory
 
  private:
   // `opened` is taken by value: the f32 head weights are freed once uploaded to the head's

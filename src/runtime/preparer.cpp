@@ -228,12 +228,13 @@ void Preparer::check_image_costs(const std::vector<RequestImage>& images,
     }
     const std::uint64_t bytes =
         vision::tower_compute_bytes(g, model_.tower->info(), model_.tower->flash_attention());
-    if (bytes > model_.vision_memory) {
+    if (bytes > model_.memory.vision_memory) {
       throw Error(
           ErrorKind::payload_too_large, "image_too_large",
           image.param + " is " + size + ": the vision tower would need about " +
               util::human_bytes(bytes) + " of memory for it, over the " +
-              util::human_bytes(model_.vision_memory) + " this server allows (--max-vision-memory" +
+              util::human_bytes(model_.memory.vision_memory) +
+              " this server allows (--max-vision-memory" +
               (model_.config.max_vision_memory == 0
                    ? "; by default what the memory plan leaves" +
                          (model_.placement.gpu != nullptr ? " on " + model_.placement.info.name
