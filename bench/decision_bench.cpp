@@ -68,10 +68,10 @@ fs::path model_dir() {
 /// it, and one plain llama context.
 struct Fixture {
   clef::runtime::EngineConfig config;
-  std::unique_ptr<clef::runtime::Decider> engine;
-  std::unique_ptr<clef::runtime::Decider> cached_engine;
+  clef::runtime::Engine engine;
+  clef::runtime::Engine cached_engine;
   /// The engine as `clef serve` makes it: the default state cache (a sixteenth of RAM).
-  std::unique_ptr<clef::runtime::Decider> default_engine;
+  clef::runtime::Engine default_engine;
   int default_engine_states = 0;  ///< states decided by default_engine so far
   std::unique_ptr<clef::backbone::Backbone> backbone;
   clef::backbone::LlamaContextPtr raw_ctx;
@@ -115,7 +115,7 @@ struct Fixture {
   }
 
   std::vector<std::int32_t> ids_of(const clef::json::Value& body) {
-    const clef::runtime::PreparedRequest prepared = engine->prepare(body);  // owns the ids
+    const clef::runtime::PreparedRequest prepared = engine.prepare(body);  // owns the ids
     const auto& ids = prepared.record.ids;
     return {ids.begin(), ids.end()};
   }
@@ -193,7 +193,7 @@ void BM_decision(benchmark::State& state) {
   std::size_t tokens = 0;
   double head_ms = 0;
   for (auto _ : state) {
-    const auto d = f.engine->decide(clef::json::parse(text));
+    const auto d = f.engine.decide(clef::json::parse(text));
     tokens = static_cast<std::size_t>(d.input_tokens);
     head_ms += d.timings.head_ms;
   }
@@ -231,7 +231,7 @@ void BM_decision_default(benchmark::State& state) {
     // A state never seen before, across repetitions too.
     const auto body = clef::json::parse(
         request_with_state(state.range(0), kCardQuestions, ++f.default_engine_states));
-    const auto d = f.default_engine->decide(body);
+    const auto d = f.default_engine.decide(body);
     tokens = static_cast<std::size_t>(d.input_tokens);
     if (d.cached_tokens > 32) state.SkipWithError("a new state was found in the cache");
   }
@@ -254,21 +254,21 @@ void BM_new_questions_cold(benchmark::State& state) {
   const std::string text = request_with_state(kReuseWords, kFollowUpQuestions);
   std::size_t tokens = 0;
   for (auto _ : state)
-    tokens = static_cast<std::size_t>(f.engine->decide(clef::json::parse(text)).input_tokens);
+    tokens = static_cast<std::size_t>(f.engine.decide(clef::json::parse(text)).input_tokens);
   set_counters(state, tokens);
 }
 
 void BM_new_questions_warm(benchmark::State& state) {
   auto& f = fixture();
-  f.cached_engine->decide(clef::json::parse(request_with_state(kReuseWords)));  // caches the state
+  f.cached_engine.decide(clef::json::parse(request_with_state(kReuseWords)));  // caches the state
   const std::string text = request_with_state(kReuseWords, kFollowUpQuestions);
   std::size_t cached = 0;
   for (auto _ : state) {
-    const auto d = f.cached_engine->decide(clef::json::parse(text));
+    const auto d = f.cached_engine.decide(clef::json::parse(text));
     cached = static_cast<std::size_t>(d.cached_tokens);
   }
   state.counters["cached_tokens"] = static_cast<double>(cached);
-  const auto stats = f.cached_engine->state_cache_stats();
+  const auto stats = f.cached_engine.runner->state_cache_stats();
   state.counters["cache_MiB"] = static_cast<double>(stats.bytes) / (1 << 20);
 }
 

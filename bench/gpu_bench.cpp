@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -53,7 +54,7 @@ std::vector<int> int_list(const std::string& text) {
 
 /// A request whose record has about `tokens` tokens: the words solved from two measured points
 /// (the record is the questions' fixed tokens plus about the same tokens per word), then nudged.
-std::string body_with_tokens(clef::runtime::Decider& engine, int tokens, int variant = 0) {
+std::string body_with_tokens(const clef::runtime::Engine& engine, int tokens, int variant = 0) {
   auto count = [&](int words) {
     return engine
         .prepare(clef::json::parse(
@@ -179,8 +180,8 @@ int main(int argc, char** argv) {
   std::size_t free_before = 0;
   std::size_t total = 0;
   if (placement.gpu != nullptr) ggml_backend_dev_memory(placement.gpu, &free_before, &total);
-  auto engine = clef::runtime::make_engine(config);
-  std::printf("placement: %s\n", engine->placement().c_str());
+  std::optional<clef::runtime::Engine> engine(clef::runtime::make_engine(config));
+  std::printf("placement: %s\n", engine->served().placement.c_str());
 
   // llama.cpp's own context over the same file, on the same device, with its defaults.
   llama_model_params mp = llama_model_default_params();

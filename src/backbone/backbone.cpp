@@ -274,6 +274,10 @@ const llama_vocab* Backbone::vocab() const noexcept {
   return llama_model_get_vocab(model_.get());
 }
 
+std::shared_ptr<const llama_vocab> Backbone::shared_vocab() const {
+  return {model_, vocab()};  // the aliasing constructor: owns the model, points at its vocabulary
+}
+
 HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
                                      const Cancelled& cancelled) {
   return hidden_states(ids, {}, {}, cancelled);

@@ -13,112 +13,10 @@
 
 #include "backbone/backbone_params.hpp"
 #include "backbone/llama_handles.hpp"
+#include "backbone/memory_snapshot.hpp"
+#include "backbone/prefill_layout.hpp"
 
 namespace clef::backbone {
-
-/// The backbone memory of one sequence after its first `tokens` tokens: the attention KV of the
-/// full-attention layers and the conv / recurrent states of the Gated DeltaNet layers, as
-/// llama_state_seq_get_data writes them (bit-identical when set back: llama-probes.md section 3).
-struct MemorySnapshot {
-  int tokens = 0;
-  std::vector<std::uint8_t> data;
-  /// Only the Gated DeltaNet conv / recurrent states (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY): a
-  /// checkpoint taken on the way to a full snapshot of the same record, resumed on top of it.
-  bool partial = false;
-};
-
-/// Final-norm hidden states of a record: `rows` x `n_embd` floats, row-major (row t = token t).
-struct HiddenStates {
-  int rows = 0;
-  int n_embd = 0;
-  std::vector<float> data;
-  /// The memory after each PrefillOptions::snapshot_at point, in that order.
-  std::vector<MemorySnapshot> snapshots;
-  /// The recurrent states after each PrefillOptions::checkpoint_at point (partial), in that order.
-  std::vector<MemorySnapshot> checkpoints;
-  /// The latest progress snapshot (PrefillOptions::progress_every) of a prefill that did not
-  /// finish: what a cancelled prefill leaves to resume from. Empty (tokens 0) otherwise.
-  MemorySnapshot progress;
-
-  std::span<const float> row(int t) const {
-    return {data.data() + static_cast<std::size_t>(t) * n_embd, static_cast<std::size_t>(n_embd)};
-  }
-};
-
-/// One token's M-RoPE position on libllama's four sections (t, h, w, z). A text token has the
-/// same value on all four (libllama broadcasts a token batch's one position); an image token
-/// has (q, q + row, q + column, 0) (contract section 4, vision/mrope.hpp).
-struct RopePosition {
-  std::int32_t t = 0;
-  std::int32_t h = 0;
-  std::int32_t w = 0;
-  std::int32_t z = 0;
-  bool operator==(const RopePosition&) const = default;
-};
-
-/// A run of record tokens whose inputs are embedding rows (the vision tower's output) instead of
-/// the token ids' embeddings: tokens [first, first + n_tokens), rows n_tokens x n_embd, row-major.
-struct EmbeddingSpan {
-  int first = 0;
-  int n_tokens = 0;
-  std::span<const float> rows;
-};
-
-/// One llama_decode call of a prefill: tokens [start, start + n_tokens), either all token ids or
-/// all embedding rows (a llama_batch is one or the other).
-struct PrefillBatch {
-  int start = 0;
-  int n_tokens = 0;
-  bool embeddings = false;
-  bool operator==(const PrefillBatch&) const = default;
-};
-
-/// The llama_decode calls of a prefill of `total` tokens with the embedding runs `spans` (sorted,
-/// not overlapping, inside [0, total)): the record is split into segments at every span boundary
-/// and at every `cuts` position (sorted; 0, `total` and span boundaries among them change
-/// nothing), and each segment into chunks with chunk_length(segment length, offset in segment,
-/// chunk). The layout depends only on the record (total, spans, cuts) and the chunk size; no chunk
-/// is a 1-token tail of a longer segment. Without spans and cuts this is the text-only layout.
-/// Throws clef::Error (internal) for spans out of order, overlapping or out of range, and cuts out
-/// of order or range.
-std::vector<PrefillBatch> prefill_batches(int total, std::span<const EmbeddingSpan> spans,
-                                          int chunk, std::span<const int> cuts = {});
-
-/// llama_batch.pos for `batch` given every token's position: for a token batch one value per token
-/// (its t; libllama broadcasts it to the four sections, so a text token must have t == h == w ==
-/// z), for an embedding batch 4 * n_tokens values section-major, [t...][h...][w...][z...]
-/// (mtmd-helper-common.h set_position_mrope_2d). `positions` empty means plain positions
-/// 0..total-1. Throws clef::Error (internal) for a text token whose sections differ.
-std::vector<std::int32_t> batch_positions(const PrefillBatch& batch,
-                                          std::span<const RopePosition> positions);
-
-/// Rows a batch boundary is aligned to, so that repacked weights compute every row alike however
-/// a record is chunked. ggml's repacked GEMM (ggml-cpu/repack.cpp forward_mul_mat_one_chunk; the
-/// x86 kernels in arch/x86/repack.cpp take blocks of 16 rows, then of 4) sends a batch's last
-/// nr % 4 rows through GEMV, which rounds differently: a row's result depends on its place in its
-/// batch (measured on the small Q4_K_M model: a cut at token 34 moves the rows, one at 36 does
-/// not). With every batch but a record's last starting and ending at multiples of 16 (both block
-/// sizes), each row takes the path it takes in one pass.
-inline constexpr int kBatchRowAlignment = 16;
-
-/// Length of the prefill chunk that starts at token `start` of a `total`-token segment: `chunk`,
-/// except that the last two chunks become (chunk - 16, 17) instead of (chunk, 1) (a 1-token
-/// decode takes llama.cpp's single-token kernels; 16: kBatchRowAlignment, so a chunk size that is
-/// a multiple of 16 keeps every boundary on a multiple of 16), or (chunk - 1, 2) for chunks of 16
-/// or fewer. The layout depends only on (total, chunk), so a record always gives bit-identical
-/// hidden states.
-int chunk_length(int total, int start, int chunk);
-
-/// The longest piece of a prefill a scheduler steps while others may wait (Backbone::step's
-/// default), with flash attention off: a waiting request waits for at most one piece.
-/// A multiple of kBatchRowAlignment, so the rows are those of the record's own layout (measured:
-/// 256-token pieces cost ~4% of a 1,934-token prefill against 512, 128-token ones ~10%; shape-0.8b,
-/// docs/performance.md).
-inline constexpr int kPausablePiece = 256;
-
-/// Backbone::step's `most_tokens` for a prefill that runs alone and nothing waits for: each piece
-/// is a whole batch of the record's layout (the fewest llama_decode calls).
-inline constexpr int kWholeBatches = std::numeric_limits<int>::max();
 
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.
 using Cancelled = std::function<bool()>;
@@ -261,6 +159,9 @@ class Backbone {
   const llama_model* model() const noexcept { return model_.get(); }
   llama_model* model() noexcept { return model_.get(); }
   const llama_vocab* vocab() const noexcept;
+  /// The vocabulary, sharing ownership of the llama_model: it stays valid after the backbone
+  /// (and its context) are gone, for a tokenizer that outlives them (runtime::Preparer).
+  std::shared_ptr<const llama_vocab> shared_vocab() const;
 
   /// Runs one prefill over `ids` from a fresh state (KV cache and recurrent state cleared first)
   /// with plain positions 0..T-1, in chunks of params().chunk_tokens, and returns [T, n_embd].
@@ -371,7 +272,7 @@ class Backbone {
   void decode_pieces(std::span<Prefill* const> group, int n, const Cancelled& cancelled);
 
   BackboneParams params_;
-  LlamaModelPtr model_;
+  std::shared_ptr<llama_model> model_;  ///< shared with the tokenizer's users (shared_vocab)
   LlamaContextPtr ctx_;
   int n_embd_ = 0;
   bool mrope_ = false;  ///< the model uses (I)M-RoPE: four positions per embedding

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "backbone/backbone.hpp"
+#include "backbone/prefill_layout.hpp"
 #include "util/error.hpp"
 
 namespace clef::backbone {

@@ -189,7 +189,7 @@ Answer LocalSender::send(const BatchItem& item, int) {
   Answer a;
   std::lock_guard lock(mutex_);
   try {
-    const runtime::Decision d = decider_.decide(*item.request);
+    const runtime::Decision d = engine_.decide(*item.request);
     a.status = 200;
     a.body = d.body;
     a.input_tokens = d.input_tokens;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "batch/batch_input.hpp"
-#include "runtime/decider.hpp"
+#include "runtime/engine.hpp"
 
 namespace clef::batch {
 
@@ -72,11 +72,11 @@ class HttpSender : public Sender {
 /// Decides with a local engine, one request at a time (it owns one model).
 class LocalSender : public Sender {
  public:
-  explicit LocalSender(runtime::Decider& decider) : decider_(decider) {}
+  explicit LocalSender(runtime::Engine& engine) : engine_(engine) {}
   Answer send(const BatchItem& item, int worker) override;
 
  private:
-  runtime::Decider& decider_;
+  runtime::Engine& engine_;
   std::mutex mutex_;
 };
 

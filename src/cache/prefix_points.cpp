@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <span>
 
-#include "backbone/backbone.hpp"
+#include "backbone/prefill_layout.hpp"
 
 namespace clef::cache {
 

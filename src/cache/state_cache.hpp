@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backbone/backbone.hpp"
+#include "backbone/memory_snapshot.hpp"
 
 namespace clef::cache {
 

@@ -77,8 +77,8 @@ int run_ask(const AskOptions& options) {
   append_media(body, "videos", std::move(videos));
   auto engine = runtime::make_engine(config);
   // The server's path: prepare (validate, encode, images), then decide.
-  const runtime::PreparedRequest prepared = engine->prepare(body);
-  const runtime::Decision d = engine->decide(prepared);
+  const runtime::PreparedRequest prepared = engine.prepare(body);
+  const runtime::Decision d = engine.decide(prepared);
   if (options.engine.verbose) {
     std::cerr << "record: " << json::dumps_unsorted(runtime::record_trace(prepared)) << "\n";
     std::cerr << "timings (ms): tokenize " << d.timings.tokenize_ms << ", vision "
@@ -92,7 +92,7 @@ int run_ask(const AskOptions& options) {
     // Whose limit cut it: the request's own max_length / max_state_tokens (a reported input got
     // advice about --context-size that changed nothing), or the served context.
     const bool own_limit =
-        (req.max_length && *req.max_length < engine->context_size()) || req.max_state_tokens;
+        (req.max_length && *req.max_length < engine.served().context_size) || req.max_state_tokens;
     std::cerr << "clef: note: the state was cut to fit: its last "
               << prepared.record.state_tokens_cut << " tokens were dropped (the record holds "
               << prepared.record.input_tokens() << " tokens; "

@@ -54,7 +54,7 @@ int run_batch_command(BatchCommandOptions options) {
   if (options.resume) batch::drop_retryable_records(options.out);
   const std::set<int> done = options.resume ? batch::answered_lines(options.out) : std::set<int>{};
 
-  std::unique_ptr<runtime::Decider> engine;
+  std::optional<runtime::Engine> engine;
   std::unique_ptr<batch::Sender> sender;
   if (!options.endpoints.empty()) {
     sender = std::make_unique<batch::HttpSender>(options.endpoints, options.retries,

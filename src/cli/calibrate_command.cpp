@@ -46,7 +46,7 @@ int run_calibrate(CalibrateCommandOptions options) {
       if (done == total) std::cerr << "\n";
     };
   }
-  const eval::CalibrateResult result = eval::calibrate(*engine, data, options.fit);
+  const eval::CalibrateResult result = eval::calibrate(engine, data, options.fit);
   std::cout << eval::format_calibration_report(result);
   if (result.questions == 0) {
     std::cerr << "no labeled question could be used; nothing written\n";

@@ -140,12 +140,12 @@ int run_verify(const VerifyCommandOptions& options) {
     std::cerr << line;
   };
   if (!options.write_fixture.empty()) {
-    const std::size_t n = eval::record_fixture(*engine, fixture, vo, options.write_fixture);
+    const std::size_t n = eval::record_fixture(engine, fixture, vo, options.write_fixture);
     std::cout << "wrote " << n << " runs of this engine's readout to " << options.write_fixture
               << "\n";
     return 0;
   }
-  const eval::VerifyResult result = eval::verify(*engine, fixture, vo);
+  const eval::VerifyResult result = eval::verify(engine, fixture, vo);
   const eval::ParitySummary summary = eval::summarize(result.runs, options.bar);
   std::cout << eval::format_report(setup, result, summary, options.bar);
   if (!options.json_path.empty()) {

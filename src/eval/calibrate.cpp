@@ -93,7 +93,7 @@ CalibrateResult calibrate_samples(std::vector<LabeledQuestion> samples,
   return out;
 }
 
-CalibrateResult calibrate(runtime::Decider& decider, const LabeledSet& set,
+CalibrateResult calibrate(runtime::Engine& engine, const LabeledSet& set,
                           const CalibrateOptions& options) {
   const std::vector<LabeledRequest>& data = set.requests;
   std::vector<LabeledQuestion> samples;
@@ -103,7 +103,7 @@ CalibrateResult calibrate(runtime::Decider& decider, const LabeledSet& set,
     const LabeledRequest& r = data[i];
     const std::string where = "line " + std::to_string(r.line);
     try {
-      const runtime::PreparedRequest prepared = decider.prepare(r.request);
+      const runtime::PreparedRequest prepared = engine.prepare(r.request);
       std::vector<LabeledQuestion> mine;
       for (const auto& [question, option] : r.gold) {
         const auto& qs = prepared.record.questions;
@@ -125,7 +125,7 @@ CalibrateResult calibrate(runtime::Decider& decider, const LabeledSet& set,
         mine.push_back(std::move(lq));
       }
       if (mine.empty()) throw invalid_request("no labeled question");
-      const runtime::Decision d = decider.decide(prepared);
+      const runtime::Decision d = engine.decide(prepared);
       for (LabeledQuestion& lq : mine) {
         const auto k = static_cast<std::size_t>(
             std::find_if(prepared.record.questions.begin(), prepared.record.questions.end(),

@@ -14,7 +14,7 @@
 #include "eval/calibration_metrics.hpp"
 #include "eval/labeled_set.hpp"
 #include "json/value.hpp"
-#include "runtime/decider.hpp"
+#include "runtime/engine.hpp"
 
 namespace clef::eval {
 
@@ -41,10 +41,10 @@ struct CalibrateResult {
   std::vector<LabeledQuestion> samples;
 };
 
-/// Decides every labeled request with `decider` (a request it refuses, or a gold option its
+/// Decides every labeled request with `engine` (a request it refuses, or a gold option its
 /// record does not have, is skipped and listed after the set's own skipped lines), then fits
 /// and measures.
-CalibrateResult calibrate(runtime::Decider& decider, const LabeledSet& data,
+CalibrateResult calibrate(runtime::Engine& engine, const LabeledSet& data,
                           const CalibrateOptions& options);
 
 /// Labeled questions below which a fit says little (a type's temperature, the held-out folds).

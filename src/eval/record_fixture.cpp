@@ -51,7 +51,7 @@ json::Value question(const record::QuestionRecord& q, const std::vector<float>& 
 
 }  // namespace
 
-std::size_t record_fixture(runtime::Decider& decider, const Fixture& fixture,
+std::size_t record_fixture(runtime::Engine& engine, const Fixture& fixture,
                            const VerifyOptions& options, const std::filesystem::path& out) {
   std::vector<json::Value> runs;
   std::set<std::string> record_ids;
@@ -60,8 +60,8 @@ std::size_t record_fixture(runtime::Decider& decider, const Fixture& fixture,
   for (const FixtureRun* selected : select_runs(fixture, options)) {
     const FixtureRun& run = *selected;
     try {
-      const runtime::PreparedRequest prepared = decider.prepare(run_request(fixture, run));
-      const runtime::Decision d = decider.decide(prepared);
+      const runtime::PreparedRequest prepared = engine.prepare(run_request(fixture, run));
+      const runtime::Decision d = engine.decide(prepared);
       const record::Record& rec = prepared.record;
       std::vector<json::Value> ids;
       for (auto id : rec.ids) ids.push_back(integer(id));

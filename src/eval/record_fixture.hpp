@@ -9,7 +9,7 @@
 
 #include "eval/fixture.hpp"
 #include "eval/verify.hpp"
-#include "runtime/decider.hpp"
+#include "runtime/engine.hpp"
 
 namespace clef::eval {
 
@@ -17,7 +17,7 @@ namespace clef::eval {
 /// built or decided are left out) and writes them as a fixture to `out`, with the records they
 /// use and their images copied to `images/` beside it. Returns how many runs were written.
 /// Throws clef::Error (invalid_request) when `out` or its images cannot be written.
-std::size_t record_fixture(runtime::Decider& decider, const Fixture& fixture,
+std::size_t record_fixture(runtime::Engine& engine, const Fixture& fixture,
                            const VerifyOptions& options, const std::filesystem::path& out);
 
 }  // namespace clef::eval

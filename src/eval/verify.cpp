@@ -110,8 +110,7 @@ std::vector<const FixtureRun*> select_runs(const Fixture& fixture, const VerifyO
   return chosen;
 }
 
-VerifyResult verify(runtime::Decider& decider, const Fixture& fixture,
-                    const VerifyOptions& options) {
+VerifyResult verify(runtime::Engine& engine, const Fixture& fixture, const VerifyOptions& options) {
   const std::vector<const FixtureRun*> chosen = select_runs(fixture, options);
   VerifyResult out;
   VerifyOptions unlimited = options;
@@ -127,7 +126,7 @@ VerifyResult verify(runtime::Decider& decider, const Fixture& fixture,
     parity.source = run.source;
     try {
       const json::Value body = run_request(fixture, run);
-      const runtime::PreparedRequest prepared = decider.prepare(body);
+      const runtime::PreparedRequest prepared = engine.prepare(body);
       if (!vocabulary_known) {
         // The reference's prefix ids are the contract's; a test model's vocabulary has others.
         const auto& ids = prepared.record.ids;
@@ -142,7 +141,7 @@ VerifyResult verify(runtime::Decider& decider, const Fixture& fixture,
       } else if (out.responses_differing.size() < 10) {
         out.responses_differing.push_back(run.id + "/" + run.arm);
       }
-      const runtime::Decision d = decider.decide(prepared);
+      const runtime::Decision d = engine.decide(prepared);
       parity = compare_run(run, observe(prepared, d), out.same_vocabulary);
     } catch (const Error& e) {
       // Skipped: what this copy of the fixture does not have (a withheld request, an image not

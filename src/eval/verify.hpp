@@ -10,7 +10,7 @@
 #include "eval/fixture.hpp"
 #include "eval/parity.hpp"
 #include "json/value.hpp"
-#include "runtime/decider.hpp"
+#include "runtime/engine.hpp"
 
 namespace clef::eval {
 
@@ -49,10 +49,9 @@ std::vector<const FixtureRun*> select_runs(const Fixture& fixture, const VerifyO
 /// an image is not in the fixture's images folder, or when the record's request is withheld.
 json::Value run_request(const Fixture& fixture, const FixtureRun& run);
 
-/// Decides the selected runs of `fixture` with `decider` and compares each with the reference.
+/// Decides the selected runs of `fixture` with `engine` and compares each with the reference.
 /// A run whose request is withheld or whose image is missing is skipped (noted); one the engine
 /// refuses or fails on is failed (noted). Never throws for a single run.
-VerifyResult verify(runtime::Decider& decider, const Fixture& fixture,
-                    const VerifyOptions& options);
+VerifyResult verify(runtime::Engine& engine, const Fixture& fixture, const VerifyOptions& options);
 
 }  // namespace clef::eval

@@ -24,7 +24,7 @@ DecisionOutcome outcome_of_current_exception() {
 }
 
 /// A decision in progress: its request (kept by the loop, or by the caller of begin()), the
-/// decider's handle, and what the scheduler needs to know of it.
+/// runner's handle, and what the scheduler needs to know of it.
 struct DecisionLoop::Active {
   Ticket ticket = 0;
   std::optional<PreparedRequest> owned;
@@ -37,8 +37,8 @@ struct DecisionLoop::Active {
   Clock::time_point suspended_at;
 };
 
-DecisionLoop::DecisionLoop(Decider& decider, bool open)
-    : decider_(decider), open_(open), slots_(std::max(1, decider.parallel())) {}
+DecisionLoop::DecisionLoop(Runner& runner, bool open)
+    : runner_(runner), open_(open), slots_(std::max(1, runner.parallel())) {}
 
 DecisionLoop::~DecisionLoop() = default;
 
@@ -94,7 +94,7 @@ std::optional<DecisionLoop::Finished> DecisionLoop::begin(Active&& incoming) {
   Active& a = active_.back();
   if (a.owned) a.prepared = &*a.owned;
   try {
-    a.decision = decider_.begin(*a.prepared);
+    a.decision = runner_.begin(*a.prepared);
   } catch (...) {
     return leave(std::prev(active_.end()), outcome_of_current_exception());
   }
@@ -117,11 +117,11 @@ std::vector<DecisionLoop::Finished> DecisionLoop::admit(
     const auto it = nth(*change);
     try {
       if (plan.suspend) {
-        decider_.suspend(*it->decision);
+        runner_.suspend(*it->decision);
         it->suspended = true;
         it->suspended_at = Clock::now();
       } else {
-        decider_.resume(*it->decision);
+        runner_.resume(*it->decision);
         it->suspended = false;
         it->stepped = false;
       }
@@ -160,7 +160,7 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
     advancing.push_back(a.decision.get());
   }
   try {
-    if (!advancing.empty()) decider_.step(advancing, plan.most_tokens);
+    if (!advancing.empty()) runner_.step(advancing, plan.most_tokens);
   } catch (...) {
     // The backbone failed: every decision of this step is lost, each told why (a suspended one
     // keeps its memory aside and goes on).
@@ -175,7 +175,7 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
     if (!it->suspended && it->decision->prefilled()) {
       DecisionOutcome outcome;
       try {
-        outcome.decision = decider_.finish(*it->decision);
+        outcome.decision = runner_.finish(*it->decision);
         outcome.status = DecisionOutcome::Status::decided;
       } catch (...) {
         outcome = outcome_of_current_exception();
@@ -187,12 +187,12 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
   return left;
 }
 
-Decision Decider::decide(const PreparedRequest& prepared) {
-  return decide_alone(*this, prepared);
+Decision Engine::decide(const PreparedRequest& prepared) {
+  return decide_alone(*runner, prepared);
 }
 
-Decision decide_alone(Decider& decider, const PreparedRequest& prepared) {
-  DecisionLoop loop(decider, false);
+Decision decide_alone(Runner& runner, const PreparedRequest& prepared) {
+  DecisionLoop loop(runner, false);
   std::optional<DecisionLoop::Finished> done = loop.begin(0, prepared);
   while (!done) {
     std::vector<DecisionLoop::Finished> left = loop.step();

@@ -1,7 +1,7 @@
 #pragma once
-// The one decision loop: the decisions in progress on a Decider, and each step the plain data of
+// The one decision loop: the decisions in progress on a Runner, and each step the plain data of
 // runtime/scheduler.hpp carried out on it (begin, suspend, resume, step, finish). It is driven
-// from above by whoever owns the decider's thread: the server's runtime thread (each turn it
+// from above by whoever owns the runner's thread: the server's runtime thread (each turn it
 // hands over the requests the plan lets begin) and, for one decision at a time, decide_alone()
 // (clef ask, verify, calibrate, batch with a local model). It calls nothing above it; what
 // becomes of a decision is data (DecisionOutcome), never an exception thrown through the loop.
@@ -16,7 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/decider.hpp"
+#include "runtime/decision.hpp"
+#include "runtime/engine.hpp"
+#include "runtime/prepared_request.hpp"
+#include "runtime/runner.hpp"
 #include "runtime/scheduler.hpp"
 
 namespace clef::runtime {
@@ -25,7 +28,7 @@ namespace clef::runtime {
 struct DecisionOutcome {
   enum class Status {
     decided,    ///< `decision` holds the answer
-    failed,     ///< `error` holds what the decider threw (clef::Error or another exception)
+    failed,     ///< `error` holds what the runner threw (clef::Error or another exception)
     dropped,    ///< cancelled before it began; not decided
     cancelled,  ///< cancelled while it was decided: stopped (`error`, a DecisionCancelled, says
                 ///< where)
@@ -37,7 +40,7 @@ struct DecisionOutcome {
   double decision_ms = 0;    ///< began -> finished, less the time it was suspended
 };
 
-/// The loop over one Decider. Not thread-safe: every call on the decider's thread.
+/// The loop over one Runner. Not thread-safe: every call on the runner's thread.
 class DecisionLoop {
  public:
   using Clock = std::chrono::steady_clock;
@@ -49,15 +52,15 @@ class DecisionLoop {
     DecisionOutcome outcome;
   };
 
-  /// A loop over `decider` (kept alive by the caller longer than the loop). `open`: requests may
+  /// A loop over `runner` (kept alive by the caller longer than the loop). `open`: requests may
   /// arrive while a decision runs (a server), so a lone prefill goes in kPausablePiece pieces a
   /// newcomer can pass between; closed (one decision at a time), in whole layout batches.
-  explicit DecisionLoop(Decider& decider, bool open = true);
+  explicit DecisionLoop(Runner& runner, bool open = true);
   ~DecisionLoop();
   DecisionLoop(const DecisionLoop&) = delete;
   DecisionLoop& operator=(const DecisionLoop&) = delete;
 
-  /// The decider's sequences (Decider::parallel(), at least 1).
+  /// The runner's sequences (Runner::parallel(), at least 1).
   int slots() const noexcept { return slots_; }
   /// No decision in progress (none suspended either).
   bool empty() const noexcept { return active_.empty(); }
@@ -74,7 +77,7 @@ class DecisionLoop {
   /// Carries out `plan`'s suspend and resume, then begins `begin` (the requests plan.begin named,
   /// in that order, each with a ticket the caller chose; the loop keeps them). A request already
   /// cancelled is dropped without beginning. Returns the decisions that left: dropped ones, those
-  /// the decider refused to begin, one that could not be suspended or resumed (its memory lost,
+  /// the runner refused to begin, one that could not be suspended or resumed (its memory lost,
   /// told why).
   std::vector<Finished> admit(const Admission& plan,
                               std::vector<std::pair<Ticket, PreparedRequest>> begin);
@@ -83,7 +86,7 @@ class DecisionLoop {
   /// with no suspend or resume. Returns it when it left at once (dropped, refused).
   std::optional<Finished> begin(Ticket ticket, const PreparedRequest& prepared);
 
-  /// One step: runtime::plan_step() says which decisions advance and by how much, the decider
+  /// One step: runtime::plan_step() says which decisions advance and by how much, the runner
   /// steps them, and every prefilled one is finished. Returns those that left (decided,
   /// cancelled, failed; a failed step fails every decision it advanced, not a suspended one).
   std::vector<Finished> step();
@@ -95,17 +98,17 @@ class DecisionLoop {
   std::optional<Finished> begin(Active&& active);
   Finished leave(std::list<Active>::iterator it, DecisionOutcome outcome);
 
-  Decider& decider_;
+  Runner& runner_;
   const bool open_;
   const int slots_;
   std::list<Active> active_;  // a list: a decision refers to its prepared request, which stays put
 };
 
-/// Decides `prepared` alone through a DecisionLoop over `decider` (closed: whole layout batches):
+/// Decides `prepared` alone through a DecisionLoop over `runner` (closed: whole layout batches):
 /// what clef ask, verify, calibrate and a local clef batch run. Throws what the decision ended
 /// with: clef::DecisionCancelled once prepared.cancellation says so, clef::Error for a request
 /// the model cannot take (or internal, when one is already in progress on every sequence).
-Decision decide_alone(Decider& decider, const PreparedRequest& prepared);
+Decision decide_alone(Runner& runner, const PreparedRequest& prepared);
 
 /// Inside a catch handler: the outcome of the exception being handled, cancelled (a
 /// DecisionCancelled: the client has gone) or failed.

@@ -30,22 +30,23 @@ using Clock = std::chrono::steady_clock;
 
 using util::ms_since;
 
-/// The decision pipeline over loaded model files (contract sections 1-6).
-class Engine final : public Decider {
+/// The running side of the decision pipeline over loaded model files (contract sections 1-6).
+class EngineRunner final : public Runner {
  public:
-  explicit Engine(const EngineConfig& config)
-      : model_(config),
-        cache_(model_.memory.state_cache),
-        preparer_(model_, cache_.enabled()),
-        sequences_(config.backbone.parallel) {}
+  explicit EngineRunner(const EngineConfig& config)
+      : model_(config), cache_(model_.memory.state_cache), sequences_(config.backbone.parallel) {}
 
-  /// Thread-safe (Preparer::prepare).
-  PreparedRequest prepare(const json::Value& body) const override {
-    return preparer_.prepare(body, Cancellation{});
-  }
-  PreparedRequest prepare(const json::Value& body,
-                          const Cancellation& cancellation) const override {
-    return preparer_.prepare(body, cancellation);
+  /// The model side over the same files: copies of what preparation reads, and a share of the
+  /// backbone's llama_model for the tokenizer (image digests when the state cache is on).
+  std::shared_ptr<const Model> make_model() const {
+    std::optional<TowerFacts> tower;
+    if (model_.tower) {
+      tower = TowerFacts{model_.tower->info(), model_.tower->flash_attention(),
+                         model_.placement.gpu != nullptr ? model_.placement.info.name : ""};
+    }
+    return std::make_shared<const Preparer>(model_.config, model_.served(),
+                                            model_.backbone.shared_vocab(), std::move(tower),
+                                            cache_.enabled());
   }
 
   int parallel() const override { return model_.backbone.params().parallel; }
@@ -420,11 +421,6 @@ class Engine final : public Decider {
  public:
   cache::StateCacheStats state_cache_stats() const override { return cache_.stats(); }
 
-  AnswerSettings answer_settings() const override {
-    return {model_.config.calibration_path, model_.config.confidence};
-  }
-
-  const std::string& model_name() const override { return model_.config.model_name; }
   /// After a large image or a long record: the tower's compute buffers (kept by ggml at their
   /// peak size) are released, the backbone's context is made anew (a long record touched pages
   /// of its compute buffers that would otherwise stay resident), and freed heap - the request's
@@ -439,11 +435,6 @@ class Engine final : public Decider {
     release_pending_ = false;
     ::malloc_trim(0);
   }
-
-  ServedLimits limits() const override { return model_.limits(); }
-  int context_size() const override { return model_.backbone.context_size(); }
-  std::string sequence_memory() const override { return model_.sequence_memory(); }
-  std::string placement() const override { return model_.placement_text(); }
 
  private:
   /// Remembers an image whose tower work takes more than kVisionKeepBytes: idle() gives that
@@ -461,7 +452,6 @@ class Engine final : public Decider {
 
   LoadedModel model_;
   cache::StateCache cache_;
-  Preparer preparer_;             ///< over model_; image digests when cache_ is on
   SequenceSlots sequences_;       ///< the backbone sequences (parallel()) and who holds them
   bool release_pending_ = false;  ///< a large image ran since the last idle()
   /// A record gave non-finite hidden states: the context is made anew before the next record
@@ -471,9 +461,11 @@ class Engine final : public Decider {
 
 }  // namespace
 
-std::unique_ptr<Decider> make_engine(const EngineConfig& config) {
+Engine make_engine(const EngineConfig& config) {
   backbone::ensure_llama_backend(config.debug_log);
-  return std::make_unique<Engine>(config);
+  auto runner = std::make_unique<EngineRunner>(config);
+  std::shared_ptr<const Model> model = runner->make_model();
+  return {std::move(model), std::move(runner)};
 }
 
 }  // namespace clef::runtime

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "backbone/backbone.hpp"
+#include "backbone/prefill_layout.hpp"
 #include "record/record.hpp"
 #include "vision/grid.hpp"
 #include "vision/image.hpp"

@@ -81,8 +81,7 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
       lexical(opened.lexical_gguf.string()),
       overrides(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
       backbone(load_backbone(opened, with_layers(c.backbone, memory.gpu_layers), overrides)),
-      head(make_head(opened.head, placement, backbone::resolved_threads(c.backbone), head_device)),
-      tokenizer(backbone.vocab(), record::Normalization::nfc) {
+      head(make_head(opened.head, placement, backbone::resolved_threads(c.backbone), head_device)) {
   if (lexical.n_embd() != backbone.n_embd()) {
     throw model_error("output.weight rows have " + std::to_string(lexical.n_embd()) +
                       " values but the backbone's n_embd is " + std::to_string(backbone.n_embd()));
@@ -109,36 +108,47 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
   }
 }
 
-ServedLimits LoadedModel::limits() const {
+namespace {
+
+/// The limits a request meets.
+ServedLimits served_limits(const LoadedModel& m) {
+  const EngineConfig& config = m.config;
+  const bool tower = m.tower != nullptr;
   ServedLimits l;
-  l.context_size = backbone.context_size();
+  l.context_size = m.backbone.context_size();
   l.max_questions = config.max_questions;
   l.max_options = config.max_options;
   l.max_images = tower ? config.max_images : 0;
   l.max_image_tokens = config.max_image_tokens;
   l.max_request_image_tokens = config.max_request_image_tokens;
-  l.max_vision_memory = tower ? memory.vision_memory : 0;
+  l.max_vision_memory = tower ? m.memory.vision_memory : 0;
   l.image_urls = tower && config.allow_image_urls;
   l.max_videos = tower ? config.max_videos : 0;
   l.max_video_frames = config.max_video_frames;
   l.max_video_seconds = config.max_video_seconds;
   l.max_video_frame_pixels = config.max_video_frame_pixels;
   l.max_video_bytes = config.max_video_bytes;
-  l.parallel = backbone.params().parallel;
-  l.sequence_bytes = backbone.sequence_memory().per_sequence;
+  l.parallel = m.backbone.params().parallel;
+  l.sequence_bytes = m.backbone.sequence_memory().per_sequence;
   return l;
 }
 
-std::string LoadedModel::sequence_memory() const {
-  const int n = backbone.params().parallel;
+/// "parallel N x context C: ... (--parallel, --context-size); plan: ...".
+std::string sequence_memory_text(const LoadedModel& m) {
+  const int n = m.backbone.params().parallel;
   std::string plan;
-  for (const std::string& line : memory.lines) plan += "; " + line;
-  return "parallel " + std::to_string(n) + " x context " + std::to_string(backbone.context_size()) +
-         ": " + backbone::describe_sequence_memory(backbone.sequence_memory(), n) +
+  for (const std::string& line : m.memory.lines) plan += "; " + line;
+  return "parallel " + std::to_string(n) + " x context " +
+         std::to_string(m.backbone.context_size()) + ": " +
+         backbone::describe_sequence_memory(m.backbone.sequence_memory(), n) +
          " (--parallel, --context-size)" + (plan.empty() ? "" : "; plan: " + plan.substr(2));
 }
 
-std::string LoadedModel::placement_text() const {
+/// Where the backbone, the tower and the head run.
+std::string placement_text(const LoadedModel& m) {
+  const EngineConfig& config = m.config;
+  const MemoryPlan& memory = m.memory;
+  const device::Placement& placement = m.placement;
   if (placement.gpu == nullptr) {
     const int threads = backbone::resolved_threads(config.backbone);
     return "CPU, " + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
@@ -147,7 +157,7 @@ std::string LoadedModel::placement_text() const {
                             "memory beside the vision tower and the head)"
                           : "");
   }
-  const int layers = backbone.n_layer();
+  const int layers = m.backbone.n_layer();
   const int offloaded =
       placement.gpu_layers < 0 || placement.gpu_layers > layers ? layers : placement.gpu_layers;
   std::string rest;
@@ -156,8 +166,21 @@ std::string LoadedModel::placement_text() const {
            (memory.fitted ? ": --gpu-layers auto, what fits the GPU's free memory)" : ")");
   }
   return device::describe(placement) + ": backbone " + std::to_string(offloaded) + "/" +
-         std::to_string(layers) + " layers" + rest + (tower ? ", vision tower" : "") +
-         ", joint schema head on " + head_device;
+         std::to_string(layers) + " layers" + rest + (m.tower ? ", vision tower" : "") +
+         ", joint schema head on " + m.head_device;
+}
+
+}  // namespace
+
+ServedModel LoadedModel::served() const {
+  ServedModel s;
+  s.name = config.model_name;
+  s.context_size = backbone.context_size();
+  s.limits = served_limits(*this);
+  s.answers = {config.calibration_path, config.confidence};
+  s.placement = placement_text(*this);
+  s.sequence_memory = sequence_memory_text(*this);
+  return s;
 }
 
 }  // namespace clef::runtime

@@ -1,8 +1,8 @@
 #pragma once
 // The model files of one engine, loaded once, and what the server says of them: the backbone, the
-// joint schema head, the lexical prior, the tokenizer, the vision tower, the calibration, where
-// each runs, and the limits served (ServedLimits). Read-only once made, apart from the backbone's
-// context and the tower's compute buffers, which the engine's deciding thread alone uses.
+// joint schema head, the lexical prior, the vision tower, the calibration, where each runs, and
+// the model served (ServedModel). The engine's runner owns it and alone uses it (the backbone's
+// context, the tower's compute buffers); preparation takes copies (runtime::Preparer).
 
 #include <cstdint>
 #include <memory>
@@ -16,10 +16,9 @@
 #include "device/device.hpp"
 #include "head/joint_schema_head.hpp"
 #include "lexical/lexical_table.hpp"
-#include "record/llama_tokenizer.hpp"
-#include "runtime/decider.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/memory_plan.hpp"
+#include "runtime/model.hpp"
 #include "vision/tower.hpp"
 
 namespace clef::artifact {
@@ -39,15 +38,12 @@ struct LoadedModel {
   LoadedModel(const LoadedModel&) = delete;
   LoadedModel& operator=(const LoadedModel&) = delete;
 
-  /// The limits a request meets (/v1/models `limits`).
-  ServedLimits limits() const;
-  /// Where the model runs: "CPU, N threads, " and the CPU's matrix path
+  /// What is served: the name, the limits a request meets (/v1/models `limits`), the answer
+  /// settings, where the model runs ("CPU, N threads, " and the CPU's matrix path
   /// (device::describe_cpu_path), or "DEVICE (...): backbone L/L layers, vision tower, joint
-  /// schema head on DEVICE".
-  std::string placement_text() const;
-  /// What each decision in progress may hold, and the memory plan: "parallel N x context C: ...;
-  /// host: ...; left: ...".
-  std::string sequence_memory() const;
+  /// schema head on DEVICE") and what each decision in progress may hold with the memory plan
+  /// ("parallel N x context C: ...; plan: host: ...; left: ...").
+  ServedModel served() const;
 
   EngineConfig config;
   /// The memory plan it was loaded on (gpu_layers resolved, state cache and vision memory
@@ -59,7 +55,6 @@ struct LoadedModel {
   std::vector<llama_model_kv_override> overrides;
   backbone::Backbone backbone;
   head::JointSchemaHead head;
-  record::LlamaTokenizer tokenizer;
   std::unique_ptr<vision::VisionTower> tower;        ///< null without an mmproj
   std::optional<decision::Calibration> calibration;  ///< --calibration, if given
   decision::AnswerOptions answer_options;            ///< points into calibration

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <vector>
 
-#include "backbone/backbone.hpp"
+#include "backbone/prefill_layout.hpp"
 #include "json/value.hpp"
 #include "record/record.hpp"
 #include "request/request.hpp"

@@ -37,9 +37,15 @@ void refuse_empty_question_spans(const record::Record& rec) {
 
 }  // namespace
 
-Preparer::Preparer(const LoadedModel& model, bool image_digests)
-    : model_(model), image_digests_(image_digests) {
-  const EngineConfig& config = model.config;
+Preparer::Preparer(const EngineConfig& config, ServedModel served,
+                   std::shared_ptr<const llama_vocab> vocabulary, std::optional<TowerFacts> tower,
+                   bool image_digests)
+    : config_(config),
+      served_(std::move(served)),
+      vocabulary_(std::move(vocabulary)),
+      tokenizer_(vocabulary_.get(), record::Normalization::nfc),
+      tower_(std::move(tower)),
+      image_digests_(image_digests) {
   image_policy_.allow_urls = config.allow_image_urls;
   image_policy_.url.allow_loopback_for_tests = config.allow_loopback_image_urls_for_tests;
   image_policy_.url.timeout = std::chrono::milliseconds(config.image_fetch_timeout_ms);
@@ -56,20 +62,20 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   const auto t0 = Clock::now();
   const std::function<bool()> cancelled = cancellation.as_check();
   request::RequestLimits limits;
-  limits.max_questions = static_cast<std::size_t>(model_.config.max_questions);
-  limits.max_options = static_cast<std::size_t>(model_.config.max_options);
-  limits.max_images = static_cast<std::size_t>(model_.config.max_images);
-  limits.max_videos = static_cast<std::size_t>(model_.config.max_videos);
-  limits.max_listed_frames = static_cast<std::size_t>(model_.config.max_video_frames);
-  limits.unknown_fields = model_.config.unknown_fields;
+  limits.max_questions = static_cast<std::size_t>(config_.max_questions);
+  limits.max_options = static_cast<std::size_t>(config_.max_options);
+  limits.max_images = static_cast<std::size_t>(config_.max_images);
+  limits.max_videos = static_cast<std::size_t>(config_.max_videos);
+  limits.max_listed_frames = static_cast<std::size_t>(config_.max_video_frames);
+  limits.unknown_fields = config_.unknown_fields;
   PreparedRequest out;
   out.cancellation = cancellation;
-  out.request = request::parse_request(body, limits, model_.config.model_name);
+  out.request = request::parse_request(body, limits, served_.name);
 
   // Images and videos: loaded and gridded from their headers first, so the token budget is
   // checked before any pixel is decoded.
   const bool media = !out.request.images.empty() || !out.request.videos.empty();
-  if (media && !model_.tower) {
+  if (media && !tower_) {
     // 422 with a stable code: well formed, but this server has no vision tower (another may).
     const bool images = !out.request.images.empty();
     throw Error(ErrorKind::unprocessable, images ? "images_not_supported" : "videos_not_supported",
@@ -83,8 +89,8 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   video::VideoProcessorConfig video_processor;
   std::vector<RequestVideo> videos;
   if (media) {
-    image_processor = image_config(model_.tower->processor(), out.request.media_kwargs);
-    video_processor = video_config(model_.tower->processor(), out.request.media_kwargs);
+    image_processor = image_config(tower_->info.processor, out.request.media_kwargs);
+    video_processor = video_config(tower_->info.processor, out.request.media_kwargs);
     const auto tv = Clock::now();
     out.images = load_images(out.request.images, image_policy_, image_processor);
     videos =
@@ -96,8 +102,7 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   record::EncodeOptions options;
   // A request's own max_length, bounded by the served context; its max_state_tokens as given.
   options.max_length = static_cast<std::size_t>(
-      std::min(model_.backbone.context_size(),
-               out.request.max_length.value_or(model_.backbone.context_size())));
+      std::min(context_size(), out.request.max_length.value_or(context_size())));
   options.max_state_tokens = static_cast<std::size_t>(out.request.max_state_tokens.value_or(0));
   for (const RequestImage& d : out.images) {
     options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
@@ -108,14 +113,13 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
     options.videos.push_back(v.groups);
     video_text_tokens += 2;  // the placeholder's own <|vision_start|> / <|vision_end|>
     for (const record::VideoGroup& g : v.groups) {
-      video_text_tokens += model_.tokenizer.tokenize(g.timestamp).size();
+      video_text_tokens += tokenizer_.tokenize(g.timestamp).size();
       out.images.push_back(patch_block(v));
     }
   }
   check_image_budget(out.images, video_text_tokens);
   // The request's own max_length is what a schema that does not fit it overflowed.
-  const bool own_max_length =
-      out.request.max_length && *out.request.max_length < model_.backbone.context_size();
+  const bool own_max_length = out.request.max_length && *out.request.max_length < context_size();
   try {
     out.record = encode_with_images(out.request, options, out.images);
   } catch (const Error& e) {
@@ -128,8 +132,7 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
     if (!own_max_length) throw Error(e.kind(), e.code(), what, e.param());
     throw Error(e.kind(), e.code(), what + " (the request's max_length)", "max_length");
   }
-  if (out.record.state_truncated && model_.config.truncation == Truncation::refuse &&
-      !own_max_length) {
+  if (out.record.state_truncated && config_.truncation == Truncation::refuse && !own_max_length) {
     refuse_truncation(out.request, out.record);  // unless its max_state_tokens alone cut it
   }
   refuse_empty_question_spans(out.record);
@@ -171,7 +174,7 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
 void Preparer::check_image_budget(const std::vector<RequestImage>& images,
                                   std::size_t video_text_tokens) const {
   if (images.empty()) return;
-  std::size_t total = model_.tokenizer.tokenize("\n").size() + video_text_tokens;
+  std::size_t total = tokenizer_.tokenize("\n").size() + video_text_tokens;
   std::string detail;
   bool videos = false;
   for (std::size_t i = 0; i < images.size(); ++i) {
@@ -198,11 +201,11 @@ void Preparer::check_image_budget(const std::vector<RequestImage>& images,
               " tokens";
   }
   check_image_costs(images, detail);  // first: it names the image at fault
-  if (total > static_cast<std::size_t>(model_.backbone.context_size())) {
+  if (total > static_cast<std::size_t>(context_size())) {
     throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
                 std::string(videos ? "the images and videos need " : "the images need ") +
                     std::to_string(total) + " tokens (" + detail + ") but the context size is " +
-                    std::to_string(model_.backbone.context_size()),
+                    std::to_string(context_size()),
                 videos ? "videos" : "images");
   }
 }
@@ -219,40 +222,37 @@ void Preparer::check_image_costs(const std::vector<RequestImage>& images,
         std::to_string(image.resized_height) + "x" + std::to_string(image.resized_width) +
         " px after resizing = " + std::to_string(g.n_image_tokens()) + " image tokens";
     request_tokens += g.n_image_tokens();
-    if (model_.config.max_image_tokens > 0 && g.n_image_tokens() > model_.config.max_image_tokens) {
+    if (config_.max_image_tokens > 0 && g.n_image_tokens() > config_.max_image_tokens) {
       throw Error(ErrorKind::payload_too_large, "image_too_large",
                   image.param + " is " + size + "; this server takes at most " +
-                      std::to_string(model_.config.max_image_tokens) +
+                      std::to_string(config_.max_image_tokens) +
                       " per image (--max-image-tokens): send a smaller image",
                   image.param);
     }
     const std::uint64_t bytes =
-        vision::tower_compute_bytes(g, model_.tower->info(), model_.tower->flash_attention());
-    if (bytes > model_.memory.vision_memory) {
-      throw Error(
-          ErrorKind::payload_too_large, "image_too_large",
-          image.param + " is " + size + ": the vision tower would need about " +
-              util::human_bytes(bytes) + " of memory for it, over the " +
-              util::human_bytes(model_.memory.vision_memory) +
-              " this server allows (--max-vision-memory" +
-              (model_.config.max_vision_memory == 0
-                   ? "; by default what the memory plan leaves" +
-                         (model_.placement.gpu != nullptr ? " on " + model_.placement.info.name
-                                                          : std::string())
-                   : std::string()) +
-              "); send a smaller image",
-          image.param);
+        vision::tower_compute_bytes(g, tower_->info, tower_->flash_attention);
+    if (bytes > served_.limits.max_vision_memory) {
+      throw Error(ErrorKind::payload_too_large, "image_too_large",
+                  image.param + " is " + size + ": the vision tower would need about " +
+                      util::human_bytes(bytes) + " of memory for it, over the " +
+                      util::human_bytes(served_.limits.max_vision_memory) +
+                      " this server allows (--max-vision-memory" +
+                      (config_.max_vision_memory == 0
+                           ? "; by default what the memory plan leaves" +
+                                 (tower_->device.empty() ? std::string() : " on " + tower_->device)
+                           : std::string()) +
+                      "); send a smaller image",
+                  image.param);
     }
   }
-  if (model_.config.max_request_image_tokens > 0 &&
-      request_tokens > model_.config.max_request_image_tokens) {
+  if (config_.max_request_image_tokens > 0 && request_tokens > config_.max_request_image_tokens) {
     const bool videos = std::any_of(images.begin(), images.end(),
                                     [](const RequestImage& b) { return b.video >= 0; });
     throw Error(ErrorKind::payload_too_large, "image_too_large",
                 std::string(videos ? "the images and videos have " : "the images have ") +
                     std::to_string(request_tokens) + " vision tokens together (" + detail +
                     "); this server takes at most " +
-                    std::to_string(model_.config.max_request_image_tokens) +
+                    std::to_string(config_.max_request_image_tokens) +
                     " per request (--max-request-image-tokens)",
                 videos ? "videos" : "images");
   }
@@ -264,7 +264,7 @@ record::Record Preparer::encode_with_images(const request::Request& req,
                                             const record::EncodeOptions& options,
                                             const std::vector<RequestImage>& images) const {
   try {
-    return record::encode_record(req, model_.tokenizer, options);
+    return record::encode_record(req, tokenizer_, options);
   } catch (const Error& e) {
     if (images.empty() || e.code() != "context_length_exceeded") throw;
     std::size_t image_tokens = 0;
@@ -292,15 +292,15 @@ record::Record Preparer::encode_with_images(const request::Request& req,
 /// max_state_tokens if it has one, does not fit the served context; nothing when it would (the
 /// client's own cut is what was made).
 void Preparer::refuse_truncation(const request::Request& req, const record::Record& rec) const {
-  std::size_t full_state = model_.tokenizer.tokenize(rec.rendered_state).size();
+  std::size_t full_state = tokenizer_.tokenize(rec.rendered_state).size();
   if (req.max_state_tokens) {
     full_state = std::min(full_state, static_cast<std::size_t>(*req.max_state_tokens));
   }
   const std::size_t full = rec.input_tokens() - rec.state_span.size() + full_state;
-  if (full <= static_cast<std::size_t>(model_.backbone.context_size())) return;
+  if (full <= static_cast<std::size_t>(context_size())) return;
   throw Error(ErrorKind::payload_too_large, "context_length_exceeded",
               "the record needs " + std::to_string(full) + " tokens but the context size is " +
-                  std::to_string(model_.backbone.context_size()) +
+                  std::to_string(context_size()) +
                   " (--truncation refuse: the state is not cut to fit; a larger --context-size "
                   "takes it)",
               "state");

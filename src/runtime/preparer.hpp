@@ -1,33 +1,57 @@
 #pragma once
-// Preparation: a parsed request body -> a PreparedRequest (validated, defaulted once, encoded into
-// ids and spans, images and video frames decoded and resized, every budget checked), with the
-// refusals that name the field at fault. Const over the loaded model: the server's HTTP threads
-// share one while the deciding thread runs the model.
+// Preparation, the engine's Model: a parsed request body -> a PreparedRequest (validated, defaulted
+// once, encoded into ids and spans, images and video frames decoded and resized, every budget
+// checked), with the refusals that name the field at fault. Holds its own copies of what it reads
+// (the configuration, the served limits, the mmproj's settings) and a share of the backbone's
+// llama_model for the tokenizer's vocabulary, so it is const and outlives the runner: the server's
+// HTTP threads share one while the loop thread runs the model.
 
 #include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "json/value.hpp"
 #include "record/encode.hpp"
+#include "record/llama_tokenizer.hpp"
 #include "runtime/cancellation.hpp"
-#include "runtime/loaded_model.hpp"
+#include "runtime/engine_config.hpp"
+#include "runtime/model.hpp"
 #include "runtime/prepared_request.hpp"
 #include "runtime/video_inputs.hpp"
 #include "vision/image_source.hpp"
+#include "vision/mmproj_info.hpp"
+
+struct llama_vocab;
 
 namespace clef::runtime {
 
-class Preparer {
- public:
-  /// Prepares requests for `model` (kept alive by the caller longer than the preparer);
-  /// `image_digests`: give each image its content digest (the state cache's key).
-  Preparer(const LoadedModel& model, bool image_digests);
+/// The vision tower as preparation sees it: its mmproj settings and how it runs attention (what
+/// an image's compute memory depends on), and the device named in a refusal ("" on the CPU).
+struct TowerFacts {
+  vision::MmprojInfo info;
+  bool flash_attention = false;
+  std::string device;
+};
 
-  /// Thread-safe: reads only the configuration, the tokenizer (llama_tokenize on a const
-  /// vocabulary) and the mmproj's processor settings. Reading videos asks `cancellation` (a gone
-  /// client stops it: DecisionCancelled), and the prepared request keeps it. Throws clef::Error
-  /// for a request that cannot be decided (400/413/415/422), naming the field.
-  PreparedRequest prepare(const json::Value& body, const Cancellation& cancellation) const;
+class Preparer final : public Model {
+ public:
+  /// Prepares requests for `served` as `config` says, tokenizing with `vocabulary` (the
+  /// backbone's, sharing its llama_model: Backbone::shared_vocab); `tower`: none without an mmproj;
+  /// `image_digests`: give each image its content digest (the state cache's key).
+  Preparer(const EngineConfig& config, ServedModel served,
+           std::shared_ptr<const llama_vocab> vocabulary, std::optional<TowerFacts> tower,
+           bool image_digests);
+
+  /// Thread-safe: reads only its own copies and the tokenizer (llama_tokenize on a const
+  /// vocabulary). Reading videos asks `cancellation` (a gone client stops it: DecisionCancelled),
+  /// and the prepared request keeps it. Throws clef::Error for a request that cannot be decided
+  /// (400/413/415/422), naming the field.
+  PreparedRequest prepare(const json::Value& body,
+                          const Cancellation& cancellation = {}) const override;
+
+  const ServedModel& served() const override { return served_; }
 
  private:
   void check_image_budget(const std::vector<RequestImage>& images,
@@ -38,7 +62,13 @@ class Preparer {
                                     const std::vector<RequestImage>& images) const;
   void refuse_truncation(const request::Request& req, const record::Record& rec) const;
 
-  const LoadedModel& model_;
+  int context_size() const { return served_.context_size; }
+
+  const EngineConfig config_;
+  const ServedModel served_;
+  const std::shared_ptr<const llama_vocab> vocabulary_;  ///< what tokenizer_ reads
+  const record::LlamaTokenizer tokenizer_;
+  const std::optional<TowerFacts> tower_;
   const bool image_digests_;
   vision::ImageSourcePolicy image_policy_;
   VideoSourcePolicy video_policy_;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "backbone/backbone.hpp"
+#include "backbone/prefill_layout.hpp"
 
 namespace clef::runtime {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The policy of the one decision loop (server::DecisionQueue's runtime thread). Before every step
 // the loop hands these pure functions plain data (the decisions in progress, the requests
-// waiting) and executes what they return on the Decider: which waiting requests begin, which
+// waiting) and executes what they return on the Runner: which waiting requests begin, which
 // decision is suspended or resumed, which decisions advance and by how many tokens at most.
 // Nothing here calls anything; the backbone only decodes what the loop tells it (vLLM's v1
 // `schedule()` returning per-step data, llama.cpp's server loop over slots).
@@ -25,7 +25,7 @@ struct RunningDecision {
   int tokens_left = 0;     ///< DecisionInProgress::tokens_left, 0 once prefilled
   int steps_out = 0;       ///< steps in a row it sat out for much shorter ones
   bool stepped = false;    ///< it has advanced at least once since it began or resumed
-  bool suspended = false;  ///< its memory is out of the context (Decider::suspend)
+  bool suspended = false;  ///< its memory is out of the context (Runner::suspend)
   bool cancelled = false;  ///< its client has gone: the next step stops it
 };
 
@@ -59,7 +59,7 @@ constexpr bool is_much_shorter(int tokens, int running_tokens) {
 }
 
 /// What begins, is suspended or resumed before the next step, with `slots` sequences (the
-/// decider's parallel(), >= 1). Several slots: waiting requests begin in arrival order while a
+/// runner's parallel(), >= 1). Several slots: waiting requests begin in arrival order while a
 /// slot is free. One slot: an idle slot takes the first waiting request, or, while a decision is
 /// suspended, the first much shorter one that was waiting when it was suspended, else resumes
 /// it; a running decision that has stepped and is not prefilled is suspended for a much shorter

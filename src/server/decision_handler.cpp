@@ -1,5 +1,5 @@
 // POST /v1/systemone and POST /v1/decisions: read the body within limits, parse it, prepare it
-// (validate, default, encode, decode images: Decider::prepare on this HTTP thread), queue the
+// (validate, default, encode, decode images: Model::prepare on this HTTP thread), queue the
 // prepared request for the runtime thread, wait for the outcome, answer. A request that cannot
 // be decided is refused here, without waiting behind running decisions.
 

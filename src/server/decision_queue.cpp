@@ -64,29 +64,20 @@ DecisionQueue::~DecisionQueue() {
 }
 
 cache::StateCacheStats DecisionQueue::state_cache_stats() const {
-  // Under the lock the decider cannot go away: the runtime thread clears decider_ under it first.
+  // Under the lock the runner cannot go away: the runtime thread clears runner_ under it first.
   std::lock_guard lock(mutex_);
-  return decider_ != nullptr ? decider_->state_cache_stats() : cache::StateCacheStats{};
+  return runner_ != nullptr ? runner_->state_cache_stats() : cache::StateCacheStats{};
 }
 
 runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body,
                                                 const runtime::Cancellation& cancellation) {
-  const runtime::Decider* decider = nullptr;
+  std::shared_ptr<const runtime::Model> model;
   {
     std::lock_guard lock(mutex_);
-    if (state_ != QueueState::ready || decider_ == nullptr) throw unavailable_error(state_);
-    decider = decider_;
-    ++preparing_;
+    if (state_ != QueueState::ready || !model_) throw unavailable_error(state_);
+    model = model_;  // a share: the model outlives the runner while this prepares
   }
-  // The runtime thread keeps the decider alive until no prepare() uses it (see run()).
-  struct Leave {
-    DecisionQueue& queue;
-    ~Leave() {
-      std::lock_guard lock(queue.mutex_);
-      if (--queue.preparing_ == 0) queue.state_cv_.notify_all();
-    }
-  } leave{*this};
-  return decider->prepare(body, cancellation);
+  return model->prepare(body, cancellation);
 }
 
 std::future<DecisionOutcome> DecisionQueue::submit(runtime::PreparedRequest prepared) {
@@ -166,9 +157,9 @@ QueueState DecisionQueue::state() const {
   return state_;
 }
 
-std::optional<ModelInfo> DecisionQueue::model() const {
+std::optional<runtime::ServedModel> DecisionQueue::model() const {
   std::lock_guard lock(mutex_);
-  return model_;
+  return served_;
 }
 
 std::string DecisionQueue::load_error() const {
@@ -198,52 +189,50 @@ void DecisionQueue::note_decision_time(double ms) {
 }
 
 void DecisionQueue::run(Factory factory, json::Value warmup) {
-  // The Decider is created, used and destroyed on this thread only.
-  std::unique_ptr<runtime::Decider> decider = load(factory, warmup);
-  if (decider) serve(*decider);
-  std::unique_lock lock(mutex_);
-  if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
-  decider_ = nullptr;                                              // no new prepare() starts
-  state_cv_.notify_all();
-  state_cv_.wait(lock, [this] { return preparing_ == 0; });  // nor runs, when it is destroyed
-  lock.unlock();
-  decider.reset();
+  // The Runner is created, used and destroyed on this thread only.
+  std::optional<runtime::Engine> engine = load(factory, warmup);
+  if (engine) serve(*engine->runner);
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
+    model_.reset();  // no new prepare() starts; one under way keeps its share
+    runner_ = nullptr;
+    state_cv_.notify_all();
+  }
+  engine.reset();
 }
 
-std::unique_ptr<runtime::Decider> DecisionQueue::load(const Factory& factory,
-                                                      const json::Value& warmup) {
+std::optional<runtime::Engine> DecisionQueue::load(const Factory& factory,
+                                                   const json::Value& warmup) {
   auto start = Clock::now();
-  std::unique_ptr<runtime::Decider> decider;
+  std::optional<runtime::Engine> engine;
   std::string error;
   try {
-    decider = factory();
-    if (!decider) throw model_error("the model factory returned no decider");
-    decider->decide(warmup);
+    engine = factory();
+    if (!engine->model || !engine->runner)
+      throw model_error("the model factory returned no engine");
+    engine->decide(warmup);
   } catch (const std::exception& e) {
     error = e.what();
-    decider.reset();
+    engine.reset();
   }
   std::lock_guard lock(mutex_);
-  if (!decider) {
+  if (!engine) {
     load_error_ = error.empty() ? "unknown error" : error;
     state_ = QueueState::failed;
   } else {
-    model_ = ModelInfo{decider->model_name(),
-                       decider->context_size(),
-                       ms_between(start, Clock::now()) / 1000.0,
-                       decider->limits(),
-                       decider->answer_settings(),
-                       decider->placement(),
-                       decider->sequence_memory()};
-    decider_ = decider.get();
+    served_ = engine->served();
+    served_->load_seconds = ms_between(start, Clock::now()) / 1000.0;
+    model_ = engine->model;
+    runner_ = engine->runner.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }
   state_cv_.notify_all();
-  return decider;
+  return engine;
 }
 
-void DecisionQueue::serve(runtime::Decider& decider) {
-  runtime::DecisionLoop loop(decider);
+void DecisionQueue::serve(runtime::Runner& runner) {
+  runtime::DecisionLoop loop(runner);
   {
     std::lock_guard lock(mutex_);
     parallel_ = loop.slots();
@@ -279,9 +268,9 @@ void DecisionQueue::serve(runtime::Decider& decider) {
       std::unique_lock lock(mutex_);
       if (loop.empty()) {
         if (jobs_.empty() && !closing_) {
-          // Nothing waits (and the last request is gone): the decider may tidy up now.
+          // Nothing waits (and the last request is gone): the runner may tidy up now.
           lock.unlock();
-          decider.idle();
+          runner.idle();
           lock.lock();
         }
         work_cv_.wait(lock, [this] { return !jobs_.empty() || closing_; });

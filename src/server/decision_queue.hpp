@@ -1,10 +1,9 @@
 #pragma once
-// The bounded queue between the HTTP threads and the ONE runtime thread that owns the Decider
-// (runtime::Decider::decide is not thread-safe). The runtime thread loads the model, runs one
-// warm-up decision, then decides queued requests in the one decision loop
-// (runtime/decision_loop.hpp). The HTTP threads prepare their requests themselves
-// (Decider::prepare is thread-safe) before they queue, so the queue holds only requests that can
-// be decided and the runtime thread only runs the model.
+// The bounded queue between the HTTP threads and the ONE runtime thread that owns the engine's
+// Runner (not thread-safe). The runtime thread loads the model, runs one warm-up decision, then
+// decides queued requests in the one decision loop (runtime/decision_loop.hpp). The HTTP threads
+// prepare their requests themselves on the shared const Model before they queue, so the queue
+// holds only requests that can be decided and the runtime thread only runs the model.
 
 #include <chrono>
 #include <condition_variable>
@@ -21,25 +20,15 @@
 #include <vector>
 
 #include "json/value.hpp"
-#include "runtime/decider.hpp"
 #include "runtime/decision_loop.hpp"
+#include "runtime/engine.hpp"
+#include "runtime/model.hpp"
 #include "util/error.hpp"
 
 namespace clef::server {
 
 /// Life of the queue: loading -> ready -> draining -> stopped, or loading -> failed (final).
 enum class QueueState { loading, ready, failed, draining, stopped };
-
-/// The served model, known once it is loaded.
-struct ModelInfo {
-  std::string name;                 ///< Decider::model_name()
-  int context_size = 0;             ///< Decider::context_size(), tokens
-  double load_seconds = 0;          ///< factory + warm-up decision, wall time
-  runtime::ServedLimits limits;     ///< Decider::limits()
-  runtime::AnswerSettings answers;  ///< Decider::answer_settings()
-  std::string placement;            ///< Decider::placement(): where the model runs
-  std::string sequence_memory;      ///< Decider::sequence_memory()
-};
 
 /// The 503 for a request that meets the queue in `state` when it is not ready: "model_loading",
 /// "model_failed", or "shutting_down" (draining, stopped; also what a draining server answers).
@@ -56,8 +45,9 @@ using runtime::DecisionOutcome;
 
 class DecisionQueue {
  public:
-  /// Builds the Decider; runs on the runtime thread. May throw (the queue becomes `failed`).
-  using Factory = std::function<std::unique_ptr<runtime::Decider>()>;
+  /// Loads the engine (runtime::make_engine); runs on the runtime thread. May throw (the queue
+  /// becomes `failed`).
+  using Factory = std::function<runtime::Engine()>;
 
   /// A queue in state `loading` that has not started yet (see start()).
   /// `capacity`: most requests waiting (not counting the one being decided), >= 1.
@@ -72,8 +62,8 @@ class DecisionQueue {
   DecisionQueue(const DecisionQueue&) = delete;
   DecisionQueue& operator=(const DecisionQueue&) = delete;
 
-  /// Prepares a parsed request body with the loaded Decider, on the calling thread (any thread;
-  /// several at once). Throws clef::Error: what Decider::prepare throws (400/413/415 naming the
+  /// Prepares a parsed request body with the loaded Model, on the calling thread (any thread;
+  /// several at once). Throws clef::Error: what Model::prepare throws (400/413/415 naming the
   /// field), or unavailable (503) as submit() when no model is ready.
   runtime::PreparedRequest prepare(const json::Value& body,
                                    const runtime::Cancellation& cancellation = {});
@@ -101,8 +91,9 @@ class DecisionQueue {
   bool wait_until_ready(std::chrono::milliseconds timeout) const;
 
   QueueState state() const;
-  std::optional<ModelInfo> model() const;
-  /// The serving decider's state-cache counters (all zero while no model serves). Thread-safe.
+  /// The served model (its load_seconds: load + warm-up), once it is ready.
+  std::optional<runtime::ServedModel> model() const;
+  /// The serving runner's state-cache counters (all zero while no model serves). Thread-safe.
   cache::StateCacheStats state_cache_stats() const;
   /// What the factory or the warm-up decision threw, when state() is failed.
   std::string load_error() const;
@@ -113,7 +104,7 @@ class DecisionQueue {
   std::size_t capacity() const { return capacity_; }
   /// How long until the runtime thread next takes a waiting request, estimated from the recent
   /// decisions: their mean time (an exponential moving average, weight kRecentWeight on the
-  /// newest) over the decisions the decider runs at once (parallel()), in milliseconds. nullopt
+  /// newest) over the decisions the runner runs at once (parallel()), in milliseconds. nullopt
   /// before any request was decided (the warm-up decision does not count). What a 429 says in
   /// `retry-after-ms`. Thread-safe.
   std::optional<double> slot_wait_ms() const;
@@ -131,13 +122,14 @@ class DecisionQueue {
   };
 
   void run(Factory factory, json::Value warmup);
-  std::unique_ptr<runtime::Decider> load(const Factory& factory, const json::Value& warmup);
+  /// The factory's engine after its warm-up decision, or none (state failed).
+  std::optional<runtime::Engine> load(const Factory& factory, const json::Value& warmup);
   /// Drives the one decision loop (runtime::DecisionLoop) until drained: before every step the
   /// loop plans, from the requests waiting, which begin (and, with one slot, which decision is
   /// suspended for a much shorter one or resumed); those leave the queue, the loop carries the
   /// plan out and steps. A new request joins at the next step, so a short request does not wait
   /// for a long one to finish, at any parallel().
-  void serve(runtime::Decider& decider);
+  void serve(runtime::Runner& runner);
 
   /// The waiting requests whose cancellation was requested, taken out of jobs_; mutex_ held.
   /// The caller drop()s them after unlocking.
@@ -157,11 +149,12 @@ class DecisionQueue {
   QueueState state_ = QueueState::loading;
   bool closing_ = false;
   int in_flight_ = 0;
-  int parallel_ = 1;                           ///< the serving decider's parallel()
-  std::optional<double> recent_decision_ms_;   ///< slot_wait_ms()'s average, once one is decided
-  int preparing_ = 0;                          ///< prepare() calls using decider_ now
-  const runtime::Decider* decider_ = nullptr;  ///< the runtime thread's, while it serves
-  std::optional<ModelInfo> model_;
+  int parallel_ = 1;                          ///< the serving runner's parallel()
+  std::optional<double> recent_decision_ms_;  ///< slot_wait_ms()'s average, once one is decided
+  /// The loaded model, while it serves: prepare() takes a share and prepares unlocked.
+  std::shared_ptr<const runtime::Model> model_;
+  const runtime::Runner* runner_ = nullptr;  ///< the runtime thread's, while it serves (stats)
+  std::optional<runtime::ServedModel> served_;
   std::string load_error_;
   Factory factory_;        ///< moved into the runtime thread by start()
   json::Value warmup_;     ///< likewise

@@ -100,7 +100,7 @@ std::string health_body(Health health) {
   return json::dumps_unsorted(json::Value::object({{"status", json::Value::string(status)}}));
 }
 
-std::string models_body(const ModelInfo& model, bool random_weights) {
+std::string models_body(const runtime::ServedModel& model, bool random_weights) {
   auto entry = json::Value::object({
       {"id", json::Value::string(model.name)},
       {"object", json::Value::string("model")},
@@ -108,7 +108,7 @@ std::string models_body(const ModelInfo& model, bool random_weights) {
       {"context_size", json::Value::integer(std::int64_t{model.context_size})},
   });
   const runtime::ServedLimits& l = model.limits;
-  if (l.max_questions > 0) {  // a decider that states its limits
+  if (l.max_questions > 0) {  // a model that states its limits
     const auto number = [](std::int64_t v) { return json::Value::integer(v); };
     entry.set(
         "limits",

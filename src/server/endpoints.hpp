@@ -51,9 +51,9 @@ std::string health_body(Health health);
 ///  "max_request_image_tokens","max_vision_memory_bytes"}, "capabilities":{"images","image_urls",
 ///  "videos"}, "device", "answers":{"calibration","confidence"}}],
 ///  "models":[{"name":name,"description","release_date":""}]} ("limits", "capabilities" only
-/// when the decider states them; 0 means no limit beyond the context, max_images 0: no images
+/// when the model states them; 0 means no limit beyond the context, max_images 0: no images
 /// without an mmproj). `random_weights` (clef serve --demo): the entry carries
 /// "random_weights": true and both descriptions say the answers are meaningless.
-std::string models_body(const ModelInfo& model, bool random_weights = false);
+std::string models_body(const runtime::ServedModel& model, bool random_weights = false);
 
 }  // namespace clef::server

@@ -296,7 +296,7 @@ Health HttpServer::health() const {
   return core_->health();
 }
 
-std::optional<ModelInfo> HttpServer::model() const {
+std::optional<runtime::ServedModel> HttpServer::model() const {
   return core_->queue().model();
 }
 

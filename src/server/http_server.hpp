@@ -1,7 +1,7 @@
 #pragma once
 // clef's SystemOne HTTP server (cpp-httplib 0.57.1 from the pinned llama.cpp tree): POST
 // /v1/systemone and /v1/decisions, GET /health, /v1/models, /metrics. HTTP worker threads parse,
-// validate and prepare each request (tokens, spans, images); ONE runtime thread owns the Decider
+// validate and prepare each request (tokens, spans, images); ONE runtime thread owns the Runner
 // and decides the prepared requests in order (see DecisionQueue).
 //
 // Typical use:
@@ -66,7 +66,7 @@ class HttpServer {
 
   Health health() const;
   /// The served model once loaded.
-  std::optional<ModelInfo> model() const;
+  std::optional<runtime::ServedModel> model() const;
   /// Why the model failed to load (empty otherwise).
   std::string load_error() const;
 

@@ -48,7 +48,7 @@ struct GaugeValues {
   int in_flight = 0;                   ///< decisions being computed now (0 or 1)
   bool model_loaded = false;           ///< the model is loaded and warmed up
   double model_load_seconds = 0;       ///< load + warm-up wall time (0 before it finished)
-  cache::StateCacheStats state_cache;  ///< the decider's state cache
+  cache::StateCacheStats state_cache;  ///< the runner's state cache
 };
 
 /// Counters and histograms updated by the HTTP threads. Thread-safe.

@@ -68,10 +68,10 @@ class VerifyTest : public ::testing::Test {
     engine_.reset();
     dir_.reset();
   }
-  static std::unique_ptr<rt::Decider> engine_;
+  static std::optional<rt::Engine> engine_;
   static std::unique_ptr<clef::test::TempDir> dir_;
 };
-std::unique_ptr<rt::Decider> VerifyTest::engine_;
+std::optional<rt::Engine> VerifyTest::engine_;
 std::unique_ptr<clef::test::TempDir> VerifyTest::dir_;
 
 TEST_F(VerifyTest, TheEnginesOwnReadoutVerifiesWithNoDifference) {

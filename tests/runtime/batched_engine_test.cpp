@@ -1,5 +1,5 @@
 // Continuous batching end to end on the tiny test model (issue 11): decisions made together
-// (Decider::begin / step / finish on an engine with parallel > 1) answer with the bytes of the
+// (Runner::begin / step / finish on an engine with parallel > 1) answer with the bytes of the
 // same requests decided alone on a one-sequence engine without a state cache, for a mix of text
 // lengths, images, a truncated state, cache hits beside misses, and records that join mid-way;
 // a cancelled decision stops without disturbing the others.
@@ -52,10 +52,10 @@ class BatchedEngineTest : public ::testing::Test {
     solo_.reset();
     alone_.clear();
   }
-  static std::unique_ptr<rt::Decider> solo_;
+  static std::optional<rt::Engine> solo_;
   static std::vector<rt::Decision> alone_;
 };
-std::unique_ptr<rt::Decider> BatchedEngineTest::solo_;
+std::optional<rt::Engine> BatchedEngineTest::solo_;
 std::vector<rt::Decision> BatchedEngineTest::alone_;
 
 TEST_F(BatchedEngineTest, AMixDecidedTogetherGivesTheBytesOfEachAlone) {
@@ -63,21 +63,22 @@ TEST_F(BatchedEngineTest, AMixDecidedTogetherGivesTheBytesOfEachAlone) {
   for (std::int64_t cache_mb : {std::int64_t{0}, std::int64_t{64}}) {
     SCOPED_TRACE("state cache " + std::to_string(cache_mb) + " MiB");
     auto engine = rt::make_engine(config(4, cache_mb));
-    ASSERT_EQ(engine->parallel(), 4);
-    EXPECT_EQ(engine->limits().parallel, 4);
-    EXPECT_GT(engine->limits().sequence_bytes, 0u);
-    EXPECT_NE(engine->sequence_memory().find("parallel 4 x context 1024: "), std::string::npos)
-        << engine->sequence_memory();
+    ASSERT_EQ(engine.runner->parallel(), 4);
+    EXPECT_EQ(engine.served().limits.parallel, 4);
+    EXPECT_GT(engine.served().limits.sequence_bytes, 0u);
+    EXPECT_NE(engine.served().sequence_memory.find("parallel 4 x context 1024: "),
+              std::string::npos)
+        << engine.served().sequence_memory;
     // Twice: the second round finds every state cached (hits beside misses in one batch, since
     // requests 1 and 4 also share a state within the round).
     for (int round = 0; round < 2; ++round) {
-      const std::vector<std::string> got = decide_together(*engine, bodies);
+      const std::vector<std::string> got = decide_together(engine, bodies);
       for (std::size_t i = 0; i < bodies.size(); ++i) {
         EXPECT_EQ(got[i], alone_[i].body) << "round " << round << ", request " << i;
       }
     }
     if (cache_mb > 0) {
-      EXPECT_GT(engine->state_cache_stats().hits, 4u);
+      EXPECT_GT(engine.runner->state_cache_stats().hits, 4u);
     }
   }
 }
@@ -108,14 +109,15 @@ TEST_P(SmallModelBatchingTest, DecidesAMixTogetherWithTheBytesOfEachAlone) {
   auto batched = rt::make_engine(batched_config);
   const std::vector<Value> bodies = mixed_requests();
   std::vector<std::string> alone;
-  for (const Value& body : bodies) alone.push_back(solo->decide(body).body);
+  for (const Value& body : bodies) alone.push_back(solo.decide(body).body);
   for (int round = 0; round < 2; ++round) {
-    const std::vector<std::string> got = decide_together(*batched, bodies);
+    const std::vector<std::string> got = decide_together(batched, bodies);
     for (std::size_t i = 0; i < bodies.size(); ++i) {
       EXPECT_EQ(got[i], alone[i]) << "round " << round << ", request " << i;
     }
   }
-  EXPECT_GT(batched->state_cache_stats().hits, 4u) << "the second round resumes cached states";
+  EXPECT_GT(batched.runner->state_cache_stats().hits, 4u)
+      << "the second round resumes cached states";
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, SmallModelBatchingTest,
@@ -131,29 +133,29 @@ TEST_F(BatchedEngineTest, ACancelledDecisionStopsAndTheOthersKeepTheirBytes) {
   std::list<InFlight> active;
   for (std::size_t i : {1u, 3u, 7u}) {
     InFlight& f = active.emplace_back();
-    f.prepared = engine->prepare(bodies[i]);
+    f.prepared = engine.prepare(bodies[i]);
     f.index = i;
-    f.decision = engine->begin(f.prepared);
+    f.decision = engine.runner->begin(f.prepared);
   }
   // All three sequences are held now.
-  rt::PreparedRequest extra = engine->prepare(bodies[0]);
-  EXPECT_THROW(engine->begin(extra), clef::Error);
+  rt::PreparedRequest extra = engine.prepare(bodies[0]);
+  EXPECT_THROW(engine.runner->begin(extra), clef::Error);
   std::vector<rt::DecisionInProgress*> step;
   for (InFlight& f : active) step.push_back(f.decision.get());
-  engine->step(step);
+  engine.runner->step(step);
   auto gone = std::next(active.begin());  // request 3, the long one
   ASSERT_FALSE(gone->decision->prefilled());
   gone->prepared.cancellation.cancel();
   while (!std::all_of(active.begin(), active.end(),
                       [](const InFlight& f) { return f.decision->prefilled(); })) {
-    engine->step(step);
+    engine.runner->step(step);
   }
-  EXPECT_THROW(engine->finish(*gone->decision), clef::DecisionCancelled);
-  EXPECT_EQ(engine->finish(*active.front().decision).body, alone_[1].body);
-  EXPECT_EQ(engine->finish(*active.back().decision).body, alone_[7].body);
+  EXPECT_THROW(engine.runner->finish(*gone->decision), clef::DecisionCancelled);
+  EXPECT_EQ(engine.runner->finish(*active.front().decision).body, alone_[1].body);
+  EXPECT_EQ(engine.runner->finish(*active.back().decision).body, alone_[7].body);
   // Their sequences are given back when the decisions go.
   active.clear();
-  const std::vector<std::string> again = decide_together(*engine, {bodies[3], bodies[0]});
+  const std::vector<std::string> again = decide_together(engine, {bodies[3], bodies[0]});
   EXPECT_EQ(again[0], alone_[3].body);
   EXPECT_EQ(again[1], alone_[0].body);
 }
@@ -166,21 +168,21 @@ TEST_F(BatchedEngineTest, ACancelledDecisionLeavesItsProgressForTheRetry) {
   auto engine = rt::make_engine(c);
   const std::vector<Value> bodies = mixed_requests();
   InFlight gone;
-  gone.prepared = engine->prepare(bodies[3]);
-  gone.decision = engine->begin(gone.prepared);
+  gone.prepared = engine.prepare(bodies[3]);
+  gone.decision = engine.runner->begin(gone.prepared);
   std::vector<rt::DecisionInProgress*> step{gone.decision.get()};
   const int total = gone.prepared.input_tokens();
-  while (gone.decision->tokens_left() > total / 2) engine->step(step);
+  while (gone.decision->tokens_left() > total / 2) engine.runner->step(step);
   gone.prepared.cancellation.cancel();
-  while (!gone.decision->prefilled()) engine->step(step);
-  EXPECT_THROW(engine->finish(*gone.decision), clef::DecisionCancelled);
+  while (!gone.decision->prefilled()) engine.runner->step(step);
+  EXPECT_THROW(engine.runner->finish(*gone.decision), clef::DecisionCancelled);
   gone.decision.reset();
 
-  const rt::PreparedRequest retry = engine->prepare(bodies[3]);
-  auto again = engine->begin(retry);
+  const rt::PreparedRequest retry = engine.prepare(bodies[3]);
+  auto again = engine.runner->begin(retry);
   std::vector<rt::DecisionInProgress*> one{again.get()};
-  while (!again->prefilled()) engine->step(one);
-  const rt::Decision d = engine->finish(*again);
+  while (!again->prefilled()) engine.runner->step(one);
+  const rt::Decision d = engine.runner->finish(*again);
   EXPECT_EQ(d.body, alone_[3].body);
   EXPECT_GE(d.cached_tokens, total / 4) << "the retry resumed from the abandoned prefill";
   EXPECT_LT(d.cached_tokens, total);
@@ -197,31 +199,31 @@ TEST_F(BatchedEngineTest, ImagesAreEncodedOnePerStepWhileTheOthersGoOn) {
       clef::test::grey_png_uri(64, 64) + R"(", ")" + clef::test::grey_png_uri(32, 96) + R"(", ")" +
       clef::test::grey_png_uri(80, 40) + R"("]})");
   const std::string images_alone = solo_->decide(three_images).body;
-  rt::PreparedRequest text = engine->prepare(bodies[1]);
-  rt::PreparedRequest images = engine->prepare(three_images);
-  auto t = engine->begin(text);
-  auto im = engine->begin(images);
+  rt::PreparedRequest text = engine.prepare(bodies[1]);
+  rt::PreparedRequest images = engine.prepare(three_images);
+  auto t = engine.runner->begin(text);
+  auto im = engine.runner->begin(images);
   const int text_left = t->tokens_left();
   const int images_left = im->tokens_left();
   std::vector<rt::DecisionInProgress*> both{t.get(), im.get()};
-  engine->step(both);
+  engine.runner->step(both);
   // One image encoded, the prefill not started: the text record went on.
   EXPECT_LT(t->tokens_left(), text_left);
   EXPECT_EQ(im->tokens_left(), images_left);
-  engine->step(both);
+  engine.runner->step(both);
   EXPECT_EQ(im->tokens_left(), images_left);  // the second image
-  while (!t->prefilled() || !im->prefilled()) engine->step(both);
-  EXPECT_EQ(engine->finish(*t).body, alone_[1].body);
-  EXPECT_EQ(engine->finish(*im).body, images_alone);
+  while (!t->prefilled() || !im->prefilled()) engine.runner->step(both);
+  EXPECT_EQ(engine.runner->finish(*t).body, alone_[1].body);
+  EXPECT_EQ(engine.runner->finish(*im).body, images_alone);
 }
 
 TEST_F(BatchedEngineTest, AOneSequenceEngineTakesOneDecisionAtATime) {
-  EXPECT_EQ(solo_->parallel(), 1);
+  EXPECT_EQ(solo_->runner->parallel(), 1);
   const std::vector<Value> bodies = mixed_requests();
   rt::PreparedRequest first = solo_->prepare(bodies[0]);
   rt::PreparedRequest second = solo_->prepare(bodies[5]);
-  auto held = solo_->begin(first);
-  EXPECT_THROW(solo_->begin(second), clef::Error);
+  auto held = solo_->runner->begin(first);
+  EXPECT_THROW(solo_->runner->begin(second), clef::Error);
   // decide() needs the one sequence too.
   EXPECT_THROW(solo_->decide(second), clef::Error);
   held.reset();

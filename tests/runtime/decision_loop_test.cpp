@@ -57,16 +57,16 @@ TEST(DecisionLoop, OneSlotSuspendsALongDecisionForAShortOneAndBothKeepTheirBytes
       clef::test::ticket_request(clef::test::ticket_words(600), clef::test::kTicketQuestionsA);
   const Value short_body =
       clef::test::ticket_request("Production database is down", clef::test::kTicketQuestionsB);
-  const std::string long_alone = engine->decide(long_body).body;
-  const std::string short_alone = engine->decide(short_body).body;
+  const std::string long_alone = engine.decide(long_body).body;
+  const std::string short_alone = engine.decide(short_body).body;
 
-  rt::DecisionLoop loop(*engine);
+  rt::DecisionLoop loop(*engine.runner);
   ASSERT_EQ(loop.slots(), 1);
   Waiting waiting;
-  waiting.queue.emplace_back(1, engine->prepare(long_body));
+  waiting.queue.emplace_back(1, engine.prepare(long_body));
   EXPECT_TRUE(waiting.admit(loop).empty());
   EXPECT_TRUE(loop.step().empty());  // the long one's first piece
-  waiting.queue.emplace_back(2, engine->prepare(short_body));
+  waiting.queue.emplace_back(2, engine.prepare(short_body));
   EXPECT_TRUE(waiting.admit(loop).empty());  // suspends the long one, begins the short one
   ASSERT_TRUE(loop.suspended_since());
   EXPECT_EQ(loop.in_flight(), 1);
@@ -91,14 +91,14 @@ TEST(DecisionLoop, SeveralSlotsDecideAMixWithTheBytesOfEachAlone) {
   std::vector<std::string> alone;
   {
     auto solo = rt::make_engine(config(1));
-    for (const Value& body : bodies) alone.push_back(solo->decide(body).body);
+    for (const Value& body : bodies) alone.push_back(solo.decide(body).body);
   }
   auto engine = rt::make_engine(config(4));
-  rt::DecisionLoop loop(*engine);
+  rt::DecisionLoop loop(*engine.runner);
   ASSERT_EQ(loop.slots(), 4);
   Waiting waiting;
   for (std::size_t i = 0; i < bodies.size(); ++i) {
-    waiting.queue.emplace_back(i, engine->prepare(bodies[i]));
+    waiting.queue.emplace_back(i, engine.prepare(bodies[i]));
   }
   std::vector<std::string> got(bodies.size());
   int steps = 0;
@@ -121,10 +121,10 @@ TEST(DecisionLoop, AGoneClientIsDroppedBeforeItBeginsOrStoppedWithoutDisturbingT
       clef::test::ticket_request(clef::test::ticket_words(300), clef::test::kTicketQuestionsA);
   const Value b =
       clef::test::ticket_request(clef::test::ticket_words(250), clef::test::kTicketQuestionsB);
-  const std::string b_alone = engine->decide(b).body;
-  rt::DecisionLoop loop(*engine);
+  const std::string b_alone = engine.decide(b).body;
+  rt::DecisionLoop loop(*engine.runner);
   Waiting waiting;
-  rt::PreparedRequest gone = engine->prepare(a);
+  rt::PreparedRequest gone = engine.prepare(a);
   gone.cancellation.cancel();
   waiting.queue.emplace_back(0, std::move(gone));
   std::vector<rt::DecisionLoop::Finished> left = waiting.admit(loop);
@@ -132,10 +132,10 @@ TEST(DecisionLoop, AGoneClientIsDroppedBeforeItBeginsOrStoppedWithoutDisturbingT
   EXPECT_EQ(left[0].outcome.status, Status::dropped);
   EXPECT_TRUE(loop.empty());
 
-  rt::PreparedRequest leaving = engine->prepare(a);
+  rt::PreparedRequest leaving = engine.prepare(a);
   rt::Cancellation handle = leaving.cancellation;
   waiting.queue.emplace_back(1, std::move(leaving));
-  waiting.queue.emplace_back(2, engine->prepare(b));
+  waiting.queue.emplace_back(2, engine.prepare(b));
   EXPECT_TRUE(waiting.admit(loop).empty());
   EXPECT_TRUE(loop.step().empty());
   handle.cancel();  // the client of request 1 goes after its first piece
@@ -159,13 +159,13 @@ TEST(DecisionLoop, DecideAloneIsTheLoopWithOneDecision) {
   auto engine = rt::make_engine(config(1));
   const Value body =
       clef::test::ticket_request(clef::test::ticket_words(200), clef::test::kTicketQuestionsA);
-  const rt::PreparedRequest prepared = engine->prepare(body);
-  const std::string once = rt::decide_alone(*engine, prepared).body;
-  EXPECT_EQ(engine->decide(body).body, once);
-  rt::PreparedRequest gone = engine->prepare(body);
+  const rt::PreparedRequest prepared = engine.prepare(body);
+  const std::string once = rt::decide_alone(*engine.runner, prepared).body;
+  EXPECT_EQ(engine.decide(body).body, once);
+  rt::PreparedRequest gone = engine.prepare(body);
   gone.cancellation.cancel();
-  EXPECT_THROW(rt::decide_alone(*engine, gone), clef::DecisionCancelled);
-  EXPECT_EQ(rt::decide_alone(*engine, prepared).body, once) << "nothing left behind";
+  EXPECT_THROW(rt::decide_alone(*engine.runner, gone), clef::DecisionCancelled);
+  EXPECT_EQ(rt::decide_alone(*engine.runner, prepared).body, once) << "nothing left behind";
 }
 
 }  // namespace

@@ -37,10 +37,10 @@ class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { engine_ = clef::runtime::make_engine(tiny_config()); }
   static void TearDownTestSuite() { engine_.reset(); }
-  static clef::runtime::Decider& engine() { return *engine_; }
-  static std::unique_ptr<clef::runtime::Decider> engine_;
+  static clef::runtime::Engine& engine() { return *engine_; }
+  static std::optional<clef::runtime::Engine> engine_;
 };
-std::unique_ptr<clef::runtime::Decider> EngineTest::engine_;
+std::optional<clef::runtime::Engine> EngineTest::engine_;
 
 /// Requests of several shapes: the model card's example, 20 real requests of the coreai oracle
 /// (text, JSON states), and synthetic ones covering every question type and state kind.
@@ -125,7 +125,7 @@ TEST_F(EngineTest, DecisionDoesNotDependOnThePreviousRecord) {
   const Value b = clef::json::parse(requests[2]);
   // A fresh engine decides `a` first; the shared one decides `b` and then `a`.
   auto fresh = clef::runtime::make_engine(tiny_config());
-  const std::string first = fresh->decide(a).body;
+  const std::string first = fresh.decide(a).body;
   engine().decide(b);
   EXPECT_EQ(engine().decide(a).body, first);
 }
@@ -141,11 +141,11 @@ TEST_F(EngineTest, GoingIdleAfterALongRecordKeepsTheAnswers) {
   const clef::runtime::Decision long_before = engine().decide(long_body);
   ASSERT_GT(long_before.input_tokens, 2048);
   const std::string short_before = engine().decide(short_body).body;
-  engine().idle();
+  engine().runner->idle();
   EXPECT_EQ(engine().decide(short_body).body, short_before);
   EXPECT_EQ(engine().decide(long_body).body, long_before.body);
-  engine().idle();
-  engine().idle();  // nothing left to release: a no-op
+  engine().runner->idle();
+  engine().runner->idle();  // nothing left to release: a no-op
   EXPECT_EQ(engine().decide(long_body).body, long_before.body);
 }
 
@@ -215,7 +215,7 @@ TEST_F(EngineTest, OverlongStateIsTruncatedOrRefusedAsConfigured) {
   config.truncation = clef::runtime::Truncation::refuse;
   auto refusing = clef::runtime::make_engine(config);
   try {
-    refusing->decide(body);
+    refusing.decide(body);
     FAIL() << "refuse mode must not truncate";
   } catch (const clef::Error& e) {
     EXPECT_EQ(e.status(), 413);
@@ -255,16 +255,16 @@ TEST_F(EngineTest, RequestMaxLengthAndMaxStateTokensAreHonoured) {
   auto config = tiny_config();
   config.truncation = clef::runtime::Truncation::refuse;
   auto refusing = clef::runtime::make_engine(config);
-  EXPECT_EQ(refusing->decide(body(R"(, "max_state_tokens": 10)")).body, cut.body);
-  EXPECT_EQ(refusing->decide(body(R"(, "max_length": 300)")).input_tokens, 300);
+  EXPECT_EQ(refusing.decide(body(R"(, "max_state_tokens": 10)")).body, cut.body);
+  EXPECT_EQ(refusing.decide(body(R"(, "max_length": 300)")).input_tokens, 300);
   // Reported: a state over the context with the client's own cut was refused under refuse.
   state = std::string(20000, 'a');
   for (std::size_t i = 0; i < state.size(); i += 7) state[i] = ' ';
-  EXPECT_EQ(refusing->decide(body(R"(, "max_state_tokens": 10)")).input_tokens,
+  EXPECT_EQ(refusing.decide(body(R"(, "max_state_tokens": 10)")).input_tokens,
             whole.input_tokens - state_tokens + 10);
-  EXPECT_EQ(refusing->decide(body(R"(, "max_length": 300)")).input_tokens, 300);
+  EXPECT_EQ(refusing.decide(body(R"(, "max_length": 300)")).input_tokens, 300);
   try {
-    refusing->decide(body(R"(, "max_state_tokens": 100000)"));
+    refusing.decide(body(R"(, "max_state_tokens": 100000)"));
     ADD_FAILURE() << "a cut that still overflows the context must be refused";
   } catch (const clef::Error& e) {
     EXPECT_EQ(e.code(), "context_length_exceeded");
@@ -332,7 +332,7 @@ TEST(EngineLayoutTest, LayoutsABAndCGiveTheSameAnswerBytes) {
     auto engine = clef::runtime::make_engine(config);
     std::string joined;
     for (const std::string& text : varied_requests()) {
-      joined += engine->decide(clef::json::parse(text)).body + "\n";
+      joined += engine.decide(clef::json::parse(text)).body + "\n";
     }
     bodies.push_back(std::move(joined));
   }

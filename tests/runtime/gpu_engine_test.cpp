@@ -84,14 +84,14 @@ TEST(GpuEngine, AnswersAreTheCpusWhereTheCpusChoiceIsClear) {
   SKIP_WITHOUT_DEVICE();
   auto gpu = rt::make_engine(on("auto"));
   auto cpu = rt::make_engine(on("cpu"));
-  EXPECT_NE(gpu->placement().find("backbone"), std::string::npos) << gpu->placement();
-  std::cout << "[gpu] " << gpu->placement() << "\n";
+  EXPECT_NE(gpu.served().placement.find("backbone"), std::string::npos) << gpu.served().placement;
+  std::cout << "[gpu] " << gpu.served().placement << "\n";
   clef::test::Parity parity;
   for (int n : {5, 60, sized(300, 0), sized(1500, 0)}) {
     if (n == 0) continue;
     const Value body = request(n, kQuestions);
-    const rt::Decision g = gpu->decide(body);
-    const rt::Decision c = cpu->decide(body);
+    const rt::Decision g = gpu.decide(body);
+    const rt::Decision c = cpu.decide(body);
     ASSERT_EQ(g.logits.size(), c.logits.size());
     parity.add(c.logits, g.logits);
   }
@@ -105,9 +105,9 @@ TEST(GpuEngine, ARepeatedRequestIsBitIdentical) {
   for (int n : {20, sized(700, 0)}) {
     if (n == 0) continue;
     const Value body = request(n, !software_device() ? kQuestions : kOtherQuestions);
-    const rt::Decision first = gpu->decide(body);
+    const rt::Decision first = gpu.decide(body);
     for (int i = 0; i < sized(3, 1); ++i) {
-      EXPECT_EQ(gpu->decide(body).body, first.body) << n << " words";
+      EXPECT_EQ(gpu.decide(body).body, first.body) << n << " words";
     }
   }
 }
@@ -120,10 +120,10 @@ TEST(GpuEngine, AStateCacheHitGivesTheColdBytes) {
   const char* then = !software_device() ? kOtherQuestions : kThirdQuestions;
   for (int n : {40, sized(400, 0), sized(1200, 0)}) {
     if (n == 0) continue;
-    EXPECT_EQ(cached->decide(request(n, first)).body, cold->decide(request(n, first)).body);
-    const rt::Decision warm = cached->decide(request(n, then));
+    EXPECT_EQ(cached.decide(request(n, first)).body, cold.decide(request(n, first)).body);
+    const rt::Decision warm = cached.decide(request(n, then));
     EXPECT_GT(warm.cached_tokens, 0) << n << " words";
-    EXPECT_EQ(warm.body, cold->decide(request(n, then)).body) << n << " words";
+    EXPECT_EQ(warm.body, cold.decide(request(n, then)).body) << n << " words";
   }
 }
 
@@ -135,18 +135,18 @@ TEST(GpuEngine, AGoneClientCancelsALongPrefillPromptly) {
   c.backbone.chunk_tokens = sized(256, 64);
   auto gpu = rt::make_engine(c);
   const Value body = request(sized(20000, 300), kOtherQuestions);
-  rt::PreparedRequest prepared = gpu->prepare(body);
+  rt::PreparedRequest prepared = gpu.prepare(body);
   const auto t0 = std::chrono::steady_clock::now();
-  const rt::Decision whole = gpu->decide(prepared);
+  const rt::Decision whole = gpu.decide(prepared);
   const double whole_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  rt::PreparedRequest again = gpu->prepare(body);
+  rt::PreparedRequest again = gpu.prepare(body);
   std::thread canceller([cancel = again.cancellation, whole_ms]() mutable {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(whole_ms / 4));
     cancel.cancel();
   });
   const auto t1 = std::chrono::steady_clock::now();
-  EXPECT_THROW(gpu->decide(again), clef::DecisionCancelled);
+  EXPECT_THROW(gpu.decide(again), clef::DecisionCancelled);
   const double cancelled_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   canceller.join();
@@ -157,9 +157,9 @@ TEST(GpuEngine, AGoneClientCancelsALongPrefillPromptly) {
   if (software_device()) {
     const Value small = request(5, kThirdQuestions);
     auto fresh = rt::make_engine(on("auto"));
-    EXPECT_EQ(gpu->decide(small).body, fresh->decide(small).body);
+    EXPECT_EQ(gpu.decide(small).body, fresh.decide(small).body);
   } else {
-    EXPECT_EQ(gpu->decide(body).body, whole.body);
+    EXPECT_EQ(gpu.decide(body).body, whole.body);
   }
 }
 
@@ -191,7 +191,7 @@ TEST(GpuEngine, AConfigurationTooLargeForTheGpuIsRefused) {
   }
   // The GPU is usable again.
   auto small = rt::make_engine(on("auto"));
-  EXPECT_FALSE(small->decide(request(10, kThirdQuestions)).body.empty());
+  EXPECT_FALSE(small.decide(request(10, kThirdQuestions)).body.empty());
 }
 
 /// --gpu-layers auto (issue 44, the default): on a GPU too small for every layer, as many layers
@@ -209,21 +209,21 @@ TEST(GpuEngine, AutoLayersOffloadWhatFitsTheGpuAndSaySo) {
   ASSERT_LT(one, all);
   c.gpu_memory_limit = one + (all - one) / 3;
   auto engine = rt::make_engine(c);
-  const std::string placement = engine->placement();
+  const std::string placement = engine.served().placement;
   std::cout << "[gpu] " << placement << "\n";
   EXPECT_NE(placement.find("on the CPU: --gpu-layers auto"), std::string::npos) << placement;
   EXPECT_EQ(placement.find("backbone 0/"), std::string::npos) << placement;
-  EXPECT_FALSE(engine->decide(request(10, kThirdQuestions)).body.empty());
+  EXPECT_FALSE(engine.decide(request(10, kThirdQuestions)).body.empty());
   // Under what the tower and the head need beside one layer: everything on the CPU, saying why
   // (before, the plan counted the tower and head on the GPU while they ran on the CPU).
   rt::EngineConfig none_fit = c;
   none_fit.gpu_memory_limit = rt::device_need(rt::measure_engine_memory(c, opened, true, 0)) - 1;
   auto on_cpu = rt::make_engine(none_fit);
-  EXPECT_EQ(on_cpu->placement().rfind("CPU, ", 0), 0u) << on_cpu->placement();
-  EXPECT_NE(on_cpu->placement().find("--gpu-layers auto"), std::string::npos)
-      << on_cpu->placement();
-  EXPECT_EQ(on_cpu->sequence_memory().find("Vulkan"), std::string::npos)
-      << "the plan is the CPU's: " << on_cpu->sequence_memory();
+  EXPECT_EQ(on_cpu.served().placement.rfind("CPU, ", 0), 0u) << on_cpu.served().placement;
+  EXPECT_NE(on_cpu.served().placement.find("--gpu-layers auto"), std::string::npos)
+      << on_cpu.served().placement;
+  EXPECT_EQ(on_cpu.served().sequence_memory.find("Vulkan"), std::string::npos)
+      << "the plan is the CPU's: " << on_cpu.served().sequence_memory;
   rt::EngineConfig all_layers = c;
   all_layers.backbone.gpu_layers = -1;
   try {
@@ -267,7 +267,7 @@ TEST(GpuEngine, ContinuousBatchingOnTheDeviceGivesTheBytesOfSoloDeviceRuns) {
   std::vector<std::string> alone;
   {
     auto solo = rt::make_engine(config(1, 0));
-    for (const Value& body : bodies) alone.push_back(solo->decide(body).body);
+    for (const Value& body : bodies) alone.push_back(solo.decide(body).body);
   }
   // On lavapipe one batched engine with the cache, one round (requests 0 and 7, 1 and 3 share a
   // state: hits beside misses when the first of a pair is done first).
@@ -276,10 +276,11 @@ TEST(GpuEngine, ContinuousBatchingOnTheDeviceGivesTheBytesOfSoloDeviceRuns) {
   for (std::int64_t cache_mb : caches) {
     SCOPED_TRACE("state cache " + std::to_string(cache_mb) + " MiB");
     auto batched = rt::make_engine(config(4, cache_mb));
-    ASSERT_EQ(batched->parallel(), 4);
-    std::cout << "[gpu] " << batched->placement() << "; " << batched->sequence_memory() << "\n";
+    ASSERT_EQ(batched.runner->parallel(), 4);
+    std::cout << "[gpu] " << batched.served().placement << "; " << batched.served().sequence_memory
+              << "\n";
     for (int round = 0; round < sized(2, 1); ++round) {
-      const std::vector<std::string> got = clef::test::decide_together(*batched, bodies);
+      const std::vector<std::string> got = clef::test::decide_together(batched, bodies);
       for (std::size_t i = 0; i < bodies.size(); ++i) {
         EXPECT_EQ(got[i], alone[i]) << "round " << round << ", request " << i;
       }
@@ -291,7 +292,7 @@ TEST(GpuEngine, ImagesGoThroughTheVisionTowerOnTheDevice) {
   SKIP_WITHOUT_DEVICE();
   auto gpu = rt::make_engine(on("auto"));
   auto cpu = rt::make_engine(on("cpu"));
-  const std::string placement = gpu->placement();
+  const std::string placement = gpu.served().placement;
   EXPECT_NE(placement.find("vision tower"), std::string::npos) << placement;
   const std::string images = std::string(CLEF_TEST_DATA) + "/oracle/coreai/images/";
   clef::test::Parity parity;
@@ -302,12 +303,12 @@ TEST(GpuEngine, ImagesGoThroughTheVisionTowerOnTheDevice) {
     const Value body = clef::test::ticket_request("What is in the picture?",
                                                   software_device() ? kThirdQuestions : kQuestions,
                                                   {clef::test::grey_png_uri(w, h)});
-    const rt::Decision g = gpu->decide(body);
+    const rt::Decision g = gpu.decide(body);
     if (!repeated) {
-      EXPECT_EQ(gpu->decide(body).body, g.body) << w << "x" << h;
+      EXPECT_EQ(gpu.decide(body).body, g.body) << w << "x" << h;
     }
     repeated = true;
-    parity.add(cpu->decide(body).logits, g.logits);
+    parity.add(cpu.decide(body).logits, g.logits);
   }
   print("tiny model, images through the tower", parity);
   expect_within_bar(parity);
@@ -320,7 +321,7 @@ TEST(GpuEngine, AnImageTooLargeForTheDeviceIsRefusedAndTheEngineGoesOn) {
   c.max_image_tokens = 0;  // only the tower's memory bounds the image
   c.max_request_image_tokens = 0;
   auto gpu = rt::make_engine(c);
-  const rt::ServedLimits limits = gpu->limits();
+  const rt::ServedLimits limits = gpu.served().limits;
   clef::device::Placement placement = clef::device::resolve("auto", -1);
   ASSERT_NE(placement.gpu, nullptr);
   std::size_t free = 0, total = 0;
@@ -330,19 +331,19 @@ TEST(GpuEngine, AnImageTooLargeForTheDeviceIsRefusedAndTheEngineGoesOn) {
             << " MiB free)\n";
   EXPECT_LE(limits.max_vision_memory, total);
   const Value before = request(5, kThirdQuestions);
-  const std::string expected = gpu->decide(before).body;
+  const std::string expected = gpu.decide(before).body;
   // 4096 x 4096 px: 65,536 patches, whose attention alone is far over the device's memory.
   const Value huge = clef::test::ticket_request("What is in the picture?", kThirdQuestions,
                                                 {clef::test::grey_png_uri(4096, 4096)});
   try {
-    gpu->decide(huge);
+    gpu.decide(huge);
     FAIL() << "an image over the device's memory was decided";
   } catch (const clef::Error& e) {
     std::cout << "[gpu] refused: " << e.what() << "\n";
     EXPECT_EQ(e.kind(), clef::ErrorKind::payload_too_large) << e.what();
     EXPECT_EQ(e.param(), "images.0") << e.what();
   }
-  EXPECT_EQ(gpu->decide(before).body, expected);
+  EXPECT_EQ(gpu.decide(before).body, expected);
 }
 
 /// The parity corpus: fixture requests (text and JSON states, and images in the g256 and native
@@ -396,10 +397,10 @@ void expect_parity_on(const char* preset, const char* quant) {
   cpu.backbone.device = "cpu";
   auto on_device = rt::make_engine(device);
   auto on_cpu = rt::make_engine(cpu);
-  std::cout << "[gpu] " << on_device->placement() << "\n";
+  std::cout << "[gpu] " << on_device.served().placement << "\n";
   clef::test::Parity parity;
   for (const Value& body : parity_corpus()) {
-    parity.add(on_cpu->decide(body).logits, on_device->decide(body).logits);
+    parity.add(on_cpu.decide(body).logits, on_device.decide(body).logits);
   }
   print((std::string(preset) + " " + quant +
          (software_device() ? ", 4 fixture requests + ticket states + an image"

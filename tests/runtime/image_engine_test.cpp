@@ -99,10 +99,10 @@ class ImageEngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { engine_ = rt::make_engine(tiny_config()); }
   static void TearDownTestSuite() { engine_.reset(); }
-  static rt::Decider& engine() { return *engine_; }
-  static std::unique_ptr<rt::Decider> engine_;
+  static rt::Engine& engine() { return *engine_; }
+  static std::optional<rt::Engine> engine_;
 };
-std::unique_ptr<rt::Decider> ImageEngineTest::engine_;
+std::optional<rt::Engine> ImageEngineTest::engine_;
 
 using clef::test::expect_refused;
 TEST_F(ImageEngineTest, OneAndTwoImagesAreDecidedAndCountedInInputTokens) {
@@ -141,27 +141,30 @@ TEST(ImageSuspension, OthersRunBeforeEachTowerImageAndDuringThePrefillWithTheSam
   rt::EngineConfig config = tiny_config();
   config.state_cache_mb = 0;  // the second decision encodes its images again
   auto engine = rt::make_engine(config);
-  ASSERT_EQ(engine->parallel(), 1);
+  ASSERT_EQ(engine.runner->parallel(), 1);
   const Value two = with_images({uri(kArrows), uri(kGauge)});
   const Value text = clef::json::parse(kCard);
-  const std::string alone = engine->decide(two).body;
-  const std::string text_alone = engine->decide(text).body;
-  const rt::PreparedRequest prepared = engine->prepare(two);
-  const std::unique_ptr<rt::DecisionInProgress> d = engine->begin(prepared);
+  const std::string alone = engine.decide(two).body;
+  const std::string text_alone = engine.decide(text).body;
+  const rt::PreparedRequest prepared = engine.prepare(two);
+  const std::unique_ptr<rt::DecisionInProgress> d = engine.runner->begin(prepared);
   rt::DecisionInProgress* const one = d.get();
   std::vector<std::string> others;
   int steps = 0;
   while (!d->prefilled()) {
-    engine->step(std::span<rt::DecisionInProgress* const>(&one, 1));
+    engine.runner->step(std::span<rt::DecisionInProgress* const>(&one, 1),
+                        clef::backbone::kPausablePiece);
     ++steps;
     if (d->prefilled()) break;
-    EXPECT_THROW(engine->decide(text), clef::Error) << "its sequence is held";
-    engine->suspend(*d);
-    EXPECT_THROW(engine->step(std::span<rt::DecisionInProgress* const>(&one, 1)), clef::Error);
-    others.push_back(engine->decide(text).body);
-    engine->resume(*d);
+    EXPECT_THROW(engine.decide(text), clef::Error) << "its sequence is held";
+    engine.runner->suspend(*d);
+    EXPECT_THROW(engine.runner->step(std::span<rt::DecisionInProgress* const>(&one, 1),
+                                     clef::backbone::kPausablePiece),
+                 clef::Error);
+    others.push_back(engine.decide(text).body);
+    engine.runner->resume(*d);
   }
-  const rt::Decision decided = engine->finish(*d);
+  const rt::Decision decided = engine.runner->finish(*d);
   EXPECT_EQ(decided.body, alone);
   EXPECT_GE(steps, 2);  // image 0, then image 1 with the prefill's first piece
   ASSERT_EQ(others.size(), static_cast<std::size_t>(steps - 1));
@@ -382,17 +385,17 @@ TEST(ImageEngineCorruptWeights, ANonFiniteRecordIsA500AndLeavesNothingBehind) {
   c.state_cache_mb = 0;
   auto engine = rt::make_engine(c);
   const Value text = clef::json::parse(kCard);
-  const std::string expected = rt::make_engine(tiny_config(false))->decide(text).body;
-  EXPECT_EQ(engine->decide(text).body, expected);
+  const std::string expected = rt::make_engine(tiny_config(false)).decide(text).body;
+  EXPECT_EQ(engine.decide(text).body, expected);
   for (int round = 0; round < 2; ++round) {
     try {
-      engine->decide(with_images({uri(kGauge)}));
+      engine.decide(with_images({uri(kGauge)}));
       ADD_FAILURE() << "a non-finite record was answered";
     } catch (const clef::Error& e) {
       EXPECT_EQ(e.status(), 500) << e.what();
       EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(engine->decide(text).body, expected) << "round " << round;
+    EXPECT_EQ(engine.decide(text).body, expected) << "round " << round;
   }
 }
 
@@ -414,8 +417,8 @@ TEST(ImageEngineRefusals, NoMmprojContextTooSmallAndForbiddenUrls) {
   const std::string arrows = uri(kArrows);
   {
     auto engine = rt::make_engine(tiny_config(false));
-    expect_refused(*engine, with_images({arrows}), 422, "images", "no mmproj");
-    EXPECT_NO_THROW(engine->decide(clef::json::parse(kCard)));
+    expect_refused(engine, with_images({arrows}), 422, "images", "no mmproj");
+    EXPECT_NO_THROW(engine.decide(clef::json::parse(kCard)));
   }
   {
     auto config = tiny_config();
@@ -423,27 +426,27 @@ TEST(ImageEngineRefusals, NoMmprojContextTooSmallAndForbiddenUrls) {
     config.allow_image_urls = true;
     auto engine = rt::make_engine(config);
     // 2 x 300 image tokens cannot fit 512: refused before anything is encoded, naming the numbers.
-    expect_refused(*engine, with_images({arrows, arrows}), 413, "images", "512");
-    expect_refused(*engine, with_images({arrows, arrows}), 413, "images", "300 tokens");
+    expect_refused(engine, with_images({arrows, arrows}), 413, "images", "512");
+    expect_refused(engine, with_images({arrows, arrows}), 413, "images", "300 tokens");
     // Checked from the header, before decoding: a PNG whose IHDR says 1280x960 (1,200 tokens)
     // and whose pixel data is missing (decoding it would be a 400) gets the budget's 413.
     std::vector<std::uint8_t> header = clef::vision::test_png_header(1280, 960);
-    expect_refused(*engine,
+    expect_refused(engine,
                    with_images({"data:image/png;base64," + clef::vision::encode_base64(header)}),
                    413, "images", "1200 tokens");
     // 300 image tokens fit, but not with this schema: still a 413 that names the image tokens.
     Value small = clef::json::parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}})");
     small.members().emplace_back("images", Value::array({Value::string(arrows)}));
-    EXPECT_NO_THROW(engine->decide(small));
+    EXPECT_NO_THROW(engine.decide(small));
     std::string words;
     for (int i = 0; i < 300; ++i) words += " word";
     Value big_schema = clef::json::parse(R"({"state": "s", "questions": {"q": {"type": "noul",
         "instructions": ")" + words + R"("}}})");
     big_schema.members().emplace_back("images", Value::array({Value::string(arrows)}));
-    expect_refused(*engine, big_schema, 413, "images", "302 of them for the 1 image");
+    expect_refused(engine, big_schema, 413, "images", "302 of them for the 1 image");
     for (const char* url : {"http://127.0.0.1:9/a.png", "http://169.254.169.254/latest/meta-data",
                             "http://[::1]/a.png", "http://10.1.2.3/a.png", "http://localhost/"}) {
-      expect_refused(*engine, with_images({url}), 400, "images.0", "does not fetch");
+      expect_refused(engine, with_images({url}), 400, "images.0", "does not fetch");
     }
   }
 }
@@ -491,16 +494,16 @@ TEST(ImageUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   config.allow_image_urls = true;
   {
     auto engine = rt::make_engine(config);
-    expect_refused(*engine, with_images({server.url("/arrows.png")}), 400, "images.0", "loopback");
+    expect_refused(engine, with_images({server.url("/arrows.png")}), 400, "images.0", "loopback");
   }
   config.allow_loopback_image_urls_for_tests = true;
   auto engine = rt::make_engine(config);
-  const std::string expected = engine->decide(with_images({uri(kArrows)})).body;
-  EXPECT_EQ(engine->decide(with_images({server.url("/arrows.png")})).body, expected);
-  EXPECT_EQ(engine->decide(with_images({server.url("/moved")})).body, expected);
-  expect_refused(*engine, with_images({server.url("/to-metadata")}), 400, "images.0",
+  const std::string expected = engine.decide(with_images({uri(kArrows)})).body;
+  EXPECT_EQ(engine.decide(with_images({server.url("/arrows.png")})).body, expected);
+  EXPECT_EQ(engine.decide(with_images({server.url("/moved")})).body, expected);
+  expect_refused(engine, with_images({server.url("/to-metadata")}), 400, "images.0",
                  "169.254.169.254");
-  expect_refused(*engine, with_images({server.url("/missing")}), 400, "images.0", "404");
+  expect_refused(engine, with_images({server.url("/missing")}), 400, "images.0", "404");
 }
 
 using clef::test::run_command;

@@ -11,7 +11,6 @@
 #include "artifact/open_model.hpp"
 #include "gguf/gguf_file.hpp"
 #include "json/parse.hpp"
-#include "runtime/decider.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/engine_memory.hpp"
@@ -194,7 +193,7 @@ TEST(EngineMemoryPlan, MeasuresTheBackboneAsLlamaCppWillAllocateIt) {
   // The context's KV and recurrent states: what the engine measures per sequence, and more with
   // more sequences and a longer context.
   auto engine = rt::make_engine(c);
-  const std::uint64_t per_sequence = engine->limits().sequence_bytes;
+  const std::uint64_t per_sequence = engine.served().limits.sequence_bytes;
   EXPECT_GE(needs.backbone.host.sequences, per_sequence * 9 / 10);
   EXPECT_LE(needs.backbone.host.sequences, per_sequence * 11 / 10);
   rt::EngineConfig four = c;
@@ -223,10 +222,10 @@ TEST(EngineMemoryPlan, SizesTheStateCacheToWhatIsLeft) {
   rt::EngineConfig c = tiny_config();
   c.memory_limit = 700 * MiB;
   auto engine = rt::make_engine(c);
-  const std::uint64_t budget = engine->state_cache_stats().budget;
+  const std::uint64_t budget = engine.runner->state_cache_stats().budget;
   EXPECT_GT(budget, 0u);
   EXPECT_LT(budget, 200 * MiB) << "700 MiB less the reserve, the model and half for images";
-  const std::string memory = engine->sequence_memory();
+  const std::string memory = engine.served().sequence_memory;
   EXPECT_NE(memory.find("of 700.00 MiB (--memory-limit)"), std::string::npos) << memory;
   c.state_cache_mb = 4096;
   EXPECT_THROW(rt::make_engine(c), Error) << "an explicit state cache over what is left";

@@ -93,8 +93,8 @@ int resume_point(const clef::record::Record& first, const clef::record::Record& 
 class StateCacheEngineTest : public ::testing::TestWithParam<std::string> {
  protected:
   struct Engines {
-    std::unique_ptr<rt::Decider> cached;  ///< a 64 MiB state cache
-    std::unique_ptr<rt::Decider> cold;    ///< none
+    std::optional<rt::Engine> cached;  ///< a 64 MiB state cache
+    std::optional<rt::Engine> cold;    ///< none
   };
   static void TearDownTestSuite() { engines().clear(); }
   static std::map<std::string, Engines>& engines() {
@@ -109,8 +109,8 @@ class StateCacheEngineTest : public ::testing::TestWithParam<std::string> {
     }
     return e;
   }
-  rt::Decider& cached() const { return *model_engines().cached; }
-  rt::Decider& cold() const { return *model_engines().cold; }
+  rt::Engine& cached() const { return *model_engines().cached; }
+  rt::Engine& cold() const { return *model_engines().cold; }
   /// Decides `body` on the cached engine and checks its bytes against the cold engine's.
   rt::Decision expect_cold_bytes(const Value& body) const {
     rt::Decision d = cached().decide(body);
@@ -141,11 +141,11 @@ TEST_P(StateCacheEngineTest, SameStateNewQuestionsResumesAtTheStateEndWithColdBy
     EXPECT_EQ(again.cached_tokens, point);
   }
   EXPECT_EQ(offsets_seen, (std::set<int>{0, 1, 10, 40, kChunk - 1}));
-  const clef::cache::StateCacheStats s = cached().state_cache_stats();
+  const clef::cache::StateCacheStats s = cached().runner->state_cache_stats();
   EXPECT_GE(s.hits, 10u);
   EXPECT_GT(s.bytes, 0u);
-  EXPECT_EQ(cold().state_cache_stats().hits, 0u);
-  EXPECT_EQ(cold().state_cache_stats().entries, 0u);
+  EXPECT_EQ(cold().runner->state_cache_stats().hits, 0u);
+  EXPECT_EQ(cold().runner->state_cache_stats().entries, 0u);
 }
 
 TEST_P(StateCacheEngineTest, ANewStateResumesFromTheSystemPrefix) {
@@ -200,9 +200,9 @@ TEST_P(StateCacheEngineTest, ALongStateKeepsAtMostEightCheckpointsAndAlwaysTheLa
   const clef::record::Record rec = cached().prepare(first).record;
   const auto prefix = static_cast<int>(rec.prefix_tokens);
   ASSERT_GT(static_cast<int>(rec.state_span.size()), 12 * kChunk);
-  const auto before = cached().state_cache_stats().bytes;
+  const auto before = cached().runner->state_cache_stats().bytes;
   expect_cold_bytes(first);
-  const auto grown_by = cached().state_cache_stats().bytes - before;
+  const auto grown_by = cached().runner->state_cache_stats().bytes - before;
   const Value longer = request(base + " " + clef::test::ticket_words(30), kQuestionsB);
   const rt::Decision extended = expect_cold_bytes(longer);
   // The last boundary inside the state is always among the 8 kept.
@@ -222,14 +222,14 @@ TEST_P(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
   const std::string state = clef::test::ticket_words(900);
   const Value a = request(state, kQuestionsA);
   const Value b = request(state, kQuestionsB);
-  const clef::record::Record rec = small_cached->prepare(b).record;
+  const clef::record::Record rec = small_cached.prepare(b).record;
   ASSERT_TRUE(rec.state_truncated);
-  EXPECT_EQ(small_cached->decide(a).body, small_cold->decide(a).body);
-  const rt::Decision warm = small_cached->decide(b);
+  EXPECT_EQ(small_cached.decide(a).body, small_cold.decide(a).body);
+  const rt::Decision warm = small_cached.decide(b);
   // A shorter schema leaves more room for the state: b's state is cut elsewhere than a's, so
   // only the system prefix is shared; b itself is then cached at its own state end.
-  EXPECT_EQ(warm.body, small_cold->decide(b).body);
-  const rt::Decision warm_again = small_cached->decide(b);
+  EXPECT_EQ(warm.body, small_cold.decide(b).body);
+  const rt::Decision warm_again = small_cached.decide(b);
   EXPECT_EQ(warm_again.cached_tokens, clef::cache::state_end_point(rec));
   EXPECT_EQ(warm_again.body, warm.body);
 }
@@ -268,12 +268,12 @@ TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
   auto cold = rt::make_engine(config(0));
   const Value body = request(clef::test::ticket_words(1500), kQuestionsA);
   const auto t0 = std::chrono::steady_clock::now();
-  const rt::Decision reference = cold->decide(body);
+  const rt::Decision reference = cold.decide(body);
   const auto whole = std::chrono::steady_clock::now() - t0;
   const int total = reference.input_tokens;
 
   // Decides `body` on `engine` for a client that leaves about halfway through the prefill.
-  auto abandon = [&](rt::Decider& engine) {
+  auto abandon = [&](rt::Engine& engine) {
     const auto started = std::chrono::steady_clock::now();
     const rt::Cancellation gone = rt::Cancellation::polling(
         [&] { return std::chrono::steady_clock::now() - started > whole / 2; },
@@ -281,11 +281,11 @@ TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
     rt::PreparedRequest abandoned = engine.prepare(body, gone);
     EXPECT_THROW(engine.decide(abandoned), clef::DecisionCancelled);
   };
-  abandon(*cached);
-  EXPECT_GT(cached->state_cache_stats().entries, 0u);
-  const rt::Decision retried = cached->decide(body);
+  abandon(cached);
+  EXPECT_GT(cached.runner->state_cache_stats().entries, 0u);
+  const rt::Decision retried = cached.decide(body);
   EXPECT_EQ(retried.body, reference.body);
-  EXPECT_GT(retried.cached_tokens, clef::cache::fixed_prefix_tokens(cached->prepare(body).record))
+  EXPECT_GT(retried.cached_tokens, clef::cache::fixed_prefix_tokens(cached.prepare(body).record))
       << "resumed only from the system prefix";
   EXPECT_LT(retried.cached_tokens, total);
 
@@ -293,11 +293,10 @@ TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
   auto off_config = config(256);
   off_config.resume_snapshot_ms = 0;
   auto off = rt::make_engine(off_config);
-  abandon(*off);
-  const rt::Decision from_scratch = off->decide(body);
+  abandon(off);
+  const rt::Decision from_scratch = off.decide(body);
   EXPECT_EQ(from_scratch.body, reference.body);
-  EXPECT_LE(from_scratch.cached_tokens,
-            clef::cache::fixed_prefix_tokens(off->prepare(body).record));
+  EXPECT_LE(from_scratch.cached_tokens, clef::cache::fixed_prefix_tokens(off.prepare(body).record));
 }
 
 TEST(StateCacheEngine, FlashAttentionAnswersDoNotDependOnTheCache) {
@@ -312,13 +311,13 @@ TEST(StateCacheEngine, FlashAttentionAnswersDoNotDependOnTheCache) {
   for (int words : {30, 75, 130}) {
     const Value a = request(clef::test::ticket_words(words), kQuestionsA);
     const Value b = request(clef::test::ticket_words(words), kQuestionsB);
-    EXPECT_EQ(cached->decide(a).body, cold->decide(a).body);
-    const rt::Decision warm = cached->decide(b);
+    EXPECT_EQ(cached.decide(a).body, cold.decide(a).body);
+    const rt::Decision warm = cached.decide(b);
     EXPECT_GT(warm.cached_tokens, 0);
-    EXPECT_EQ(warm.body, cold->decide(b).body) << words << " words";
+    EXPECT_EQ(warm.body, cold.decide(b).body) << words << " words";
     const Value extended =
         request(clef::test::ticket_words(words) + " and one more thing", kQuestionsB);
-    EXPECT_EQ(cached->decide(extended).body, cold->decide(extended).body) << words << " words";
+    EXPECT_EQ(cached.decide(extended).body, cold.decide(extended).body) << words << " words";
   }
 }
 

@@ -57,10 +57,10 @@ class VideoEngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { engine_ = rt::make_engine(ct::tiny_engine_config()); }
   static void TearDownTestSuite() { engine_.reset(); }
-  static rt::Decider& engine() { return *engine_; }
-  static std::unique_ptr<rt::Decider> engine_;
+  static rt::Engine& engine() { return *engine_; }
+  static std::optional<rt::Engine> engine_;
 };
-std::unique_ptr<rt::Decider> VideoEngineTest::engine_;
+std::optional<rt::Engine> VideoEngineTest::engine_;
 
 using clef::test::expect_refused;
 TEST_F(VideoEngineTest, AVideoIsWrittenAsTheProcessorWritesItAndAnswered) {
@@ -193,12 +193,12 @@ TEST_P(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdBy
   second.members().emplace_back("videos", Value::array({Value::string(clip)}));
   auto cold_config = ct::preset_engine_config(GetParam());
   cold_config.state_cache_mb = 0;
-  const std::string cold = rt::make_engine(cold_config)->decide(second).body;
+  const std::string cold = rt::make_engine(cold_config).decide(second).body;
   auto warm_config = ct::preset_engine_config(GetParam());
   warm_config.state_cache_mb = 64;
   auto warm = rt::make_engine(warm_config);
-  warm->decide(first);
-  const rt::Decision hit = warm->decide(second);
+  warm.decide(first);
+  const rt::Decision hit = warm.decide(second);
   EXPECT_GT(hit.cached_tokens, 70) << "the video's two patches come from the cache";
   EXPECT_EQ(hit.body, cold);
   // Another video with the same token ids (same size, frame count and timestamps): no reuse of
@@ -207,11 +207,11 @@ TEST_P(VideoStateCache, ASecondQuestionSetOnTheSameVideoResumesAndKeepsTheColdBy
   other.frame = [](int i) { return ct::moving_square(64, 48, 7 - i); };
   Value third = second;
   third.members().back().second = Value::array({Value::string(video_uri(ct::write_clip(other)))});
-  const rt::Decision miss = warm->decide(third);
-  const std::size_t first_patch = warm->prepare(third).record.images[0].first_token;
+  const rt::Decision miss = warm.decide(third);
+  const std::size_t first_patch = warm.prepare(third).record.images[0].first_token;
   EXPECT_LE(static_cast<std::size_t>(miss.cached_tokens), first_patch)
       << "at most the text before the first patch is reused";
-  EXPECT_EQ(miss.body, rt::make_engine(cold_config)->decide(third).body);
+  EXPECT_EQ(miss.body, rt::make_engine(cold_config).decide(third).body);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, VideoStateCache, ::testing::ValuesIn(ct::model_presets()),
@@ -238,13 +238,13 @@ TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   config.allow_image_urls = true;
   {
     auto engine = rt::make_engine(config);
-    expect_refused(*engine, with_videos({Value::string(url)}), 400, "videos.0", "loopback");
+    expect_refused(engine, with_videos({Value::string(url)}), 400, "videos.0", "loopback");
   }
   config.allow_loopback_image_urls_for_tests = true;
   config.max_video_bytes = 30 * 1024 * 1024;  // over the image URL limit: the video one applies
   auto engine = rt::make_engine(config);
-  EXPECT_EQ(engine->decide(with_videos({Value::string(url)})).body,
-            engine->decide(with_videos({Value::string(video_uri(clip))})).body);
+  EXPECT_EQ(engine.decide(with_videos({Value::string(url)})).body,
+            engine.decide(with_videos({Value::string(video_uri(clip))})).body);
   // A frame list of 12 URL frames at 24 fps: the processor samples 4 (int(12 / 24 * 2) = 1,
   // raised to 4), and only those are fetched (reported: every frame was downloaded and held).
   std::vector<Value> urls;
@@ -253,7 +253,7 @@ TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
                                  std::to_string(i) + ".png"));
   }
   const rt::PreparedRequest p =
-      engine->prepare(with_videos({Value::object({{"frames", Value::array(urls)}})}));
+      engine.prepare(with_videos({Value::object({{"frames", Value::array(urls)}})}));
   EXPECT_EQ(p.images.size(), 2u);
   EXPECT_EQ(frame_fetches.load(), 4);
   server.stop();
@@ -334,40 +334,39 @@ TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
   const std::string clip = video_uri(ct::write_clip(square_clip()));
   {
     auto engine = rt::make_engine(ct::tiny_engine_config(false));
-    expect_refused(*engine, with_videos({Value::string(clip)}), 422, "videos", "no mmproj");
+    expect_refused(engine, with_videos({Value::string(clip)}), 422, "videos", "no mmproj");
   }
   auto config = ct::tiny_engine_config();
   config.max_video_seconds = 1.5;
   config.max_video_frame_pixels = 100000;
   config.allow_image_urls = true;
   auto engine = rt::make_engine(config);
-  expect_refused(*engine, with_videos({Value::string(clip)}), 413, "videos.0", "limit is 1.5");
+  expect_refused(engine, with_videos({Value::string(clip)}), 413, "videos.0", "limit is 1.5");
   ct::ClipSpec big = square_clip(2, 4);
   big.width = 512;
   big.height = 256;
   big.frame = [](int) { return ct::solid_frame(512, 256, 1, 2, 3); };
-  expect_refused(*engine, with_videos({Value::string(video_uri(ct::write_clip(big)))}), 413,
+  expect_refused(engine, with_videos({Value::string(video_uri(ct::write_clip(big)))}), 413,
                  "videos.0", "131072 pixels");
   std::vector<std::uint8_t> bytes = ct::write_clip(square_clip(4, 4));
-  expect_refused(*engine,
+  expect_refused(engine,
                  with_videos({Value::string(
                      video_uri(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 50)))}),
                  400, "videos.0", "video");
   ct::ClipSpec huff = square_clip(4, 4);
   huff.codec = "huffyuv";
   huff.pixel_format = "yuv422p";
-  expect_refused(*engine, with_videos({Value::string(video_uri(ct::write_clip(huff)))}), 415,
+  expect_refused(engine, with_videos({Value::string(video_uri(ct::write_clip(huff)))}), 415,
                  "videos.0", "huffyuv");
-  expect_refused(*engine, with_videos({Value::string("data:video/ogg;base64,AAAA")}), 415,
+  expect_refused(engine, with_videos({Value::string("data:video/ogg;base64,AAAA")}), 415,
                  "videos.0", "video/ogg");
-  expect_refused(*engine,
-                 with_videos({Value::string(video_uri(ct::write_clip(square_clip(1, 4))))}), 400,
-                 "videos.0", "t:1 must be larger than temporal_factor:2");
+  expect_refused(engine, with_videos({Value::string(video_uri(ct::write_clip(square_clip(1, 4))))}),
+                 400, "videos.0", "t:1 must be larger than temporal_factor:2");
   for (const char* url : {"http://127.0.0.1:9/a.mp4", "http://169.254.169.254/latest/meta-data",
                           "http://10.1.2.3/v.webm"}) {
-    expect_refused(*engine, with_videos({Value::string(url)}), 400, "videos.0", "does not fetch");
+    expect_refused(engine, with_videos({Value::string(url)}), 400, "videos.0", "does not fetch");
   }
-  expect_refused(*engine, with_videos({Value::string("v.mp4")}), 400, "videos.0", "data URI");
+  expect_refused(engine, with_videos({Value::string("v.mp4")}), 400, "videos.0", "data URI");
   // A frame list whose frames differ in size.
   const auto png = [](int w, int h) {
     return Value::string(
@@ -375,13 +374,13 @@ TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
         clef::vision::encode_base64(clef::vision::encode_png(ct::solid_frame(w, h, 1, 1, 1))));
   };
   expect_refused(
-      *engine, with_videos({Value::object({{"frames", Value::array({png(32, 32), png(64, 32)})}})}),
+      engine, with_videos({Value::object({{"frames", Value::array({png(32, 32), png(64, 32)})}})}),
       400, "videos.0.frames.1", "first frame's size");
   // The engine still answers afterwards.
-  EXPECT_NO_THROW(engine->decide(clef::json::parse(kCard)));
+  EXPECT_NO_THROW(engine.decide(clef::json::parse(kCard)));
   // Without URLs allowed: 422 with a stable code.
   auto no_urls = rt::make_engine(ct::tiny_engine_config());
-  expect_refused(*no_urls, with_videos({Value::string("https://example.com/v.mp4")}), 422,
+  expect_refused(no_urls, with_videos({Value::string("https://example.com/v.mp4")}), 422,
                  "videos.0", "--allow-media-urls");
 }
 
@@ -394,8 +393,8 @@ TEST(VideoEngineRefusals, AVideoThatCannotFitTheContextIs413) {
   const Value big = with_videos({Value::string(video_uri(ct::write_clip(square_clip())))},
                                 R"({"do_sample_frames": false,
                                     "size": {"shortest_edge": 1000000, "longest_edge": 9000000}})");
-  expect_refused(*engine, big, 413, "videos", "context size is 512");
-  expect_refused(*engine, big, 413, "videos", "videos.0: 4 temporal patches of 320x416 px");
+  expect_refused(engine, big, 413, "videos", "context size is 512");
+  expect_refused(engine, big, 413, "videos", "videos.0: 4 temporal patches of 320x416 px");
   // Media that fit, with a schema that does not: the 413 names the videos.
   std::string words;
   for (int i = 0; i < 400; ++i) words += " word";
@@ -403,7 +402,7 @@ TEST(VideoEngineRefusals, AVideoThatCannotFitTheContextIs413) {
       "instructions": ")" + words + R"("}}})");
   long_schema.members().emplace_back(
       "videos", Value::array({Value::string(video_uri(ct::write_clip(square_clip())))}));
-  expect_refused(*engine, long_schema, 413, "videos", "for the images and videos");
+  expect_refused(engine, long_schema, 413, "videos", "for the images and videos");
 }
 
 using clef::test::run_command;

@@ -35,8 +35,8 @@ TEST(BatchedQueue, GivesTheSoloBytesAndAGoneClientStopsOnlyItsOwnRequest) {
       test::ticket_request(test::ticket_words(40), test::kTicketQuestionsA)};
   auto solo = runtime::make_engine(config(1));
   std::vector<std::string> alone;
-  for (const json::Value& body : bodies) alone.push_back(solo->decide(body).body);
-  solo.reset();
+  for (const json::Value& body : bodies) alone.push_back(solo.decide(body).body);
+  solo = {};
 
   DecisionQueue queue([] { return runtime::make_engine(config(2)); }, 16, warmup_request());
   queue.start();

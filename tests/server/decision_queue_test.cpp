@@ -1,11 +1,11 @@
 // DecisionQueue: loading, warm-up, order, bounded capacity, drain, failures, dropped clients, and
-// that the Decider only ever runs on the one runtime thread, one call at a time.
+// that the Runner only ever runs on the one runtime thread, one call at a time.
 
 #include "server/decision_queue.hpp"
 
 #include <gtest/gtest.h>
 
-#include "fake_decider.hpp"
+#include "fake_engine.hpp"
 #include "json/parse.hpp"
 
 namespace clef::server {
@@ -60,12 +60,12 @@ TEST(DecisionQueue, SubmitWhileLoadingIsUnavailable) {
   control->open_load_gate();
 }
 
-TEST(DecisionQueue, AnswersEqualTheDecidersAnswersInOrder) {
+TEST(DecisionQueue, AnswersEqualTheEnginesAnswersInOrder) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 16, warmup_request());
   queue.start();
   ASSERT_TRUE(queue.wait_until_ready(10s));
-  testing::FakeDecider reference(control, "fake-model", 4096);
+  runtime::Engine reference = testing::fake_engine(control);
   std::vector<std::future<DecisionOutcome>> futures;
   for (int i = 0; i < 8; ++i)
     futures.push_back(submit(queue, request_with_state(std::to_string(i))));
@@ -135,7 +135,7 @@ TEST(DecisionQueue, DrainFinishesQueuedAndRunningThenRefuses) {
   EXPECT_EQ(control->finished.load(), 6);
 }
 
-TEST(DecisionQueue, DeciderRunsOnOneThreadOneCallAtATime) {
+TEST(DecisionQueue, RunnerRunsOnOneThreadOneCallAtATime) {
   auto control = std::make_shared<FakeControl>();
   control->delay = 2ms;
   DecisionQueue queue(fake_factory(control), 64, warmup_request());
@@ -161,10 +161,8 @@ TEST(DecisionQueue, DeciderRunsOnOneThreadOneCallAtATime) {
 
 TEST(DecisionQueue, FactoryFailureIsReportedAndRefusesRequests) {
   DecisionQueue queue(
-      []() -> std::unique_ptr<runtime::Decider> {
-        throw model_error("backbone.gguf: not a GGUF file");
-      },
-      4, warmup_request());
+      []() -> runtime::Engine { throw model_error("backbone.gguf: not a GGUF file"); }, 4,
+      warmup_request());
   queue.start();
   EXPECT_FALSE(queue.wait_until_ready(10s));
   EXPECT_EQ(queue.state(), QueueState::failed);
@@ -182,7 +180,7 @@ TEST(DecisionQueue, WarmUpFailureIsALoadFailure) {
   EXPECT_NE(queue.load_error().find("questions"), std::string::npos);
 }
 
-TEST(DecisionQueue, DeciderErrorsComeBackAsFailedOutcomes) {
+TEST(DecisionQueue, RunnerErrorsComeBackAsFailedOutcomes) {
   auto control = std::make_shared<FakeControl>();
   DecisionQueue queue(fake_factory(control), 4, warmup_request());
   queue.start();

@@ -1,4 +1,4 @@
-// clef_fake_server: serve_until_signal() over the FakeDecider, so the signal and drain path of
+// clef_fake_server: serve_until_signal() over the fake engine, so the signal and drain path of
 // `clef serve` can be tested as a child process without a model.
 //   clef_fake_server [--delay-ms N] [--queue-size N] [--port N] [--load-ms N] [--host H]
 //                    [--api-key-file F]
@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "fake_decider.hpp"
+#include "fake_engine.hpp"
 #include "server/serve_loop.hpp"
 
 int main(int argc, char** argv) {

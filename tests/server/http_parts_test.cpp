@@ -80,7 +80,10 @@ TEST(InfoBodies, HealthStates) {
 }
 
 TEST(InfoBodies, ModelsList) {
-  ModelInfo model{"clef-flash", 16384, 1.0, {}, {}, {}, {}};
+  runtime::ServedModel model;
+  model.name = "clef-flash";
+  model.context_size = 16384;
+  model.load_seconds = 1.0;
   const std::string reference_answers =
       R"("answers":{"calibration":null,"confidence":"reference"})";
   // TypeSafe's SDKs read `models` (their ModelCard): the same model, after the OpenAI list.
@@ -90,7 +93,7 @@ TEST(InfoBodies, ModelsList) {
   EXPECT_EQ(models_body(model), R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"
                                 R"("owned_by":"clef","context_size":16384,)" +
                                     reference_answers + "}]" + card);
-  // A decider that states its limits: they are listed (issue 13: the image caps a client meets).
+  // A model that states its limits: they are listed (issue 13: the image caps a client meets).
   model.limits = {16384, 64, 255, 4, 4096, 8192, std::uint64_t{6} << 30};
   EXPECT_EQ(models_body(model),
             R"({"object":"list","data":[{"id":"clef-flash","object":"model",)"

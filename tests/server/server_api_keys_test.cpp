@@ -1,4 +1,4 @@
-// API keys end to end on 127.0.0.1 (FakeDecider): which endpoints need a key, how a request
+// API keys end to end on 127.0.0.1 (the fake engine): which endpoints need a key, how a request
 // presents one, the 401 answer, per-key metrics and log lines, and a reload while serving.
 
 #include <gtest/gtest.h>

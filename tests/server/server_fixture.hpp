@@ -1,5 +1,5 @@
 #pragma once
-// An in-process server on a free 127.0.0.1 port, deciding with a FakeDecider, plus helpers.
+// An in-process server on a free 127.0.0.1 port, deciding with the fake engine, plus helpers.
 
 #include <httplib.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "fake_decider.hpp"
+#include "fake_engine.hpp"
 #include "server/http_server.hpp"
 
 namespace clef::server::testing {

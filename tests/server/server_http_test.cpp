@@ -1,4 +1,4 @@
-// The HTTP server end to end on 127.0.0.1 with a FakeDecider: endpoints, every error status with
+// The HTTP server end to end on 127.0.0.1 with the fake engine: endpoints, every error status with
 // its JSON body, queue limits, loading and draining, concurrency, misbehaving clients.
 
 #include <gtest/gtest.h>
@@ -29,12 +29,12 @@ const char* kCard = R"({"state":"Production database is down, customers cannot l
                     R"("sales":"sales","support":"support"}},"urgency":{"type":"score","criteria":)"
                     R"(["low","medium","high","critical"]},"outage":{"type":"noul"}}})";
 
-/// The bytes the fake decider answers for `body` when the server fills in `model`.
+/// The bytes the fake engine answers for `body` when the server fills in `model`.
 std::string expected_answer(ServerFixture& f, const std::string& body,
                             const std::string& model = "fake-model") {
   json::Value request = json::parse(body);
   if (!request.find("model")) request.set("model", json::Value::string(model));
-  testing::FakeDecider reference(f.control, model, 4096);
+  runtime::Engine reference = testing::fake_engine(f.control, model);
   return reference.decide(request).body;
 }
 
@@ -139,7 +139,7 @@ TEST(ServerHttp, HealthModelsAndMetrics) {
   EXPECT_EQ(metric_value(text, "clef_decisions_in_flight"), 0);
 }
 
-TEST(ServerHttp, BothDecisionPathsAnswerTheDecidersBytes) {
+TEST(ServerHttp, BothDecisionPathsAnswerTheEnginesBytes) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());
   auto a = post(f, kCard, "/v1/decisions");

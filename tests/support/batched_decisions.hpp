@@ -1,5 +1,5 @@
 #pragma once
-// Test support for continuous batching (Decider::begin / step / finish): a mix of requests (text
+// Test support for continuous batching (Runner::begin / step / finish): a mix of requests (text
 // lengths, images, a truncated state, shared states) and a loop that decides them together, a new
 // one joining as soon as one is done. Used by the CPU batching tests and the device (gpu) tests.
 
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backbone/prefill_layout.hpp"
 #include "json/value.hpp"
 #include "runtime/engine.hpp"
 #include "support/grey_png.hpp"
@@ -55,29 +56,30 @@ struct InFlight {
 
 /// Decides `bodies` on `engine` by continuous batching: at most parallel() at once, a new one
 /// joining as soon as one is done; returns each answer body by index. Expects more than one step.
-inline std::vector<std::string> decide_together(runtime::Decider& engine,
+inline std::vector<std::string> decide_together(runtime::Engine& engine,
                                                 const std::vector<json::Value>& bodies) {
   std::vector<std::string> out(bodies.size());
   std::list<InFlight> active;  // a list: a prepared request must not move while it is decided
   std::size_t next = 0;
   int steps = 0;
   while (next < bodies.size() || !active.empty()) {
-    while (next < bodies.size() && active.size() < static_cast<std::size_t>(engine.parallel())) {
+    while (next < bodies.size() &&
+           active.size() < static_cast<std::size_t>(engine.runner->parallel())) {
       InFlight& f = active.emplace_back();
       f.prepared = engine.prepare(bodies[next]);
       f.index = next++;
-      f.decision = engine.begin(f.prepared);
+      f.decision = engine.runner->begin(f.prepared);
     }
     std::vector<runtime::DecisionInProgress*> step;
     for (InFlight& f : active) step.push_back(f.decision.get());
-    engine.step(step);
+    engine.runner->step(step, backbone::kPausablePiece);
     ++steps;
     for (auto it = active.begin(); it != active.end();) {
       if (!it->decision->prefilled()) {
         ++it;
         continue;
       }
-      out[it->index] = engine.finish(*it->decision).body;
+      out[it->index] = engine.runner->finish(*it->decision).body;
       it = active.erase(it);
     }
   }

@@ -7,12 +7,12 @@
 #include <string>
 
 #include "json/value.hpp"
-#include "runtime/decider.hpp"
+#include "runtime/engine.hpp"
 #include "util/error.hpp"
 
 namespace clef::test {
 
-inline void expect_refused(runtime::Decider& engine, const json::Value& body, int status,
+inline void expect_refused(runtime::Engine& engine, const json::Value& body, int status,
                            const std::string& param, const std::string& words) {
   try {
     engine.decide(body);

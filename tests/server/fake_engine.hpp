@@ -1,8 +1,8 @@
 #pragma once
-// A test double of runtime::Decider: deterministic answers computed from the request, an optional
-// delay, an optional gate that holds a decision until the test opens it, and checks that deciding
-// is never entered by two threads at once. One sequence; a decision is made whole in its first
-// step() (what decide() below does), so the loop never suspends one.
+// A test double of the engine (runtime::Engine: a FakeModel and a FakeRunner): deterministic
+// answers computed from the request, an optional delay, an optional gate that holds a decision
+// until the test opens it, and checks that deciding is never entered by two threads at once. One
+// sequence; a decision is made whole in its first step(), so the loop never suspends one.
 //
 // Behaviour by request:
 //   - prepare(): request::parse_request's refusals (e.g. `questions` missing or not a non-empty
@@ -30,12 +30,12 @@
 
 #include "json/render.hpp"
 #include "request/parse.hpp"
-#include "runtime/decider.hpp"
+#include "runtime/engine.hpp"
 #include "util/error.hpp"
 
 namespace clef::server::testing {
 
-/// Shared between a test and the fakes it creates (the server owns the decider itself).
+/// Shared between a test and the fakes it creates (the server owns the runner itself).
 struct FakeControl {
   std::chrono::milliseconds delay{0};
   std::atomic<int> started{0};  ///< decisions entered (warm-up included)
@@ -83,17 +83,21 @@ inline std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-class FakeDecider : public runtime::Decider {
+/// Prepares like the engine (request::parse_request with this model's name as the default).
+/// The fake keeps the body's canonical JSON, which its answers hash, in the record's
+/// rendered_state (it has no tokenizer, so no real record).
+class FakeModel final : public runtime::Model {
  public:
-  FakeDecider(std::shared_ptr<FakeControl> control, std::string name, int context_size)
-      : control_(std::move(control)), name_(std::move(name)), context_size_(context_size) {}
-
-  /// Validates like the engine (request::parse_request with this model's name as the default).
-  /// The fake keeps the body's canonical JSON, which its answers hash, in the record's
-  /// rendered_state (it has no tokenizer, so no real record).
-  runtime::PreparedRequest prepare(const json::Value& body) const override {
+  FakeModel(std::string name, int context_size) {
+    served_.name = std::move(name);
+    served_.context_size = context_size;
+    served_.limits.context_size = context_size;
+  }
+  runtime::PreparedRequest prepare(const json::Value& body,
+                                   const runtime::Cancellation& cancellation = {}) const override {
     runtime::PreparedRequest prepared;
-    prepared.request = request::parse_request(body, {}, name_);
+    prepared.cancellation = cancellation;
+    prepared.request = request::parse_request(body, {}, served_.name);
     json::Value defaulted = body;  // the canonical form has the model defaulted
     if (body.find("model") == nullptr) {
       defaulted.set("model", json::Value::string(prepared.request.model));
@@ -101,6 +105,17 @@ class FakeDecider : public runtime::Decider {
     prepared.record.rendered_state = json::dumps(defaulted);
     return prepared;
   }
+  const runtime::ServedModel& served() const override { return served_; }
+
+ private:
+  runtime::ServedModel served_;
+};
+
+/// Decides what FakeModel prepared, each decision whole in its first step().
+class FakeRunner final : public runtime::Runner {
+ public:
+  FakeRunner(std::shared_ptr<FakeControl> control, int context_size)
+      : control_(std::move(control)), context_size_(context_size) {}
 
   std::unique_ptr<runtime::DecisionInProgress> begin(
       const runtime::PreparedRequest& prepared) override {
@@ -122,14 +137,11 @@ class FakeDecider : public runtime::Decider {
     return std::move(*whole.decision);
   }
   void suspend(runtime::DecisionInProgress&) override {
-    throw Error(ErrorKind::internal, "internal", "the fake decider does not suspend");
+    throw Error(ErrorKind::internal, "internal", "the fake runner does not suspend");
   }
   void resume(runtime::DecisionInProgress&) override {
-    throw Error(ErrorKind::internal, "internal", "the fake decider does not suspend");
+    throw Error(ErrorKind::internal, "internal", "the fake runner does not suspend");
   }
-
-  const std::string& model_name() const override { return name_; }
-  int context_size() const override { return context_size_; }
 
  private:
   /// A decision made whole in its first step.
@@ -211,19 +223,25 @@ class FakeDecider : public runtime::Decider {
   }
 
   std::shared_ptr<FakeControl> control_;
-  std::string name_;
   int context_size_;
 };
 
-/// A DecisionQueue::Factory making FakeDeciders; waits for control->load_gate_open first.
+/// A fake engine: FakeModel named `name` and a FakeRunner over `control`.
+inline runtime::Engine fake_engine(std::shared_ptr<FakeControl> control,
+                                   std::string name = "fake-model", int context_size = 4096) {
+  return {std::make_shared<const FakeModel>(std::move(name), context_size),
+          std::make_unique<FakeRunner>(std::move(control), context_size)};
+}
+
+/// A DecisionQueue::Factory making fake engines; waits for control->load_gate_open first.
 inline auto fake_factory(std::shared_ptr<FakeControl> control, std::string name = "fake-model",
                          int context_size = 4096) {
-  return [control, name, context_size]() -> std::unique_ptr<runtime::Decider> {
+  return [control, name, context_size]() -> runtime::Engine {
     {
       std::unique_lock lock(control->mutex);
       control->cv.wait(lock, [&] { return control->load_gate_open; });
     }
-    return std::make_unique<FakeDecider>(control, name, context_size);
+    return fake_engine(control, name, context_size);
   };
 }
 

@@ -1,0 +1,76 @@
+#pragma once
+// The model side of the engine: what is served (ServedModel, plain data) and the preparation of a
+// SystemOne request against it. Const once loaded: the server's HTTP threads share one
+// (std::shared_ptr<const Model>) while the loop thread runs the model (runtime/runner.hpp). It
+// needs the backbone's llama_model (the vocabulary), never its context (llama.cpp's llama_model
+// beside llama_context; whisper.cpp's context beside whisper_state).
+
+#include <cstdint>
+#include <string>
+
+#include "json/value.hpp"
+#include "runtime/cancellation.hpp"
+#include "runtime/prepared_request.hpp"
+
+namespace clef::runtime {
+
+/// What a model accepts beyond the contract's own rules: a server tells clients (/v1/models).
+struct ServedLimits {
+  int context_size = 0;                 ///< tokens of one record
+  int max_questions = 0;                ///< questions per request
+  int max_options = 0;                  ///< options or score levels per question
+  int max_images = 0;                   ///< images per request
+  int max_image_tokens = 0;             ///< image tokens of one image (0: only the context)
+  int max_request_image_tokens = 0;     ///< image tokens of all images together (0: the context)
+  std::uint64_t max_vision_memory = 0;  ///< vision-tower compute bytes for one image (0: none)
+  bool image_urls = false;              ///< http(s) image and video URLs are fetched
+  int max_videos = 0;                   ///< videos per request (0: none accepted)
+  int max_video_frames = 0;             ///< frames the processor may keep of one video
+  double max_video_seconds = 0;         ///< longest video, seconds
+  std::int64_t max_video_frame_pixels = 0;  ///< largest video frame, width x height
+  std::int64_t max_video_bytes = 0;         ///< largest video file, bytes
+  int parallel = 1;  ///< decisions prefilled together (continuous batching), Runner::parallel()
+  /// What one of those holds at most: backbone memory of a whole context (0: not said).
+  std::uint64_t sequence_bytes = 0;
+};
+
+/// How the answers are built beyond the reference (opt-in; /v1/models says).
+struct AnswerSettings {
+  std::string calibration;               ///< the calibration file applied, empty: none
+  std::string confidence = "reference";  ///< what `confidence` means
+};
+
+/// The served model as logs, /v1/models and the metrics tell it; made once at load.
+struct ServedModel {
+  std::string name;        ///< the served id, the default of the request's `model`
+  int context_size = 0;    ///< tokens of one record (limits.context_size)
+  ServedLimits limits;     ///< what preparation enforces
+  AnswerSettings answers;  ///< calibration and confidence in use
+  /// Where the model runs: the device, and on a GPU what went there ("CUDA0 (NVIDIA H200, ...):
+  /// backbone 32/32 layers, vision tower, joint schema head on CUDA0"), or "CPU, N threads, ISA
+  /// and weights" (device::describe_cpu_path). Empty: not said.
+  std::string placement;
+  /// What the decisions in progress may hold and the memory plan, for the startup log: "parallel
+  /// 4 x context 16384: 565 MiB per sequence (...); plan: ...". Empty: not said.
+  std::string sequence_memory;
+  double load_seconds = 0;  ///< load (and, in a server, the warm-up decision), wall time
+};
+
+/// A loaded model as preparation sees it.
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  /// Validates and prepares a parsed request body (see PreparedRequest) that `cancellation` may
+  /// stop while it is prepared (a client that hangs up while its video is decoded:
+  /// DecisionCancelled); the prepared request carries it. Thread-safe (const): the server calls
+  /// it on its HTTP threads while the loop thread decides. Throws clef::Error for a request that
+  /// cannot be decided (400/413/415/422), naming the field at fault.
+  virtual PreparedRequest prepare(const json::Value& body,
+                                  const Cancellation& cancellation = {}) const = 0;
+
+  /// What is served.
+  virtual const ServedModel& served() const = 0;
+};
+
+}  // namespace clef::runtime
