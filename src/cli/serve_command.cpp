@@ -18,7 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "runtime/engine.hpp"
-#include "server/serve_loop.hpp"
+#include "server/serve_until_signal.hpp"
 #include "server/server_config.hpp"
 #include "testmodel/make_test_model.hpp"
 #include "util/error.hpp"

@@ -6,10 +6,10 @@
 #include <mutex>
 #include <thread>
 
-#include "server/connection_loop.hpp"
 #include "server/http_exchange.hpp"
 #include "server/server_core.hpp"
 #include "server/web_files.hpp"
+#include "transport/connection_loop.hpp"
 
 namespace clef::server {
 
@@ -39,12 +39,12 @@ struct HttpServer::Listener {
             },
             is_light_request, tls_of(core.config())) {}
   /// The certificate and key of --ssl-cert-file/--ssl-key-file, checked now; nullptr for HTTP.
-  static std::shared_ptr<const TlsContext> tls_of(const ServerConfig& config) {
+  static std::shared_ptr<const transport::TlsContext> tls_of(const ServerConfig& config) {
     if (config.ssl_cert_file.empty()) return nullptr;
-    return std::make_shared<const TlsContext>(config.ssl_cert_file, config.ssl_key_file);
+    return std::make_shared<const transport::TlsContext>(config.ssl_cert_file, config.ssl_key_file);
   }
-  static ConnectionLimits limits_of(const ServerConfig& config) {
-    ConnectionLimits limits;
+  static transport::ConnectionLimits limits_of(const ServerConfig& config) {
+    transport::ConnectionLimits limits;
     limits.read_timeout_s = config.read_timeout_s;
     limits.write_timeout_s = config.write_timeout_s;
     limits.keep_alive_timeout_s = config.keep_alive_timeout_s;
@@ -55,7 +55,7 @@ struct HttpServer::Listener {
     limits.reserved_threads = kReservedHttpThreads;
     return limits;
   }
-  ConnectionServer http;
+  transport::ConnectionServer http;
   std::unique_ptr<AgentCheck> agent;  ///< --agent-port, from bind() to the end of shutdown()
   std::mutex mutex;
   std::condition_variable done_cv;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "server/connection.hpp"
 #include "server/web_files.hpp"
+#include "transport/connection.hpp"
 
 #include "util/error.hpp"
 
@@ -306,7 +306,7 @@ HttpResponse ServerCore::early_reply(int status, std::string_view head) {
   if (status == 429) {  // every worker busy: the server is overloaded
     res = answer(ErrorReply::busy(config_.overload_status));
     res.set_header("Connection", "close");
-  } else if (status == kPlainHttpOnTls) {
+  } else if (status == transport::kPlainHttpOnTls) {
     res = answer(ErrorReply{400, "invalid_request_error", "https_required",
                             "this port speaks HTTPS (TLS) and the request came as plain HTTP: "
                             "use https:// (with a self-signed certificate, curl --cacert FILE)",

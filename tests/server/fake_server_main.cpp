@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "fake_engine.hpp"
-#include "server/serve_loop.hpp"
+#include "server/serve_until_signal.hpp"
 
 int main(int argc, char** argv) {
   clef::server::ServerConfig config;

@@ -1,7 +1,7 @@
 // SIGTERM/SIGINT are taken synchronously by wait_for(); nothing dies of them. This executable
 // holds only this test: a signal sent to the process must not reach a thread started earlier.
 
-#include "server/serve_loop.hpp"
+#include "server/serve_until_signal.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/tls_context.hpp"
+#include "transport/tls_context.hpp"
 
 #include <fcntl.h>
 #include <openssl/err.h>
@@ -14,7 +14,7 @@
 
 #include "util/error.hpp"
 
-namespace clef::server {
+namespace clef::transport {
 
 namespace {
 
@@ -222,4 +222,4 @@ std::unique_ptr<TlsSession> TlsContext::session(int fd) const {
   return std::unique_ptr<TlsSession>(new TlsSession(std::move(impl)));
 }
 
-}  // namespace clef::server
+}  // namespace clef::transport

@@ -30,10 +30,10 @@
 #include <memory>
 #include <string>
 
-#include "server/connection.hpp"
-#include "server/connection_pool.hpp"
+#include "transport/connection.hpp"
+#include "transport/connection_pool.hpp"
 
-namespace clef::server {
+namespace clef::transport {
 
 class ConnectionServer : public httplib::Server {
  public:
@@ -66,4 +66,4 @@ class ConnectionServer : public httplib::Server {
   ConnectionPool* pool_ = nullptr;
 };
 
-}  // namespace clef::server
+}  // namespace clef::transport

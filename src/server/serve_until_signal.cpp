@@ -1,4 +1,4 @@
-#include "server/serve_loop.hpp"
+#include "server/serve_until_signal.hpp"
 
 #include <pthread.h>
 #include <csignal>

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "json/parse.hpp"
-#include "raw_socket.hpp"
 #include "server/endpoints.hpp"
-#include "server_fixture.hpp"
+#include "server/raw_socket.hpp"
+#include "server/server_fixture.hpp"
 
 namespace clef::server {
 namespace {

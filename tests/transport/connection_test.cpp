@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "raw_socket.hpp"
-#include "server_fixture.hpp"
+#include "server/raw_socket.hpp"
+#include "server/server_fixture.hpp"
 
 namespace clef::server {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 
-namespace clef::server {
+namespace clef::transport {
 
 /// Where a non-blocking TLS operation stands.
 enum class TlsStep {
@@ -77,4 +77,4 @@ class TlsContext {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace clef::server
+}  // namespace clef::transport

@@ -1,4 +1,4 @@
-#include "server/connection.hpp"
+#include "transport/connection.hpp"
 
 #include <netdb.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace clef::server {
+namespace clef::transport {
 
 namespace {
 
@@ -341,4 +341,4 @@ Next Connection::discard() {
   return Next::read;
 }
 
-}  // namespace clef::server
+}  // namespace clef::transport

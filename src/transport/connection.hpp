@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "server/tls_context.hpp"
+#include "transport/tls_context.hpp"
 
-namespace clef::server {
+namespace clef::transport {
 
 using Clock = std::chrono::steady_clock;
 
@@ -199,4 +199,4 @@ class Connection {
   int refusal_ = 0;
 };
 
-}  // namespace clef::server
+}  // namespace clef::transport

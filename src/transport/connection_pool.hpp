@@ -27,9 +27,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/connection.hpp"
+#include "transport/connection.hpp"
 
-namespace clef::server {
+namespace clef::transport {
 
 /// A fixed set of worker threads serving connections in arrival order.
 class WorkerLane {
@@ -113,4 +113,4 @@ class ConnectionPool final : public httplib::TaskQueue {
   std::thread poller_;
 };
 
-}  // namespace clef::server
+}  // namespace clef::transport

@@ -1,4 +1,4 @@
-#include "server/connection_pool.hpp"
+#include "transport/connection_pool.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -10,7 +10,7 @@
 
 #include "util/error.hpp"
 
-namespace clef::server {
+namespace clef::transport {
 
 // ---------------------------------------------------------------------------------------------
 // WorkerLane
@@ -212,4 +212,4 @@ void ConnectionPool::poll_loop() {
   arriving_.clear();
 }
 
-}  // namespace clef::server
+}  // namespace clef::transport

@@ -1,11 +1,11 @@
-#include "server/connection_loop.hpp"
+#include "transport/connection_loop.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 
-namespace clef::server {
+namespace clef::transport {
 
 ConnectionServer::ConnectionServer(ConnectionLimits limits, EarlyReply early_reply,
                                    LightRequest light, std::shared_ptr<const TlsContext> tls)
@@ -95,4 +95,4 @@ void ConnectionServer::serve(std::unique_ptr<Connection> connection, Lane lane) 
   if (connection->tls() != nullptr) connection->tls()->close_notify();
 }  // connection closes
 
-}  // namespace clef::server
+}  // namespace clef::transport
