@@ -17,7 +17,9 @@ std::string human_size(std::uintmax_t bytes) {
   return std::to_string(bytes) + " bytes (" + util::human_bytes(bytes) + ")";
 }
 
-std::string list(const std::vector<double>& v) {
+/// "[a, b, c]" of any sized range of numbers.
+template <class Numbers>
+std::string list(const Numbers& v) {
   std::ostringstream s;
   s << "[";
   for (std::size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
@@ -151,17 +153,20 @@ std::string format_report(const ModelReport& r) {
   if (r.mmproj) {
     const MmprojInfo& m = *r.mmproj;
     s << "mmproj " << m.path.string() << "\n";
-    s << "  projector type      " << m.projector_type << "\n";
+    const vision::MmprojInfo& v = m.vision;
+    s << "  projector type      " << v.projector_type << "\n";
     s << "  image size          " << m.image_size << "\n";
-    s << "  patch size          " << m.patch_size << "\n";
-    s << "  merge size          " << m.merge_size << "\n";
-    s << "  vision tower        " << m.n_layer << " layers, n_embd " << m.n_embd << ", " << m.n_head
+    s << "  patch size          " << v.processor.patch_size << "\n";
+    s << "  merge size          " << v.processor.merge_size << "\n";
+    s << "  vision tower        " << m.n_layer << " layers, n_embd " << v.n_embd << ", " << v.n_head
       << " heads, feed-forward " << m.n_ff << ", deepstack layers " << m.n_deepstack << "\n";
-    s << "  projection dim      " << m.projection_dim << " (output rows " << m.output_dim << ")\n";
-    s << "  image mean / std    " << list(m.image_mean) << " / " << list(m.image_std) << "\n";
+    s << "  projection dim      " << v.projection_dim << " (output rows " << m.output_dim << ")\n";
+    s << "  image mean / std    " << list(v.image_mean) << " / " << list(v.image_std) << "\n";
     s << "  min / max pixels    "
-      << (m.min_pixels ? std::to_string(*m.min_pixels) : std::string("(not set)")) << " / "
-      << (m.max_pixels ? std::to_string(*m.max_pixels) : std::string("(not set)")) << "\n";
+      << (v.file_min_pixels ? std::to_string(*v.file_min_pixels) : std::string("(not set)"))
+      << " / "
+      << (v.file_max_pixels ? std::to_string(*v.file_max_pixels) : std::string("(not set)"))
+      << "\n";
     s << "  tensors             " << m.n_tensors << "\n";
     s << "  file size           " << human_size(m.file_size) << "\n";
   }

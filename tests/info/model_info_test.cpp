@@ -69,14 +69,14 @@ TEST(ModelInfo, TinyModelDirectoryAgreesWithLibllama) {
   EXPECT_EQ(b.n_tensors, 3u + 6 * 14 + 2 * 11);
 
   const MmprojInfo& m = *r.mmproj;
-  EXPECT_EQ(m.projector_type, "qwen3vl_merger");
-  EXPECT_EQ(m.patch_size, 16u);
-  EXPECT_EQ(m.merge_size, 2u);
+  EXPECT_EQ(m.vision.projector_type, "qwen3vl_merger");
+  EXPECT_EQ(m.vision.processor.patch_size, 16);
+  EXPECT_EQ(m.vision.processor.merge_size, 2);
   EXPECT_EQ(m.output_dim, b.n_embd);
   EXPECT_EQ(m.n_deepstack, 0u);
-  EXPECT_EQ(m.image_mean, (std::vector<double>{0.5, 0.5, 0.5}));
-  EXPECT_EQ(m.image_std, (std::vector<double>{0.5, 0.5, 0.5}));
-  EXPECT_FALSE(m.min_pixels.has_value());
+  EXPECT_EQ(m.vision.image_mean, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(m.vision.image_std, (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
+  EXPECT_FALSE(m.vision.file_min_pixels.has_value());
 
   const HeadInfo& h = *r.head;
   EXPECT_EQ(h.config.hidden_size, b.n_embd);
