@@ -61,8 +61,7 @@ std::string read_request(const std::string& path) {
 }
 
 int run_ask(const AskOptions& options) {
-  runtime::EngineConfig config = options.engine.to_config();
-  config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
+  runtime::EngineConfig config = options.engine.loading_config();
   json::Value body = json::parse(read_request(options.request_path));
   std::vector<std::string> images;
   for (const std::string& path : options.image_paths) {
@@ -116,10 +115,8 @@ int run_ask(const AskOptions& options) {
 }  // namespace
 
 void add_ask_command(CLI::App& app, ExitCode& exit_code) {
-  auto options = std::make_shared<AskOptions>();
-  CLI::App* cmd = app.add_subcommand("ask", "decide one SystemOne request and print the response");
-  options->engine.add_to(*cmd);
-  options->engine.add_model_positional(*cmd);
+  auto [cmd, options] = add_engine_command<AskOptions>(
+      app, exit_code, "ask", "decide one SystemOne request and print the response", run_ask, true);
   cmd->add_option("-r,--request", options->request_path, "request JSON file ('-' = stdin)")
       ->required();
   cmd->add_option("--image", options->image_paths,
@@ -129,7 +126,6 @@ void add_ask_command(CLI::App& app, ExitCode& exit_code) {
                   "video file (MP4/QuickTime, Matroska/WebM or AVI) added to the request's "
                   "videos; repeatable")
       ->check(CLI::ExistingFile);
-  cmd->callback([options, &exit_code] { exit_code.value = run_ask(*options); });
 }
 
 }  // namespace clef::cli

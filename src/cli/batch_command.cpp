@@ -61,9 +61,7 @@ int run_batch_command(BatchCommandOptions options) {
                                                  std::chrono::seconds(options.timeout_s),
                                                  options.api_key, options.ca_cert);
   } else {
-    runtime::EngineConfig config = options.engine.to_config();
-    config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
-    engine = runtime::make_engine(config);
+    engine = runtime::make_engine(options.engine.loading_config());
     sender = std::make_unique<batch::LocalSender>(*engine);
   }
   if (::isatty(STDERR_FILENO) != 0) {
@@ -103,11 +101,11 @@ int run_batch_command(BatchCommandOptions options) {
 }  // namespace
 
 void add_batch_command(CLI::App& app, ExitCode& exit_code) {
-  auto options = std::make_shared<BatchCommandOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "batch",
+  auto [cmd, options] = add_engine_command<BatchCommandOptions>(
+      app, exit_code, "batch",
       "decide every request of a JSONL file (a request, or {\"id\", \"request\"} per line) with a "
-      "local model or HTTP endpoints; one JSONL record per line; resumable");
+      "local model or HTTP endpoints; one JSONL record per line; resumable",
+      run_batch_command);
   cmd->add_option("in", options->in, "input JSONL")->required()->check(CLI::ExistingFile);
   cmd->add_option("out", options->out, "output JSONL (appended with --resume)")->required();
   cmd->add_option("--endpoint", options->endpoints,
@@ -121,7 +119,6 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
                   "verify https endpoints against this PEM CA or certificate (a private CA, a "
                   "self-signed server) instead of the system's CAs")
       ->check(CLI::ExistingFile);
-  options->engine.add_to(*cmd);
   cmd->add_option("--concurrency", options->run.concurrency, "requests in flight at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
@@ -137,7 +134,6 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
                   "seconds to wait for one answer before the attempt counts as failed")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
-  cmd->callback([options, &exit_code] { exit_code.value = run_batch_command(*options); });
 }
 
 }  // namespace clef::cli

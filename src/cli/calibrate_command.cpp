@@ -36,8 +36,7 @@ int run_calibrate(CalibrateCommandOptions options) {
   if (!options.plot.empty()) check_writable(options.plot, "plot");
   if (!options.json_path.empty()) check_writable(options.json_path, "json");
   const eval::LabeledSet data = eval::load_labeled_set(options.data);
-  runtime::EngineConfig config = options.engine.to_config();
-  config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
+  runtime::EngineConfig config = options.engine.loading_config();
   config.calibration_path.clear();  // fitted on the model's own logits
   auto engine = runtime::make_engine(config);
   if (::isatty(STDERR_FILENO) != 0) {
@@ -87,12 +86,11 @@ int run_calibrate(CalibrateCommandOptions options) {
 }  // namespace
 
 void add_calibrate_command(CLI::App& app, ExitCode& exit_code) {
-  auto options = std::make_shared<CalibrateCommandOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "calibrate",
+  auto [cmd, options] = add_engine_command<CalibrateCommandOptions>(
+      app, exit_code, "calibrate",
       "fit a temperature per question type (Platt scaling for noul) on labeled requests and "
-      "report accuracy, log loss, Brier and ECE before/after on held-out folds");
-  options->engine.add_to(*cmd);
+      "report accuracy, log loss, Brier and ECE before/after on held-out folds",
+      run_calibrate);
   cmd->add_option("--data", options->data,
                   "labeled requests, JSON Lines: a SystemOne request plus \"gold\": {question id: "
                   "option id | true/false | level index}")
@@ -114,7 +112,6 @@ void add_calibrate_command(CLI::App& app, ExitCode& exit_code) {
                 "write the calibration even when the data are too few, a temperature ends at its "
                 "bound, or the held-out fit is worse than none (otherwise: a warning, nothing "
                 "written, exit 1)");
-  cmd->callback([options, &exit_code] { exit_code.value = run_calibrate(*options); });
 }
 
 }  // namespace clef::cli

@@ -314,6 +314,12 @@ runtime::EngineConfig EngineOptions::to_config() const {
   return config;
 }
 
+runtime::EngineConfig EngineOptions::loading_config() const {
+  runtime::EngineConfig config = to_config();
+  config.backbone.on_progress = progress_printer("backbone", verbose);
+  return config;
+}
+
 std::function<bool(float)> progress_printer(std::string what, bool force) {
   if (!force && ::isatty(STDERR_FILENO) == 0) return {};
   auto last = std::make_shared<int>(-1);

@@ -1,13 +1,16 @@
 #pragma once
-// Command-line options that choose model files and engine parameters, shared by `clef ask` and
-// `clef serve`.
+// Command-line options that choose model files and engine parameters, shared by the commands that
+// load a model here (ask, batch, calibrate, serve, verify), and the set-up of such a command.
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/commands.hpp"
 #include "runtime/engine_config.hpp"
 
 namespace clef::cli {
@@ -59,11 +62,30 @@ struct EngineOptions {
   /// The engine configuration the options describe. Throws clef::Error: invalid_request for a bad
   /// --set / --truncation / missing model files; model_error for an unusable --model-dir.
   runtime::EngineConfig to_config() const;
+  /// to_config() for a command that loads the model in this process: the backbone's load
+  /// progress on stderr (progress_printer, always with --verbose).
+  runtime::EngineConfig loading_config() const;
 };
 
 /// Prints "loading <what>: NN%" on one stderr line while a model loads (when stderr is a
 /// terminal, or always with `force`). Returns the callback for BackboneParams::on_progress.
 std::function<bool(float)> progress_printer(std::string what, bool force);
+
+/// Registers the subcommand `name` of a command over a local engine: its `Options` (a struct
+/// with an EngineOptions `engine`) shared with the callback, the engine's options registered
+/// (and the positional registry name when `model_positional`), and `run(options)` as the callback,
+/// whose result is the exit code. Returns the subcommand and its options, for the command's own.
+template <class Options>
+std::pair<CLI::App*, std::shared_ptr<Options>> add_engine_command(
+    CLI::App& app, ExitCode& exit_code, const std::string& name, const std::string& description,
+    std::function<int(Options&)> run, bool model_positional = false) {
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(name, description);
+  options->engine.add_to(*cmd);
+  if (model_positional) options->engine.add_model_positional(*cmd);
+  cmd->callback([options, run = std::move(run), &exit_code] { exit_code.value = run(*options); });
+  return {cmd, options};
+}
 
 /// A --gpu-layers value: "auto" (backbone::kAutoGpuLayers), -1 (all), 0 (CPU) or a layer count.
 /// Throws clef::Error (invalid_request naming gpu_layers) for anything else.

@@ -120,13 +120,11 @@ int run_serve(ServeOptions& options) {
 }  // namespace
 
 void add_serve_command(CLI::App& app, ExitCode& exit_code) {
-  auto options = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
+  auto [cmd, options] = add_engine_command<ServeOptions>(
+      app, exit_code, "serve",
       "serve SystemOne decisions over HTTP: POST /v1/systemone and /v1/decisions, GET /health, "
-      "/v1/models, /metrics; SIGTERM/SIGINT drain and exit 0");
-  options->engine.add_to(*cmd);
-  options->engine.add_model_positional(*cmd);
+      "/v1/models, /metrics; SIGTERM/SIGINT drain and exit 0",
+      run_serve, true);
   server::ServerConfig& s = options->server;
   cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
@@ -203,7 +201,6 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
                 "serve the random-weight tiny test model (generated once into the user cache)");
   cmd->add_option("--demo-seed", options->demo_seed, "seed of the --demo model")
       ->capture_default_str();
-  cmd->callback([options, &exit_code] { exit_code.value = run_serve(*options); });
 }
 
 }  // namespace clef::cli

@@ -97,8 +97,7 @@ CLI::Validator probability_bound() {
 int run_verify(const VerifyCommandOptions& options) {
   if (!options.json_path.empty()) check_writable(options.json_path, "json");  // before the runs
   const eval::Fixture fixture = eval::load_fixture(options.fixture);
-  runtime::EngineConfig config = options.engine.to_config();
-  config.backbone.on_progress = progress_printer("backbone", options.engine.verbose);
+  runtime::EngineConfig config = options.engine.loading_config();
   config.state_cache_mb = 0;  // every run decided cold, as a client's first request would be
 
   eval::VerifySetup setup;
@@ -160,12 +159,11 @@ int run_verify(const VerifyCommandOptions& options) {
 }  // namespace
 
 void add_verify_command(CLI::App& app, ExitCode& exit_code) {
-  auto options = std::make_shared<VerifyCommandOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "verify",
+  auto [cmd, options] = add_engine_command<VerifyCommandOptions>(
+      app, exit_code, "verify",
       "decide the model authors' oracle fixture with this engine and report parity (ids, spans, "
-      "argmax above the margin, max and mean |dp|); exit 0 PASS, 1 FAIL");
-  options->engine.add_to(*cmd);
+      "argmax above the margin, max and mean |dp|); exit 0 PASS, 1 FAIL",
+      run_verify);
   cmd->add_option("--fixture", options->fixture,
                   "oracle fixture (coreai-clef-flash-fixtures/1); images are read from images/ "
                   "beside it")
@@ -196,7 +194,6 @@ void add_verify_command(CLI::App& app, ExitCode& exit_code) {
                   "instead of verifying, write this engine's own readout of the selected runs as "
                   "a fixture (images copied beside it), to verify another machine, backend or "
                   "quantization against this one");
-  cmd->callback([options, &exit_code] { exit_code.value = run_verify(*options); });
 }
 
 }  // namespace clef::cli
