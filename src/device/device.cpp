@@ -24,6 +24,7 @@ DeviceInfo info_of(ggml_backend_dev_t dev) {
   d.description = ggml_backend_dev_description(dev);
   d.gpu = is_gpu(dev);
   d.cpu_type = d.gpu && is_cpu_type(dev);
+  if (d.gpu) d.quirks = quirks_of(d.description);
   ggml_backend_dev_memory(dev, &d.memory_free, &d.memory_total);
   return d;
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/quirks.hpp"
 #include "ggml-backend.h"
 
 namespace clef::device {
@@ -19,6 +20,7 @@ struct DeviceInfo {
   std::string description;       ///< e.g. the GPU's product name
   bool gpu = false;              ///< a GPU (or integrated GPU) device
   bool cpu_type = false;         ///< a GPU device that is software on the CPU (Vulkan lavapipe)
+  Quirks quirks;                 ///< its driver's bugs clef works around (quirks_of)
   std::size_t memory_free = 0;   ///< bytes, as the device reports them (0: unknown)
   std::size_t memory_total = 0;  ///< bytes
 };

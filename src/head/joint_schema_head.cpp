@@ -235,19 +235,20 @@ struct BuiltGraph {
 struct JointSchemaHead::Impl {
   ggml_backend_ptr backend;
   HeadModel model;
-  OutgrownBuffers outgrown_policy;
+  bool keep_outgrown;  ///< device::Quirks::stale_descriptor_reads
   ggml_gallocr_ptr allocator;
-  std::vector<ggml_gallocr_ptr> outgrown;  ///< kept buffers (OutgrownBuffers::kept)
+  std::vector<ggml_gallocr_ptr> outgrown;  ///< kept buffers (keep_outgrown)
   std::vector<std::uint8_t> graph_memory;  ///< reused ggml context memory (tensor metadata only)
 
-  Impl(const HeadWeights& weights, ggml_backend_ptr b, OutgrownBuffers policy)
+  Impl(const HeadWeights& weights, ggml_backend_ptr b, bool keep)
       : backend(std::move(b)),
         model(weights, backend.get()),
-        outgrown_policy(policy),
+        keep_outgrown(keep),
         allocator(new_allocator(backend.get())) {}
 
   /// The backend goes first, then the buffers (weights, compute, kept): no device memory is
-  /// freed while the backend that dispatched over it lives (OutgrownBuffers::kept's reason).
+  /// freed while the backend that dispatched over it lives
+  /// (device::Quirks::stale_descriptor_reads).
   ~Impl() { backend.reset(); }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -281,7 +282,7 @@ struct JointSchemaHead::Impl {
     return bytes;
   }
 
-  /// OutgrownBuffers::kept: when `gf` (a record of `n_tokens` with `questions`) needs more than
+  /// keep_outgrown: when `gf` (a record of `n_tokens` with `questions`) needs more than
   /// the current compute buffer, keep that buffer and reserve a new one for twice the tokens (or,
   /// when the device cannot hold that, for `gf` itself), so that ggml_gallocr_alloc_graph never
   /// frees one itself. Throws clef::Error (internal) when not even `gf` fits.
@@ -320,9 +321,9 @@ JointSchemaHead::JointSchemaHead(const HeadWeights& weights, int n_threads)
     : JointSchemaHead(weights, cpu_backend(n_threads)) {}
 
 JointSchemaHead::JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend,
-                                 OutgrownBuffers outgrown) {
+                                 const device::Quirks& quirks) {
   if (!backend) throw Error(ErrorKind::internal, "internal", "joint schema head: no backend");
-  impl_ = std::make_unique<Impl>(weights, std::move(backend), outgrown);
+  impl_ = std::make_unique<Impl>(weights, std::move(backend), quirks.stale_descriptor_reads);
 }
 
 JointSchemaHead::~JointSchemaHead() = default;
@@ -379,7 +380,7 @@ std::vector<std::vector<float>> JointSchemaHead::forward(std::span<const float> 
   ggml_cgraph* gf = g.gf;
   const GraphIo& io = g.io;
 
-  if (impl_->outgrown_policy == OutgrownBuffers::kept) impl_->make_room(gf, n_tokens, questions);
+  if (impl_->keep_outgrown) impl_->make_room(gf, n_tokens, questions);
   if (!ggml_gallocr_alloc_graph(impl_->allocator.get(), gf)) {
     throw Error(ErrorKind::internal, "internal", "cannot allocate the joint schema head's graph");
   }

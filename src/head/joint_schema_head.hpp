@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "device/quirks.hpp"
 #include "head/head_config.hpp"
 #include "head/head_weights.hpp"
 
@@ -29,18 +30,6 @@ struct HeadQuestion {
   std::vector<Span> options;  ///< the rendered option objects' tokens, in model option order
 };
 
-/// What forward() does with a compute buffer that a larger record outgrows.
-enum class OutgrownBuffers {
-  freed,  ///< ggml's graph allocator frees it and allocates a larger one (the default)
-  /// Kept until the head is destroyed (after its backend), and the larger one is reserved for
-  /// twice the tokens (the next power of two), so a growing stream of records holds at most about
-  /// twice the largest buffer. For Mesa 22.3's lavapipe, which reads every binding of a bound
-  /// descriptor set, stale ones too: a buffer freed while the backend whose sets named it lives is
-  /// referenced after free (heap corruption, a crash at a later call: docs/performance.md, "The
-  /// device path on Vulkan").
-  kept,
-};
-
 /// The head, its weights resident in one backend buffer (uploaded once, at construction).
 /// forward() reuses one graph allocator across calls; it is not thread-safe (one call at a time).
 class JointSchemaHead {
@@ -48,8 +37,12 @@ class JointSchemaHead {
   /// On the ggml CPU backend with `n_threads` threads (>= 1).
   JointSchemaHead(const HeadWeights& weights, int n_threads);
   /// On `backend` (owned). The backend must support the ops used (see head_graph_ops.hpp).
+  /// A compute buffer a larger record outgrows is freed by ggml's graph allocator, or with
+  /// `quirks`.stale_descriptor_reads kept until the head is destroyed (after its backend), the
+  /// larger one reserved for twice the tokens (the next power of two), so a growing stream of
+  /// records holds at most about twice the largest buffer.
   JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend,
-                  OutgrownBuffers outgrown = OutgrownBuffers::freed);
+                  const device::Quirks& quirks = {});
   ~JointSchemaHead();
   JointSchemaHead(JointSchemaHead&&) noexcept;
   JointSchemaHead& operator=(JointSchemaHead&&) noexcept;

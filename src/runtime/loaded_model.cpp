@@ -43,10 +43,7 @@ head::JointSchemaHead make_head(const head::HeadWeights& weights,
   if (placement.gpu != nullptr) {
     ggml_backend_ptr backend(ggml_backend_dev_init(placement.gpu, nullptr));
     if (backend) {
-      // A software Vulkan device is Mesa's lavapipe: keep outgrown buffers (stale descriptors).
-      head::JointSchemaHead head(
-          weights, std::move(backend),
-          placement.info.cpu_type ? head::OutgrownBuffers::kept : head::OutgrownBuffers::freed);
+      head::JointSchemaHead head(weights, std::move(backend), placement.info.quirks);
       const std::vector<std::string> missing = head.unsupported_ops();
       if (missing.empty()) {
         where = head.backend_name();
@@ -94,7 +91,7 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
     tp.flash_attention = c.backbone.flash_attention;
     tp.verbose = c.debug_log;
     tp.use_file_normalization = c.mmproj_file_normalization;
-    tp.fresh_load_for_larger_images = placement.info.cpu_type;  // lavapipe: as the head's
+    tp.quirks = placement.info.quirks;
     tower = std::make_unique<vision::VisionTower>(
         c.mmproj_path, llama_model_n_embd_inp(backbone.model()), std::move(tp));
   }

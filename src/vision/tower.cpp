@@ -70,7 +70,7 @@ struct VisionTower::Impl {
   int n_embd = 0;
   bool input_seen = false;  ///< set by the eval callback while one encode() runs
   /// {width, height, frames} of the first image encoded since the last load: with
-  /// fresh_load_for_larger_images, the only size its compute memory was reserved for (an image it
+  /// quirks.stale_descriptor_reads, the only size its compute memory was reserved for (an image it
   /// does not cover loads afresh and becomes the first).
   std::optional<std::array<int, 3>> reserved_for;
 
@@ -232,7 +232,7 @@ std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* se
                     " rows for a " + std::to_string(grid.merged_h) + " x " +
                     std::to_string(grid.merged_w) + " grid");
   }
-  if (s.params.fresh_load_for_larger_images) {
+  if (s.params.quirks.stale_descriptor_reads) {
     const std::array<int, 3> size{first.width, first.height,
                                   static_cast<int>(batch.entries.size())};
     const auto& r = s.reserved_for;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "device/quirks.hpp"
 #include "ggml-backend.h"
 #include "vision/image.hpp"
 #include "vision/mmproj_info.hpp"
@@ -34,12 +35,11 @@ struct TowerParams {
   ggml_backend_dev_t device = nullptr;
   bool flash_attention = false;  ///< flash attention in the encoder
   bool warmup = false;           ///< llama.cpp's warmup encode at load
-  /// Before an image that no image encoded since the last load covers (width, height and frames
-  /// each at most), load the encoder afresh instead of letting ggml reallocate its compute
-  /// memory. For Mesa 22.3's lavapipe, which reads freed buffers through stale descriptors while
-  /// the backend whose sets named them lives (head::OutgrownBuffers::kept says more); a fresh load
-  /// frees the old memory together with its backend.
-  bool fresh_load_for_larger_images = false;
+  /// The device's driver bugs. With stale_descriptor_reads, before an image that no image encoded
+  /// since the last load covers (width, height and frames each at most), the encoder is loaded
+  /// afresh instead of letting ggml reallocate its compute memory: a fresh load frees the old
+  /// memory together with its backend.
+  device::Quirks quirks;
   bool verbose = false;  ///< clip's own log at info level (warnings and errors always)
   /// Use the mmproj's image_mean / image_std even when they are not the reference's 0.5 / 0.5
   /// (contract section 7: by default such a file only gets a warning and 0.5 / 0.5 are used).

@@ -134,6 +134,20 @@ TEST(Devices, VulkanDevicesAreListedWhereTheLoaderHasThem) {
               << "\n";
 }
 
+/// The driver bug clef works around on lavapipe is told from the driver's device name, in
+/// device/ only: Mesa's lavapipe ("llvmpipe ..."), not another software device (SwiftShader) nor
+/// a GPU; and a listed device carries it.
+TEST(Devices, QuirksAreToldFromTheDriversDeviceName) {
+  EXPECT_TRUE(quirks_of("llvmpipe (LLVM 15.0.6, 256 bits)").stale_descriptor_reads);
+  EXPECT_FALSE(quirks_of("SwiftShader Device (Subzero)").stale_descriptor_reads);
+  EXPECT_FALSE(quirks_of("NVIDIA H100 80GB HBM3").stale_descriptor_reads);
+  EXPECT_FALSE(quirks_of("AMD EPYC").stale_descriptor_reads);
+  for (const DeviceInfo& d : list()) {
+    EXPECT_EQ(d.quirks.stale_descriptor_reads, d.gpu && d.description.starts_with("llvmpipe"))
+        << d.name << ": " << d.description;
+  }
+}
+
 TEST(Devices, TheVulkanBackendBindsToClefsOwnGgmlBase) {
   const LoadedBackends& loaded = load_backends();
   if (!loaded.vulkan) GTEST_SKIP() << loaded.vulkan_note;

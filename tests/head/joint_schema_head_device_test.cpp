@@ -1,8 +1,8 @@
 // The joint schema head on a device (ctest label `gpu`; Mesa's lavapipe on a machine without a
 // GPU): the CPU's logits on records that keep growing, each one outgrowing the head's compute
-// buffer. On lavapipe the head keeps outgrown buffers (OutgrownBuffers::kept, as the engine
-// chooses there): with ggml's default of freeing them, two records of growing length on the
-// small model's head crashed lavapipe or aborted in malloc in about half the runs (heap
+// buffer. On lavapipe the head keeps outgrown buffers (device::Quirks::stale_descriptor_reads, as
+// the engine chooses there): with ggml's default of freeing them, two records of growing length on
+// the small model's head crashed lavapipe or aborted in malloc in about half the runs (heap
 // corruption; docs/performance.md, "The device path on Vulkan").
 #include <gtest/gtest.h>
 
@@ -35,8 +35,7 @@ JointSchemaHead on_the_device(const HeadWeights& w) {
   const device::Placement placement = device::resolve("auto", -1);
   ggml_backend_ptr backend(ggml_backend_dev_init(placement.gpu, nullptr));
   if (!backend) throw std::runtime_error("no backend for " + placement.info.name);
-  return JointSchemaHead(w, std::move(backend),
-                         placement.info.cpu_type ? OutgrownBuffers::kept : OutgrownBuffers::freed);
+  return JointSchemaHead(w, std::move(backend), placement.info.quirks);
 }
 
 TEST(JointSchemaHeadOnADevice, GivesTheCpusLogitsOnRecordsThatKeepGrowing) {
