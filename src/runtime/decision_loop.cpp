@@ -58,8 +58,9 @@ std::vector<RunningDecision> DecisionLoop::view() const {
   std::vector<RunningDecision> running;
   running.reserve(active_.size());
   for (const Active& a : active_) {
-    running.push_back({a.prepared->input_tokens(), a.decision->tokens_left(), a.steps_out,
-                       a.stepped, a.suspended, a.prepared->cancellation.requested()});
+    running.push_back({a.prepared->input_tokens(), a.decision->tokens_left(),
+                       a.decision->images_left(), a.steps_out, a.stepped, a.suspended,
+                       a.prepared->cancellation.requested()});
   }
   return running;
 }
@@ -146,10 +147,12 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
   // Closed, one slot and nothing suspended: nobody can come to pass it, so whole layout batches.
   if (!open_ && slots_ == 1 && !suspended_since()) plan.most_tokens = backbone::kWholeBatches;
   std::vector<DecisionInProgress*> advancing;
+  DecisionInProgress* encode = nullptr;
   std::size_t i = 0;
   for (Active& a : active_) {
+    const std::size_t index = i++;
     const bool goes =
-        std::find(plan.advance.begin(), plan.advance.end(), i++) != plan.advance.end();
+        std::find(plan.advance.begin(), plan.advance.end(), index) != plan.advance.end();
     if (a.suspended) continue;
     if (!goes) {
       ++a.steps_out;
@@ -158,9 +161,10 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
     a.steps_out = 0;
     a.stepped = true;
     advancing.push_back(a.decision.get());
+    if (plan.encode == index) encode = a.decision.get();
   }
   try {
-    if (!advancing.empty()) runner_.step(advancing, plan.most_tokens);
+    if (!advancing.empty()) runner_.step(advancing, plan.most_tokens, encode);
   } catch (...) {
     // The backbone failed: every decision of this step is lost, each told why (a suspended one
     // keeps its memory aside and goes on).

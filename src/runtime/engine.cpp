@@ -91,20 +91,16 @@ class EngineRunner final : public Runner {
     ++p.out.suspensions;
   }
 
-  /// At most one vision-tower image per step (an encode cannot be interrupted), so a request
-  /// with images holds the others up for one image at a time, as with --parallel 1; a decision
-  /// whose images are all encoded starts its prefill and steps with the others.
-  void step(std::span<DecisionInProgress* const> decisions, int most_tokens) override {
-    bool encoded = false;
+  /// The image the plan names first (one encode cannot be interrupted), then every decision whose
+  /// images are all encoded starts its prefill if it has not, and they step together.
+  void step(std::span<DecisionInProgress* const> decisions, int most_tokens,
+            DecisionInProgress* encode) override {
     for (DecisionInProgress* d : decisions) {
       auto& p = static_cast<Pending&>(*d);
       if (p.suspended) throw Error(ErrorKind::internal, "internal", "step() of a suspended one");
       if (p.prefill || p.error) continue;
       try {
-        if (!encoded && p.next_image < p.prepared.images.size()) {
-          encode_next_image(p);
-          encoded = true;
-        }
+        if (d == encode) encode_next_image(p);
         if (p.next_image == p.prepared.images.size()) start_prefill(p);
       } catch (...) {
         p.error = std::current_exception();  // this decision only
@@ -149,6 +145,9 @@ class EngineRunner final : public Runner {
       if (prefilled()) return 0;
       const int total = static_cast<int>(prepared.record.ids.size());
       return prefill ? total - prefill->prefilled() : total - hit.tokens;
+    }
+    int images_left() const override {
+      return prefill || error ? 0 : static_cast<int>(prepared.images.size() - next_image);
     }
 
     const PreparedRequest& prepared;

@@ -8,7 +8,6 @@
 #include <memory>
 #include <span>
 
-#include "backbone/prefill_layout.hpp"
 #include "cache/state_cache.hpp"
 #include "runtime/decision.hpp"
 #include "runtime/prepared_request.hpp"
@@ -24,6 +23,9 @@ class DecisionInProgress {
   virtual bool prefilled() const = 0;
   /// Tokens of its record still to prefill (0 once prefilled()): what a scheduler orders by.
   virtual int tokens_left() const = 0;
+  /// Its images whose vision-tower rows are still to be made before its prefill starts (0 once
+  /// it started, or once it failed): a step's plan names at most one of them to encode.
+  virtual int images_left() const = 0;
 };
 
 /// Runs prepared requests. NOT thread-safe (but state_cache_stats()): every call on the one
@@ -42,14 +44,16 @@ class Runner {
   /// the model cannot take, or internal when parallel() decisions are already in progress.
   virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) = 0;
 
-  /// Carries out one step of the loop's plan: every decision in `decisions` (none suspended, none
-  /// prefilled) advances by at most `most_tokens` tokens (backbone::Backbone::step;
-  /// backbone::kWholeBatches: whole layout batches), several records in one backbone call, after
-  /// at most one vision-tower image among them; each one's answer is the bytes it gets alone. A
-  /// decision whose client has gone stops here without disturbing the others. Throws clef::Error
-  /// (internal) when the backbone fails: every decision of the step is then lost.
-  virtual void step(std::span<DecisionInProgress* const> decisions,
-                    int most_tokens = backbone::kPausablePiece) = 0;
+  /// Carries out one step of the loop's plan (runtime::StepPlan): first the vision tower encodes
+  /// the next image of `encode` (one of `decisions`, with images_left(); null: none, an encode
+  /// cannot be interrupted), then every decision in `decisions` (none suspended, none prefilled)
+  /// whose images are all encoded advances by at most `most_tokens` tokens
+  /// (backbone::Backbone::step; backbone::kWholeBatches: whole layout batches), several records
+  /// in one backbone call; each one's answer is the bytes it gets alone. A decision whose client
+  /// has gone stops here without disturbing the others. Throws clef::Error (internal) when the
+  /// backbone fails: every decision of the step is then lost.
+  virtual void step(std::span<DecisionInProgress* const> decisions, int most_tokens,
+                    DecisionInProgress* encode) = 0;
 
   /// The answer of a prefilled() decision (the joint schema head, the response, the state
   /// cache). Throws clef::DecisionCancelled when its client has gone, clef::Error for a request

@@ -61,7 +61,19 @@ Admission plan_admission(int slots, std::span<const RunningDecision> running,
   return plan;
 }
 
-StepPlan plan_step(int slots, std::span<const RunningDecision> running) {
+namespace {
+
+/// The first of `plan`'s advancing decisions with images left: the one the tower encodes.
+std::optional<std::size_t> first_with_images(const StepPlan& plan,
+                                             std::span<const RunningDecision> running) {
+  for (std::size_t i : plan.advance) {
+    if (running[i].images_left > 0) return i;
+  }
+  return std::nullopt;
+}
+
+/// plan_step's advancing decisions and piece size, before the image is chosen.
+StepPlan plan_advance(int slots, std::span<const RunningDecision> running) {
   StepPlan plan;
   plan.most_tokens = backbone::kPausablePiece;
   if (slots <= 1) {
@@ -87,6 +99,14 @@ StepPlan plan_step(int slots, std::span<const RunningDecision> running) {
     }
     plan.advance.push_back(i);
   }
+  return plan;
+}
+
+}  // namespace
+
+StepPlan plan_step(int slots, std::span<const RunningDecision> running) {
+  StepPlan plan = plan_advance(slots, running);
+  plan.encode = first_with_images(plan, running);
   return plan;
 }
 

@@ -23,6 +23,7 @@ namespace clef::runtime {
 struct RunningDecision {
   int size = 0;            ///< tokens of its record (PreparedRequest::input_tokens)
   int tokens_left = 0;     ///< DecisionInProgress::tokens_left, 0 once prefilled
+  int images_left = 0;     ///< DecisionInProgress::images_left: vision-tower work before it
   int steps_out = 0;       ///< steps in a row it sat out for much shorter ones
   bool stepped = false;    ///< it has advanced at least once since it began or resumed
   bool suspended = false;  ///< its memory is out of the context (Runner::suspend)
@@ -43,10 +44,14 @@ struct Admission {
   std::optional<std::size_t> resume;   ///< a suspended decision to resume
 };
 
-/// Which decisions advance in a step: plan_step().
+/// What a step runs: plan_step(). The loop and the runner carry it out without deciding again.
 struct StepPlan {
   std::vector<std::size_t> advance;  ///< indexes of running decisions
   int most_tokens = 0;               ///< Backbone::step's most_tokens for this step
+  /// The advancing decision whose next image the vision tower encodes first (at most one image
+  /// a step: an encode cannot be interrupted, so a request with images holds the others up for
+  /// one image at a time); nullopt: none.
+  std::optional<std::size_t> encode;
 };
 
 /// The most steps in a row a decision sits out for much shorter ones (no starvation).
@@ -67,8 +72,9 @@ constexpr bool is_much_shorter(int tokens, int running_tokens) {
 Admission plan_admission(int slots, std::span<const RunningDecision> running,
                          std::span<const WaitingRequest> waiting);
 
-/// Which of `running` (after plan_admission's changes were made) advance in the next step, and
-/// by how many tokens at most. Suspended ones never do. One slot: the running one, in pieces of
+/// Which of `running` (after plan_admission's changes were made) advance in the next step, by how
+/// many tokens at most, and whose next image the vision tower encodes (the first advancing one
+/// with images left). Suspended ones never do. One slot: the running one, in pieces of
 /// kPausablePiece, or in whole layout batches while a suspended one waits for it (it cannot be
 /// suspended in turn). Several slots: all but those that sit out (another has at most half their
 /// tokens left; after kMostStepsOut steps out in a row, or once cancelled, they go anyway), in

@@ -190,8 +190,8 @@ void DecisionQueue::note_decision_time(double ms) {
 
 void DecisionQueue::run(Factory factory, json::Value warmup) {
   // The Runner is created, used and destroyed on this thread only.
-  std::optional<runtime::Engine> engine = load(factory, warmup);
-  if (engine) serve(*engine->runner);
+  runtime::Engine engine = load(factory, warmup);
+  if (engine.runner) serve(*engine.runner);
   {
     std::lock_guard lock(mutex_);
     if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
@@ -199,32 +199,30 @@ void DecisionQueue::run(Factory factory, json::Value warmup) {
     runner_ = nullptr;
     state_cv_.notify_all();
   }
-  engine.reset();
+  engine = {};
 }
 
-std::optional<runtime::Engine> DecisionQueue::load(const Factory& factory,
-                                                   const json::Value& warmup) {
+runtime::Engine DecisionQueue::load(const Factory& factory, const json::Value& warmup) {
   auto start = Clock::now();
-  std::optional<runtime::Engine> engine;
+  runtime::Engine engine;
   std::string error;
   try {
     engine = factory();
-    if (!engine->model || !engine->runner)
-      throw model_error("the model factory returned no engine");
-    engine->decide(warmup);
+    if (!engine.model || !engine.runner) throw model_error("the model factory returned no engine");
+    engine.decide(warmup);
   } catch (const std::exception& e) {
     error = e.what();
-    engine.reset();
+    engine = {};
   }
   std::lock_guard lock(mutex_);
-  if (!engine) {
+  if (!engine.runner) {
     load_error_ = error.empty() ? "unknown error" : error;
     state_ = QueueState::failed;
   } else {
-    served_ = engine->served();
+    served_ = engine.served();
     served_->load_seconds = ms_between(start, Clock::now()) / 1000.0;
-    model_ = engine->model;
-    runner_ = engine->runner.get();
+    model_ = engine.model;
+    runner_ = engine.runner.get();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }
   state_cv_.notify_all();

@@ -122,8 +122,8 @@ class DecisionQueue {
   };
 
   void run(Factory factory, json::Value warmup);
-  /// The factory's engine after its warm-up decision, or none (state failed).
-  std::optional<runtime::Engine> load(const Factory& factory, const json::Value& warmup);
+  /// The factory's engine after its warm-up decision, or an empty one (state failed).
+  runtime::Engine load(const Factory& factory, const json::Value& warmup);
   /// Drives the one decision loop (runtime::DecisionLoop) until drained: before every step the
   /// loop plans, from the requests waiting, which begin (and, with one slot, which decision is
   /// suspended for a much shorter one or resumed); those leave the queue, the loop carries the

@@ -142,13 +142,13 @@ TEST_F(BatchedEngineTest, ACancelledDecisionStopsAndTheOthersKeepTheirBytes) {
   EXPECT_THROW(engine.runner->begin(extra), clef::Error);
   std::vector<rt::DecisionInProgress*> step;
   for (InFlight& f : active) step.push_back(f.decision.get());
-  engine.runner->step(step);
+  clef::test::step_together(*engine.runner, step);
   auto gone = std::next(active.begin());  // request 3, the long one
   ASSERT_FALSE(gone->decision->prefilled());
   gone->prepared.cancellation.cancel();
   while (!std::all_of(active.begin(), active.end(),
                       [](const InFlight& f) { return f.decision->prefilled(); })) {
-    engine.runner->step(step);
+    clef::test::step_together(*engine.runner, step);
   }
   EXPECT_THROW(engine.runner->finish(*gone->decision), clef::DecisionCancelled);
   EXPECT_EQ(engine.runner->finish(*active.front().decision).body, alone_[1].body);
@@ -172,16 +172,16 @@ TEST_F(BatchedEngineTest, ACancelledDecisionLeavesItsProgressForTheRetry) {
   gone.decision = engine.runner->begin(gone.prepared);
   std::vector<rt::DecisionInProgress*> step{gone.decision.get()};
   const int total = gone.prepared.input_tokens();
-  while (gone.decision->tokens_left() > total / 2) engine.runner->step(step);
+  while (gone.decision->tokens_left() > total / 2) clef::test::step_together(*engine.runner, step);
   gone.prepared.cancellation.cancel();
-  while (!gone.decision->prefilled()) engine.runner->step(step);
+  while (!gone.decision->prefilled()) clef::test::step_together(*engine.runner, step);
   EXPECT_THROW(engine.runner->finish(*gone.decision), clef::DecisionCancelled);
   gone.decision.reset();
 
   const rt::PreparedRequest retry = engine.prepare(bodies[3]);
   auto again = engine.runner->begin(retry);
   std::vector<rt::DecisionInProgress*> one{again.get()};
-  while (!again->prefilled()) engine.runner->step(one);
+  while (!again->prefilled()) clef::test::step_together(*engine.runner, one);
   const rt::Decision d = engine.runner->finish(*again);
   EXPECT_EQ(d.body, alone_[3].body);
   EXPECT_GE(d.cached_tokens, total / 4) << "the retry resumed from the abandoned prefill";
@@ -206,13 +206,13 @@ TEST_F(BatchedEngineTest, ImagesAreEncodedOnePerStepWhileTheOthersGoOn) {
   const int text_left = t->tokens_left();
   const int images_left = im->tokens_left();
   std::vector<rt::DecisionInProgress*> both{t.get(), im.get()};
-  engine.runner->step(both);
+  clef::test::step_together(*engine.runner, both);
   // One image encoded, the prefill not started: the text record went on.
   EXPECT_LT(t->tokens_left(), text_left);
   EXPECT_EQ(im->tokens_left(), images_left);
-  engine.runner->step(both);
+  clef::test::step_together(*engine.runner, both);
   EXPECT_EQ(im->tokens_left(), images_left);  // the second image
-  while (!t->prefilled() || !im->prefilled()) engine.runner->step(both);
+  while (!t->prefilled() || !im->prefilled()) clef::test::step_together(*engine.runner, both);
   EXPECT_EQ(engine.runner->finish(*t).body, alone_[1].body);
   EXPECT_EQ(engine.runner->finish(*im).body, images_alone);
 }

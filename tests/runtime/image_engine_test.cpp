@@ -153,13 +153,13 @@ TEST(ImageSuspension, OthersRunBeforeEachTowerImageAndDuringThePrefillWithTheSam
   int steps = 0;
   while (!d->prefilled()) {
     engine.runner->step(std::span<rt::DecisionInProgress* const>(&one, 1),
-                        clef::backbone::kPausablePiece);
+                        clef::backbone::kPausablePiece, one->images_left() > 0 ? one : nullptr);
     ++steps;
     if (d->prefilled()) break;
     EXPECT_THROW(engine.decide(text), clef::Error) << "its sequence is held";
     engine.runner->suspend(*d);
     EXPECT_THROW(engine.runner->step(std::span<rt::DecisionInProgress* const>(&one, 1),
-                                     clef::backbone::kPausablePiece),
+                                     clef::backbone::kPausablePiece, nullptr),
                  clef::Error);
     others.push_back(engine.decide(text).body);
     engine.runner->resume(*d);

@@ -129,4 +129,27 @@ TEST(SchedulerStep, SeveralSlotsLetMuchShorterOnesGoFirstButNotForever) {
   EXPECT_EQ(plan_step(4, mix).advance, (Indexes{1}));
 }
 
+/// The plan names the image the vision tower encodes: at most one a step (an encode cannot be
+/// interrupted), that of the first advancing decision with images left; none that sits out or is
+/// suspended.
+TEST(SchedulerStep, ThePlanNamesAtMostOneImageToEncode) {
+  std::vector<RunningDecision> mix = {running(2000, 1500), running(100, 60), running(200, 119)};
+  mix[0].images_left = 2;  // sits out this step
+  mix[2].images_left = 3;
+  StepPlan s = plan_step(4, mix);
+  EXPECT_EQ(s.advance, (Indexes{1, 2}));
+  EXPECT_EQ(s.encode, 2u);
+  mix[1].images_left = 1;
+  EXPECT_EQ(plan_step(4, mix).encode, 1u);
+  mix[1].images_left = mix[2].images_left = 0;
+  EXPECT_FALSE(plan_step(4, mix).encode);
+  RunningDecision held = running(4000, 3000);
+  held.suspended = true;
+  held.images_left = 1;
+  EXPECT_FALSE(plan_step(1, std::vector{held, running(100, 100, false)}).encode);
+  RunningDecision images = running(900, 900, false);
+  images.images_left = 2;
+  EXPECT_EQ(plan_step(1, std::vector{held, images}).encode, 1u);
+}
+
 }  // namespace

@@ -121,7 +121,8 @@ class FakeRunner final : public runtime::Runner {
       const runtime::PreparedRequest& prepared) override {
     return std::make_unique<Whole>(prepared);
   }
-  void step(std::span<runtime::DecisionInProgress* const> decisions, int) override {
+  void step(std::span<runtime::DecisionInProgress* const> decisions, int,
+            runtime::DecisionInProgress*) override {
     for (runtime::DecisionInProgress* d : decisions) {
       auto& whole = static_cast<Whole&>(*d);
       try {
@@ -149,6 +150,7 @@ class FakeRunner final : public runtime::Runner {
     explicit Whole(const runtime::PreparedRequest& p) : prepared(p) {}
     bool prefilled() const override { return decision || error; }
     int tokens_left() const override { return prefilled() ? 0 : prepared.input_tokens(); }
+    int images_left() const override { return 0; }
     const runtime::PreparedRequest& prepared;
     std::optional<runtime::Decision> decision;
     std::exception_ptr error;

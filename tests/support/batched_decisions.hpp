@@ -7,6 +7,7 @@
 
 #include <list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,22 @@ struct InFlight {
   std::size_t index = 0;
 };
 
+/// Runner::step of every one of `decisions` as the loop steps them when none sits out: pieces of
+/// at most `most_tokens`, and the next image of the first one with images left encoded first
+/// (runtime::plan_step's choice).
+inline void step_together(runtime::Runner& runner,
+                          std::span<runtime::DecisionInProgress* const> decisions,
+                          int most_tokens = backbone::kPausablePiece) {
+  runtime::DecisionInProgress* encode = nullptr;
+  for (runtime::DecisionInProgress* d : decisions) {
+    if (d->images_left() > 0) {
+      encode = d;
+      break;
+    }
+  }
+  runner.step(decisions, most_tokens, encode);
+}
+
 /// Decides `bodies` on `engine` by continuous batching: at most parallel() at once, a new one
 /// joining as soon as one is done; returns each answer body by index. Expects more than one step.
 inline std::vector<std::string> decide_together(runtime::Engine& engine,
@@ -72,7 +89,7 @@ inline std::vector<std::string> decide_together(runtime::Engine& engine,
     }
     std::vector<runtime::DecisionInProgress*> step;
     for (InFlight& f : active) step.push_back(f.decision.get());
-    engine.runner->step(step, backbone::kPausablePiece);
+    step_together(*engine.runner, step);
     ++steps;
     for (auto it = active.begin(); it != active.end();) {
       if (!it->decision->prefilled()) {
