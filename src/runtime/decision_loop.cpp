@@ -33,8 +33,8 @@ struct DecisionLoop::Active {
   Clock::time_point began;
   int steps_out = 0;     ///< steps in a row it sat out for much shorter ones
   bool stepped = false;  ///< advanced since it began or resumed
-  bool suspended = false;
-  Clock::time_point suspended_at;
+  /// Runner::suspend took it off its sequence (the runner's decision keeps that state).
+  bool suspended() const { return decision && decision->suspended(); }
 };
 
 DecisionLoop::DecisionLoop(Runner& runner, bool open)
@@ -43,13 +43,13 @@ DecisionLoop::DecisionLoop(Runner& runner, bool open)
 DecisionLoop::~DecisionLoop() = default;
 
 int DecisionLoop::in_flight() const noexcept {
-  return static_cast<int>(
-      std::count_if(active_.begin(), active_.end(), [](const Active& a) { return !a.suspended; }));
+  return static_cast<int>(std::count_if(active_.begin(), active_.end(),
+                                        [](const Active& a) { return !a.suspended(); }));
 }
 
 std::optional<DecisionLoop::Clock::time_point> DecisionLoop::suspended_since() const {
   for (const Active& a : active_) {
-    if (a.suspended) return a.suspended_at;
+    if (a.suspended()) return a.decision->suspended_at();
   }
   return std::nullopt;
 }
@@ -59,7 +59,7 @@ std::vector<RunningDecision> DecisionLoop::view() const {
   running.reserve(active_.size());
   for (const Active& a : active_) {
     running.push_back({a.prepared->input_tokens(), a.decision->tokens_left(),
-                       a.decision->images_left(), a.steps_out, a.stepped, a.suspended,
+                       a.decision->images_left(), a.steps_out, a.stepped, a.suspended(),
                        a.prepared->cancellation.requested()});
   }
   return running;
@@ -119,11 +119,8 @@ std::vector<DecisionLoop::Finished> DecisionLoop::admit(
     try {
       if (plan.suspend) {
         runner_.suspend(*it->decision);
-        it->suspended = true;
-        it->suspended_at = Clock::now();
       } else {
         runner_.resume(*it->decision);
-        it->suspended = false;
         it->stepped = false;
       }
     } catch (...) {
@@ -153,7 +150,7 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
     const std::size_t index = i++;
     const bool goes =
         std::find(plan.advance.begin(), plan.advance.end(), index) != plan.advance.end();
-    if (a.suspended) continue;
+    if (a.suspended()) continue;
     if (!goes) {
       ++a.steps_out;
       continue;
@@ -170,13 +167,13 @@ std::vector<DecisionLoop::Finished> DecisionLoop::step() {
     // keeps its memory aside and goes on).
     for (auto it = active_.begin(); it != active_.end();) {
       const auto next = std::next(it);
-      if (!it->suspended) left.push_back(leave(it, outcome_of_current_exception()));
+      if (!it->suspended()) left.push_back(leave(it, outcome_of_current_exception()));
       it = next;
     }
   }
   for (auto it = active_.begin(); it != active_.end();) {
     const auto next = std::next(it);
-    if (!it->suspended && it->decision->prefilled()) {
+    if (!it->suspended() && it->decision->prefilled()) {
       DecisionOutcome outcome;
       try {
         outcome.decision = runner_.finish(*it->decision);

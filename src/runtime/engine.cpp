@@ -62,19 +62,18 @@ class EngineRunner final : public Runner {
   /// at its images has nothing in the context. Either way its sequence is free until resume().
   void suspend(DecisionInProgress& decision) override {
     auto& p = static_cast<Pending&>(decision);
-    if (p.suspended || p.prefilled()) {
+    if (p.suspended() || p.prefilled()) {
       throw Error(ErrorKind::internal, "internal",
                   "suspend() of a decision that is suspended or prefilled");
     }
     if (p.prefill) model_.backbone.suspend(*p.prefill);
     sequences_.give_back(p.seq);
-    p.suspended = true;
-    p.suspended_at = Clock::now();
+    p.since = Clock::now();
   }
 
   void resume(DecisionInProgress& decision) override {
     auto& p = static_cast<Pending&>(decision);
-    if (!p.suspended)
+    if (!p.suspended())
       throw Error(ErrorKind::internal, "internal", "resume() of a running decision");
     const int seq = sequences_.take();
     if (p.prefill) {
@@ -86,8 +85,8 @@ class EngineRunner final : public Runner {
       }
     }
     p.seq = seq;
-    p.suspended = false;
-    p.paused_ms += ms_since(p.suspended_at);
+    p.paused_ms += ms_since(*p.since);
+    p.since.reset();
     ++p.out.suspensions;
   }
 
@@ -97,7 +96,7 @@ class EngineRunner final : public Runner {
             DecisionInProgress* encode) override {
     for (DecisionInProgress* d : decisions) {
       auto& p = static_cast<Pending&>(*d);
-      if (p.suspended) throw Error(ErrorKind::internal, "internal", "step() of a suspended one");
+      if (p.suspended()) throw Error(ErrorKind::internal, "internal", "step() of a suspended one");
       if (p.prefill || p.error) continue;
       try {
         if (d == encode) encode_next_image(p);
@@ -136,7 +135,7 @@ class EngineRunner final : public Runner {
     Pending(const PreparedRequest& p, SequenceSlots& slots, int sequence)
         : prepared(p), sequences(slots), seq(sequence) {}
     ~Pending() override {
-      if (!suspended) sequences.give_back(seq);
+      if (!suspended()) sequences.give_back(seq);
     }
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
@@ -152,9 +151,10 @@ class EngineRunner final : public Runner {
 
     const PreparedRequest& prepared;
     SequenceSlots& sequences;
-    int seq;                 ///< the sequence it holds (its prefill's), unless suspended
-    bool suspended = false;  ///< suspend()ed: holds no sequence
-    Clock::time_point suspended_at;
+    std::optional<Clock::time_point> suspended_at() const override { return since; }
+
+    int seq;  ///< the sequence it holds (its prefill's), unless suspended
+    std::optional<Clock::time_point> since;  ///< suspend()ed then: it holds no sequence
     Decision out;
     Clock::time_point t0;
     Clock::time_point t1;  ///< the prefill started

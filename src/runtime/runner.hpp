@@ -5,7 +5,9 @@
 // joint schema head, the state cache and the sequence slots; preparation is the Model's
 // (runtime/model.hpp).
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "cache/state_cache.hpp"
@@ -26,6 +28,11 @@ class DecisionInProgress {
   /// Its images whose vision-tower rows are still to be made before its prefill starts (0 once
   /// it started, or once it failed): a step's plan names at most one of them to encode.
   virtual int images_left() const = 0;
+  /// When Runner::suspend took it off its sequence; nullopt while it holds one. The one record
+  /// of a decision's suspension: the loop and the scheduler read it, the time it was suspended
+  /// is counted once (Decision::timings.paused_ms).
+  virtual std::optional<std::chrono::steady_clock::time_point> suspended_at() const = 0;
+  bool suspended() const { return suspended_at().has_value(); }
 };
 
 /// Runs prepared requests. NOT thread-safe (but state_cache_stats()): every call on the one

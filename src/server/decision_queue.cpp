@@ -235,7 +235,7 @@ void DecisionQueue::serve(runtime::Runner& runner) {
     std::lock_guard lock(mutex_);
     parallel_ = loop.slots();
   }
-  std::map<runtime::DecisionLoop::Ticket, Started> started;  // in the loop, by ticket
+  std::map<runtime::DecisionLoop::Ticket, Job> started;  // in the loop, by ticket
   runtime::DecisionLoop::Ticket next_ticket = 0;
   // What left the loop: its place is given back, then its promise is set.
   auto settle = [&](std::vector<runtime::DecisionLoop::Finished> left) {
@@ -288,8 +288,9 @@ void DecisionQueue::serve(runtime::Runner& runner) {
       for (std::size_t i : plan.begin) {
         Job& job = jobs_[i];
         const runtime::DecisionLoop::Ticket ticket = next_ticket++;
-        started.emplace(ticket, Started{std::move(job.promise), ms_between(job.submitted, now)});
+        job.queue_wait_ms = ms_between(job.submitted, now);
         joining.emplace_back(ticket, std::move(job.prepared));
+        started.emplace(ticket, std::move(job));
       }
       for (auto i = plan.begin.rbegin(); i != plan.begin.rend(); ++i) {
         jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(*i));

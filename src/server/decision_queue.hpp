@@ -110,15 +110,13 @@ class DecisionQueue {
   std::optional<double> slot_wait_ms() const;
 
  private:
+  /// A request submitted: waiting in jobs_, then (its prepared request moved into the loop) kept
+  /// by ticket until its outcome goes to its promise.
   struct Job {
     runtime::PreparedRequest prepared;
     std::promise<DecisionOutcome> promise;
     std::chrono::steady_clock::time_point submitted;
-  };
-  /// A request that left the queue for the loop: where its outcome goes.
-  struct Started {
-    std::promise<DecisionOutcome> promise;
-    double queue_wait_ms = 0;
+    double queue_wait_ms = 0;  ///< submitted -> began, once it began
   };
 
   void run(Factory factory, json::Value warmup);

@@ -151,6 +151,9 @@ class FakeRunner final : public runtime::Runner {
     bool prefilled() const override { return decision || error; }
     int tokens_left() const override { return prefilled() ? 0 : prepared.input_tokens(); }
     int images_left() const override { return 0; }
+    std::optional<std::chrono::steady_clock::time_point> suspended_at() const override {
+      return std::nullopt;  // the fake runner never suspends
+    }
     const runtime::PreparedRequest& prepared;
     std::optional<runtime::Decision> decision;
     std::exception_ptr error;
