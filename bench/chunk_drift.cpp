@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backbone/backbone.hpp"
+#include "support/prefill_alone.hpp"
 #include "testmodel/make_test_model.hpp"
 #include "testmodel/token_ids.hpp"
 
@@ -62,8 +63,8 @@ void measure(const std::string& path) {
                   fa ? "on" : "off", repack ? "on" : "off");
       for (int n : lengths) {
         const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
-        std::printf(" %.2g |", max_abs_diff(chunked.hidden_states(ids).data,
-                                            one_pass.hidden_states(ids).data));
+        std::printf(" %.2g |", max_abs_diff(clef::test::hidden_states(chunked, ids).data,
+                                            clef::test::hidden_states(one_pass, ids).data));
       }
       std::printf("\n");
       std::fflush(stdout);
@@ -78,11 +79,11 @@ void timing(const std::string& path) {
     p.chunk_tokens = chunk;
     Backbone b(path, p);
     const auto ids = random_token_ids(2000, b.n_vocab(), 9);
-    b.hidden_states(ids);  // warm-up
+    clef::test::hidden_states(b, ids);  // warm-up
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      b.hidden_states(ids);
+      clef::test::hidden_states(b, ids);
       best = std::min(
           best,
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

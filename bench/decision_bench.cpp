@@ -35,6 +35,7 @@
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
 #include "server/decision_queue.hpp"
+#include "support/prefill_alone.hpp"
 #include "testmodel/make_test_model.hpp"
 
 namespace {
@@ -183,7 +184,7 @@ void BM_raw_prefill_llama_tools(benchmark::State& state) {
 void BM_hidden_states(benchmark::State& state) {
   auto& f = fixture();
   const auto ids = f.ids_of(clef::json::parse(request_with_state(state.range(0))));
-  for (auto _ : state) benchmark::DoNotOptimize(f.backbone->hidden_states(ids));
+  for (auto _ : state) benchmark::DoNotOptimize(clef::test::hidden_states(*f.backbone, ids));
   set_counters(state, ids.size());
 }
 

@@ -278,11 +278,6 @@ std::shared_ptr<const llama_vocab> Backbone::shared_vocab() const {
   return {model_, vocab()};  // the aliasing constructor: owns the model, points at its vocabulary
 }
 
-HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
-                                     const Cancelled& cancelled) {
-  return hidden_states(ids, {}, {}, cancelled);
-}
-
 namespace {
 
 /// llama.cpp's abort callback over a Cancelled (a throw must not cross the C API: false then).
@@ -315,24 +310,6 @@ class AbortCallbackScope {
 }
 
 }  // namespace
-
-HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
-                                     std::span<const RopePosition> positions,
-                                     std::span<const EmbeddingSpan> embeddings,
-                                     const Cancelled& cancelled) {
-  return hidden_states(ids, positions, embeddings, PrefillOptions{}, cancelled);
-}
-
-HiddenStates Backbone::hidden_states(std::span<const std::int32_t> ids,
-                                     std::span<const RopePosition> positions,
-                                     std::span<const EmbeddingSpan> embeddings,
-                                     const PrefillOptions& reuse, const Cancelled& cancelled) {
-  Prefill prefill = start(ids, positions, embeddings, reuse, cancelled, 0);
-  Prefill* const self = &prefill;
-  while (!prefill.done()) step(std::span<Prefill* const>(&self, 1), kWholeBatches);
-  if (prefill.cancelled()) throw_cancelled(prefill.cancelled_at());
-  return prefill.take();
-}
 
 Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
                         std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,

@@ -163,43 +163,22 @@ class Backbone {
   /// (and its context) are gone, for a tokenizer that outlives them (runtime::Preparer).
   std::shared_ptr<const llama_vocab> shared_vocab() const;
 
-  /// Runs one prefill over `ids` from a fresh state (KV cache and recurrent state cleared first)
-  /// with plain positions 0..T-1, in chunks of params().chunk_tokens, and returns [T, n_embd].
-  /// Throws clef::Error: invalid_request if ids is empty or longer than context_size, internal if
-  /// llama_decode fails.
-  HiddenStates hidden_states(std::span<const std::int32_t> ids, const Cancelled& cancelled = {});
-
-  /// The same with images: the tokens of each `embeddings` span take its rows instead of their
-  /// ids' embeddings (the ids there are ignored), and token i has M-RoPE position `positions[i]`
-  /// (all T of them; empty = plain 0..T-1). Decodes prefill_batches(T, embeddings, chunk) in order
-  /// with batch_positions() and returns [T, n_embd]. Throws clef::Error: invalid_request as above,
-  /// internal for spans or positions that do not fit the record, a rows size other than
-  /// n_tokens * n_embd, images on a backbone without M-RoPE, or a failed llama_decode.
-  ///
-  /// `cancelled` (optional) is asked before each chunk and, through llama.cpp's abort callback,
-  /// during a chunk's compute (CPU backends check it between graph nodes); once it says true the
-  /// prefill stops and clef::DecisionCancelled is thrown.
-  /// It must be cheap (it is called often) and must not throw (a throw counts as false).
-  HiddenStates hidden_states(std::span<const std::int32_t> ids,
-                             std::span<const RopePosition> positions,
-                             std::span<const EmbeddingSpan> embeddings,
-                             const Cancelled& cancelled = {});
-
-  /// The same, sharing work through `reuse`: the layout is cut at reuse.cuts; with reuse.resume
-  /// the memory is set from the snapshot and only the batches after it are decoded (embedding
-  /// spans that end inside the resumed part may have empty rows: they are not read); a snapshot
-  /// is taken at each reuse.snapshot_at point. Throws clef::Error (internal) for a resume point or
-  /// snapshot point that is not a batch boundary, resumed rows of the wrong size, or a snapshot
-  /// llama.cpp does not take back; otherwise as above.
-  HiddenStates hidden_states(std::span<const std::int32_t> ids,
-                             std::span<const RopePosition> positions,
-                             std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
-                             const Cancelled& cancelled = {});
-
-  /// Starts a record's prefill on context sequence `seq` (0 <= seq < params().parallel): checks
-  /// the inputs as hidden_states() does, clears that sequence's memory (only it: the others keep
-  /// theirs) and sets `reuse.resume` into it. Decodes nothing yet. Throws clef::Error like
-  /// hidden_states(); internal for a sequence out of range.
+  /// Starts a record's prefill on context sequence `seq` (0 <= seq < params().parallel), from a
+  /// fresh state: that sequence's memory is cleared (only it: the others keep theirs) and
+  /// `reuse.resume` set into it. Decodes nothing yet; step() decodes prefill_batches(T,
+  /// embeddings, chunk, reuse.cuts) with batch_positions() and the prefill gives [T, n_embd].
+  /// The tokens of each `embeddings` span take its rows instead of their ids' embeddings (the ids
+  /// there are ignored); token i has M-RoPE position `positions[i]` (all T of them; empty: plain
+  /// 0..T-1). With reuse.resume only the batches after it are decoded (embedding spans that end
+  /// inside the resumed part may have empty rows); a snapshot is taken at each
+  /// reuse.snapshot_at point. `cancelled` (optional) is asked before each piece and, through
+  /// llama.cpp's abort callback, during a piece's compute (CPU backends check it between graph
+  /// nodes); once it says true the prefill stops (Prefill::cancelled). It must be cheap and must
+  /// not throw (a throw counts as false). Throws clef::Error: invalid_request if ids is empty,
+  /// 413 context_length_exceeded if longer than context_size; internal for spans or positions
+  /// that do not fit the record, a rows size other than n_tokens * n_embd, images on a backbone
+  /// without M-RoPE, a resume or snapshot point that is not a batch boundary, resumed rows of the
+  /// wrong size, a snapshot llama.cpp does not take back, or a sequence out of range.
   Prefill start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
                 std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,
                 const Cancelled& cancelled, int seq);

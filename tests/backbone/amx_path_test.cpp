@@ -21,6 +21,7 @@
 #include "backbone/backbone.hpp"
 #include "device/cpu_path.hpp"
 #include "support/amx_emulation.hpp"
+#include "support/prefill_alone.hpp"
 #include "support/q4_k_m_model.hpp"
 #include "support/run_command.hpp"
 #include "support/tiny_model.hpp"
@@ -75,7 +76,7 @@ TEST_P(AmxPathTest, IsOfferedAndItsTilesRun) {
   EXPECT_TRUE(clef::device::amx_offered());
   EXPECT_NE(clef::device::describe_cpu_path(true).find("AMX"), std::string::npos);
   const long before = clef::test::amx_emulated_instructions();
-  backbone.hidden_states(random_token_ids(100, backbone.n_vocab(), 1));
+  clef::test::hidden_states(backbone, random_token_ids(100, backbone.n_vocab(), 1));
   if (kEmulated) {
     EXPECT_GT(clef::test::amx_emulated_instructions(), before) << "no tile instruction ran";
   }
@@ -86,7 +87,9 @@ TEST_P(AmxPathTest, ChunkedPrefillIsBitIdenticalToOnePass) {
   Backbone chunked(model(), params(64));
   for (int n : {63, 65, 129, 300}) {
     const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
-    EXPECT_EQ(chunked.hidden_states(ids).data, one_pass.hidden_states(ids).data) << "length " << n;
+    EXPECT_EQ(clef::test::hidden_states(chunked, ids).data,
+              clef::test::hidden_states(one_pass, ids).data)
+        << "length " << n;
   }
 }
 
@@ -99,22 +102,23 @@ TEST_P(AmxPathTest, AlignedCutsAndAResumedSnapshotGiveTheOnePassRows) {
   PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
-  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
-  EXPECT_EQ(from_a.data, backbone.hidden_states(a).data);
+  const HiddenStates from_a = clef::test::hidden_states(backbone, a, {}, {}, take);
+  EXPECT_EQ(from_a.data, clef::test::hidden_states(backbone, a).data);
   PrefillOptions warm_b;
   warm_b.cuts = cuts;
   warm_b.resume = &from_a.snapshots.at(1);
   warm_b.resume_rows = std::span<const float>(from_a.data).first(208u * backbone.n_embd());
-  EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, backbone.hidden_states(b).data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, b, {}, {}, warm_b).data,
+            clef::test::hidden_states(backbone, b).data);
 }
 
 TEST_P(AmxPathTest, ThreadCountChangesNothing) {
   Backbone one(model(), params(64, 1));
   Backbone two(model(), params(64, 2));
   const auto ids = random_token_ids(201, one.n_vocab(), 8);
-  const HiddenStates h = one.hidden_states(ids);
-  EXPECT_EQ(two.hidden_states(ids).data, h.data);
-  EXPECT_EQ(one.hidden_states(ids).data, h.data);  // and run to run
+  const HiddenStates h = clef::test::hidden_states(one, ids);
+  EXPECT_EQ(clef::test::hidden_states(two, ids).data, h.data);
+  EXPECT_EQ(clef::test::hidden_states(one, ids).data, h.data);  // and run to run
 }
 
 TEST_P(AmxPathTest, SequencesBatchedTogetherGetTheirSoloBytes) {
@@ -136,7 +140,7 @@ TEST_P(AmxPathTest, SequencesBatchedTogetherGetTheirSoloBytes) {
     batched.step(pointers);
   }
   for (std::size_t i = 0; i < records.size(); ++i) {
-    EXPECT_TRUE(prefills[i].take().data == solo.hidden_states(records[i]).data)
+    EXPECT_TRUE(prefills[i].take().data == clef::test::hidden_states(solo, records[i]).data)
         << "record " << i << " (" << records[i].size() << " tokens) differs in a batch";
   }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backbone/backbone.hpp"
+#include "support/prefill_alone.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"
 #include "util/error.hpp"
@@ -79,7 +80,7 @@ class BackboneTest : public ::testing::TestWithParam<std::string> {
 TEST_P(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto ids = random_token_ids(300, backbone.n_vocab(), 1);
-  const HiddenStates h = backbone.hidden_states(ids);
+  const HiddenStates h = clef::test::hidden_states(backbone, ids);
   ASSERT_EQ(h.rows, 300);
   ASSERT_EQ(h.n_embd, backbone.n_embd());
   ASSERT_EQ(h.data.size(), 300u * static_cast<std::size_t>(backbone.n_embd()));
@@ -98,7 +99,7 @@ TEST_P(BackboneTest, HiddenStatesHaveOneFiniteRowPerToken) {
 TEST_P(BackboneTest, NextnRowsEqualEmbeddingsModeRows) {
   Backbone backbone(path(), params_with_chunk(512));
   const auto ids = random_token_ids(109, backbone.n_vocab(), 2);
-  const HiddenStates h = backbone.hidden_states(ids);
+  const HiddenStates h = clef::test::hidden_states(backbone, ids);
   const auto reference = embeddings_mode_rows(backbone, ids);
   ASSERT_EQ(reference.size(), h.data.size());
   for (std::size_t i = 0; i < reference.size(); ++i) ASSERT_EQ(h.data[i], reference[i]) << i;
@@ -109,7 +110,9 @@ TEST_P(BackboneTest, ChunkedPrefillIsBitIdenticalToOnePassWithFlashAttentionOff)
   Backbone one_pass(path(), params_with_chunk(1024));
   for (int n : {63, 64, 65, 127, 128, 129, 1000}) {
     const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
-    EXPECT_EQ(max_abs_diff(chunked.hidden_states(ids), one_pass.hidden_states(ids)), 0.0f)
+    EXPECT_EQ(max_abs_diff(clef::test::hidden_states(chunked, ids),
+                           clef::test::hidden_states(one_pass, ids)),
+              0.0f)
         << "length " << n;
   }
 }
@@ -118,9 +121,9 @@ TEST_P(BackboneTest, EveryRecordStartsFromAFreshState) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto a = random_token_ids(150, backbone.n_vocab(), 3);
   const auto b = random_token_ids(90, backbone.n_vocab(), 4);
-  const HiddenStates a_first = backbone.hidden_states(a);
-  backbone.hidden_states(b);
-  const HiddenStates a_after_b = backbone.hidden_states(a);
+  const HiddenStates a_first = clef::test::hidden_states(backbone, a);
+  clef::test::hidden_states(backbone, b);
+  const HiddenStates a_after_b = clef::test::hidden_states(backbone, a);
   EXPECT_EQ(a_first.data, a_after_b.data);
 }
 
@@ -128,12 +131,12 @@ TEST_P(BackboneTest, ANewContextAfterReleaseGivesTheSameRows) {
   Backbone backbone(path(), params_with_chunk(64));
   EXPECT_EQ(backbone.longest_record(), 0);
   const auto a = random_token_ids(150, backbone.n_vocab(), 3);
-  const HiddenStates before = backbone.hidden_states(a);
-  backbone.hidden_states(random_token_ids(90, backbone.n_vocab(), 4));
+  const HiddenStates before = clef::test::hidden_states(backbone, a);
+  clef::test::hidden_states(backbone, random_token_ids(90, backbone.n_vocab(), 4));
   EXPECT_EQ(backbone.longest_record(), 150);
   backbone.release_compute_memory();
   EXPECT_EQ(backbone.longest_record(), 0);
-  EXPECT_EQ(backbone.hidden_states(a).data, before.data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, a).data, before.data);
 }
 
 /// A cold prefill cut at `cut` taking a snapshot there, and the same record resumed from it.
@@ -148,17 +151,17 @@ ColdAndWarm cold_and_warm(Backbone& backbone, std::span<const int32_t> ids,
   take.cuts = cuts;
   take.snapshot_at = cuts;
   ColdAndWarm out;
-  out.cold = backbone.hidden_states(ids, {}, {}, take);
+  out.cold = clef::test::hidden_states(backbone, ids, {}, {}, take);
   EXPECT_EQ(out.cold.snapshots.size(), 1u);
   EXPECT_EQ(out.cold.snapshots.at(0).tokens, cut);
-  backbone.hidden_states(other_ids);  // something else in between
+  clef::test::hidden_states(backbone, other_ids);  // something else in between
   clef::backbone::PrefillOptions resume;
   resume.cuts = cuts;
   resume.resume = &out.cold.snapshots[0];
   resume.resume_rows =
       std::span<const float>(out.cold.data)
           .first(static_cast<std::size_t>(cut) * static_cast<std::size_t>(backbone.n_embd()));
-  out.warm = backbone.hidden_states(ids, {}, {}, resume);
+  out.warm = clef::test::hidden_states(backbone, ids, {}, {}, resume);
   return out;
 }
 
@@ -183,16 +186,16 @@ TEST_P(BackboneTest, ASecondRecordResumesFromTheSharedPrefixOfAnother) {
   clef::backbone::PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
-  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
+  const HiddenStates from_a = clef::test::hidden_states(backbone, a, {}, {}, take);
   clef::backbone::PrefillOptions cold_b;
   cold_b.cuts = cuts;
-  const HiddenStates b_cold = backbone.hidden_states(b, {}, {}, cold_b);
+  const HiddenStates b_cold = clef::test::hidden_states(backbone, b, {}, {}, cold_b);
   clef::backbone::PrefillOptions warm_b = cold_b;
   warm_b.resume = &from_a.snapshots.at(0);
   warm_b.resume_rows = std::span<const float>(from_a.data).first(100u * backbone.n_embd());
-  EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, b, {}, {}, warm_b).data, b_cold.data);
   // The cut itself changes nothing on the CPU with flash attention off.
-  EXPECT_EQ(backbone.hidden_states(b).data, b_cold.data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, b).data, b_cold.data);
 }
 
 TEST_P(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
@@ -209,36 +212,37 @@ TEST_P(BackboneTest, AnEditedRecordResumesFromACheckpointOfTheFirst) {
   take.cuts = a_cuts;
   take.snapshot_at = a_cuts;
   take.checkpoint_at = checkpoints;
-  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
+  const HiddenStates from_a = clef::test::hidden_states(backbone, a, {}, {}, take);
   ASSERT_EQ(from_a.checkpoints.size(), 2u);
   EXPECT_TRUE(from_a.checkpoints[1].partial);
   EXPECT_LT(from_a.checkpoints[1].data.size(), from_a.snapshots.at(0).data.size());
   const std::vector<int> b_cuts = {190};
   clef::backbone::PrefillOptions cold_b;
   cold_b.cuts = b_cuts;
-  const HiddenStates b_cold = backbone.hidden_states(b, {}, {}, cold_b);
+  const HiddenStates b_cold = clef::test::hidden_states(backbone, b, {}, {}, cold_b);
   for (int c : {64, 128}) {
     clef::backbone::PrefillOptions warm_b = cold_b;
     warm_b.resume = &from_a.snapshots.at(0);
     warm_b.resume_checkpoint = &from_a.checkpoints.at(c == 64 ? 0 : 1);
     warm_b.resume_rows =
         std::span<const float>(from_a.data).first(static_cast<std::size_t>(c) * backbone.n_embd());
-    EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, b_cold.data) << "from " << c;
+    EXPECT_EQ(clef::test::hidden_states(backbone, b, {}, {}, warm_b).data, b_cold.data)
+        << "from " << c;
   }
   // A checkpoint cannot be resumed without the full snapshot it was taken on the way to.
   clef::backbone::PrefillOptions alone = cold_b;
   alone.resume = &from_a.checkpoints.at(1);
   alone.resume_rows = std::span<const float>(from_a.data).first(128u * backbone.n_embd());
-  EXPECT_THROW(backbone.hidden_states(b, {}, {}, alone), clef::Error);
-  EXPECT_EQ(backbone.hidden_states(b, {}, {}, cold_b).data, b_cold.data);
+  EXPECT_THROW(clef::test::hidden_states(backbone, b, {}, {}, alone), clef::Error);
+  EXPECT_EQ(clef::test::hidden_states(backbone, b, {}, {}, cold_b).data, b_cold.data);
 }
 
 TEST_P(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangingItsRows) {
   Backbone backbone(path(), params_with_chunk(64));
   const auto long_ids = random_token_ids(400, backbone.n_vocab(), 18);
   const auto short_ids = random_token_ids(90, backbone.n_vocab(), 19);
-  const HiddenStates long_cold = backbone.hidden_states(long_ids);
-  const HiddenStates short_cold = backbone.hidden_states(short_ids);
+  const HiddenStates long_cold = clef::test::hidden_states(backbone, long_ids);
+  const HiddenStates short_cold = clef::test::hidden_states(backbone, short_ids);
   clef::backbone::Prefill p = backbone.start(long_ids, {}, {}, {}, {}, 0);
   clef::backbone::Prefill* const one = &p;
   int batches = 0;
@@ -249,7 +253,7 @@ TEST_P(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangin
     if (++batches % 2 == 1 && !p.done()) {  // after every other batch
       backbone.suspend(p);
       EXPECT_THROW(backbone.step(std::span<clef::backbone::Prefill* const>(&one, 1)), clef::Error);
-      others.push_back(backbone.hidden_states(short_ids));
+      others.push_back(clef::test::hidden_states(backbone, short_ids));
       backbone.resume(p, 0);
     }
   }
@@ -266,31 +270,31 @@ TEST_P(BackboneTest, ResumePointsOffTheLayoutAreRefused) {
   clef::backbone::PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
-  const HiddenStates cold = backbone.hidden_states(ids, {}, {}, take);
+  const HiddenStates cold = clef::test::hidden_states(backbone, ids, {}, {}, take);
   clef::backbone::PrefillOptions bad;  // no cut at 70: the snapshot is not at a batch boundary
   bad.resume = &cold.snapshots.at(0);
   bad.resume_rows = std::span<const float>(cold.data).first(70u * backbone.n_embd());
-  EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad), clef::Error);
+  EXPECT_THROW(clef::test::hidden_states(backbone, ids, {}, {}, bad), clef::Error);
   bad.cuts = cuts;
   bad.resume_rows = std::span<const float>(cold.data).first(69u * backbone.n_embd());
-  EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad), clef::Error);
+  EXPECT_THROW(clef::test::hidden_states(backbone, ids, {}, {}, bad), clef::Error);
   const std::vector<int> off = {71};
   clef::backbone::PrefillOptions bad_snapshot;
   bad_snapshot.cuts = cuts;
   bad_snapshot.snapshot_at = off;
-  EXPECT_THROW(backbone.hidden_states(ids, {}, {}, bad_snapshot), clef::Error);
+  EXPECT_THROW(clef::test::hidden_states(backbone, ids, {}, {}, bad_snapshot), clef::Error);
   // The backbone still works.
-  EXPECT_EQ(backbone.hidden_states(ids).data, cold.data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, ids).data, cold.data);
 }
 
 TEST_P(BackboneTest, RefusesEmptyAndOverlongRecords) {
   BackboneParams p = params_with_chunk(64);
   p.context_size = 512;
   Backbone backbone(path(), p);
-  EXPECT_THROW(backbone.hidden_states({}), clef::Error);
+  EXPECT_THROW(clef::test::hidden_states(backbone, {}), clef::Error);
   const auto ids = random_token_ids(513, backbone.n_vocab(), 5);
   try {
-    backbone.hidden_states(ids);
+    clef::test::hidden_states(backbone, ids);
     FAIL() << "a record over the context must be refused";
   } catch (const clef::Error& e) {
     EXPECT_EQ(e.status(), 413);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backbone/backbone.hpp"
+#include "support/prefill_alone.hpp"
 #include "support/q4_k_m_model.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"
@@ -77,7 +78,7 @@ RecordInput image_record(int before, int grid_h, int grid_w, int after, int voca
 }
 
 HiddenStates alone(Backbone& backbone, const RecordInput& r, const PrefillOptions& reuse = {}) {
-  return backbone.hidden_states(r.ids, r.positions, r.spans, reuse);
+  return clef::test::hidden_states(backbone, r.ids, r.positions, r.spans, reuse);
 }
 
 /// Steps `prefills` until every one is done; returns how many steps it took.

@@ -19,6 +19,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "gguf/gguf_file.hpp"
+#include "support/prefill_alone.hpp"
 #include "support/q4_k_m_model.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"
@@ -119,7 +120,8 @@ TEST_F(RepackedWeightsTest, TheirFilePagesDoNotStayResidentBesideTheCopy) {
       << "resident pages of the file: " << mapped << " bytes with repacking, " << mapped_plain
       << " without; the Q4_K matrices are " << repackable << " bytes";
   const auto ids = random_token_ids(40, repacked.n_vocab(), 2);
-  EXPECT_EQ(repacked.hidden_states(ids).rows, 40);  // the weights it uses are all there
+  EXPECT_EQ(clef::test::hidden_states(repacked, ids).rows,
+            40);  // the weights it uses are all there
 }
 
 TEST_F(RepackedWeightsTest, RunOtherKernelsThanPlainWeights) {
@@ -128,7 +130,8 @@ TEST_F(RepackedWeightsTest, RunOtherKernelsThanPlainWeights) {
   Backbone repacked(q4_k_m_backbone(), params(64));
   Backbone unpacked(q4_k_m_backbone(), plain);
   const auto ids = random_token_ids(100, repacked.n_vocab(), 5);
-  EXPECT_NE(repacked.hidden_states(ids).data, unpacked.hidden_states(ids).data)
+  EXPECT_NE(clef::test::hidden_states(repacked, ids).data,
+            clef::test::hidden_states(unpacked, ids).data)
       << "repacking had no effect: the invariance tests below would prove nothing";
 }
 
@@ -139,7 +142,8 @@ TEST_F(RepackedWeightsTest, ChunkedPrefillIsBitIdenticalToOnePass) {
     // 65 and 129 end in a (48, 17) pair of batches; before the row alignment, (63, 2) gave 8e-7.
     for (int n : {63, 64, 65, 127, 128, 129, 530, 1000}) {
       const auto ids = random_token_ids(n, chunked.n_vocab(), static_cast<std::uint32_t>(n));
-      EXPECT_EQ(chunked.hidden_states(ids).data, one_pass.hidden_states(ids).data)
+      EXPECT_EQ(clef::test::hidden_states(chunked, ids).data,
+                clef::test::hidden_states(one_pass, ids).data)
           << "length " << n << ", chunks of " << chunk;
     }
   }
@@ -155,13 +159,14 @@ TEST_F(RepackedWeightsTest, AlignedCutsAndAResumedSnapshotGiveTheOnePassRows) {
   PrefillOptions take;
   take.cuts = cuts;
   take.snapshot_at = cuts;
-  const HiddenStates from_a = backbone.hidden_states(a, {}, {}, take);
-  EXPECT_EQ(from_a.data, backbone.hidden_states(a).data);
+  const HiddenStates from_a = clef::test::hidden_states(backbone, a, {}, {}, take);
+  EXPECT_EQ(from_a.data, clef::test::hidden_states(backbone, a).data);
   PrefillOptions warm_b;
   warm_b.cuts = cuts;
   warm_b.resume = &from_a.snapshots.at(1);
   warm_b.resume_rows = std::span<const float>(from_a.data).first(208u * backbone.n_embd());
-  EXPECT_EQ(backbone.hidden_states(b, {}, {}, warm_b).data, backbone.hidden_states(b).data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, b, {}, {}, warm_b).data,
+            clef::test::hidden_states(backbone, b).data);
 }
 
 TEST_F(RepackedWeightsTest, ThreadCountChangesNothing) {
@@ -169,10 +174,10 @@ TEST_F(RepackedWeightsTest, ThreadCountChangesNothing) {
   Backbone two(q4_k_m_backbone(), params(64, 2));
   Backbone three(q4_k_m_backbone(), params(64, 3));
   const auto ids = random_token_ids(301, one.n_vocab(), 8);
-  const HiddenStates h = one.hidden_states(ids);
-  EXPECT_EQ(two.hidden_states(ids).data, h.data);
-  EXPECT_EQ(three.hidden_states(ids).data, h.data);
-  EXPECT_EQ(one.hidden_states(ids).data, h.data);  // and run to run
+  const HiddenStates h = clef::test::hidden_states(one, ids);
+  EXPECT_EQ(clef::test::hidden_states(two, ids).data, h.data);
+  EXPECT_EQ(clef::test::hidden_states(three, ids).data, h.data);
+  EXPECT_EQ(clef::test::hidden_states(one, ids).data, h.data);  // and run to run
 }
 
 }  // namespace

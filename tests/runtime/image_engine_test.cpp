@@ -23,6 +23,7 @@
 #include "runtime/engine.hpp"
 #include "runtime/image_inputs.hpp"
 #include "support/expect_refused.hpp"
+#include "support/prefill_alone.hpp"
 #include "support/run_command.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
@@ -328,7 +329,7 @@ TEST(ImageHiddenStates, APixelRegionChangesItsImageTokensRowsAndNothingBefore) {
     const std::vector<float> rows = tower.encode(img);
     const clef::backbone::EmbeddingSpan span{static_cast<int>(rec.images[0].first_token), 300,
                                              rows};
-    return backbone.hidden_states(rec.ids, positions, {&span, 1});
+    return clef::test::hidden_states(backbone, rec.ids, positions, {&span, 1});
   };
   const auto ha = run(a);
   const auto hb = run(b);

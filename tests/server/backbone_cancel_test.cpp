@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "backbone/backbone.hpp"
+#include "support/prefill_alone.hpp"
 #include "support/tiny_model.hpp"
 #include "testmodel/token_ids.hpp"
 #include "util/error.hpp"
@@ -28,7 +29,7 @@ BackboneParams params(int chunk) {
 std::string code_of(Backbone& backbone, std::span<const std::int32_t> ids,
                     const clef::backbone::Cancelled& cancelled) {
   try {
-    backbone.hidden_states(ids, cancelled);
+    clef::test::hidden_states(backbone, ids, cancelled);
   } catch (const clef::Error& e) {
     return e.code();
   }
@@ -39,7 +40,7 @@ TEST(BackboneCancel, StopsBetweenAndInsideChunksThenDecidesTheNextRecord) {
   clef::test::ensure_llama_backend();
   Backbone backbone(clef::test::tiny_model().backbone.string(), params(64));
   const auto ids = random_token_ids(300, backbone.n_vocab(), 7);
-  const auto reference = backbone.hidden_states(ids);
+  const auto reference = clef::test::hidden_states(backbone, ids);
 
   // Between chunks: gone from the third check on (asked before each chunk and from compute).
   std::atomic<int> calls{0};
@@ -52,9 +53,9 @@ TEST(BackboneCancel, StopsBetweenAndInsideChunksThenDecidesTheNextRecord) {
   EXPECT_EQ(code_of(one_chunk, ids, [&] { return ++calls > 1; }), "client_closed_request");
 
   // Never cancelled: the same rows as without a check; afterwards a plain record is unchanged.
-  auto checked = backbone.hidden_states(ids, [] { return false; });
+  auto checked = clef::test::hidden_states(backbone, ids, [] { return false; });
   EXPECT_EQ(checked.data, reference.data);
-  EXPECT_EQ(backbone.hidden_states(ids).data, reference.data);
+  EXPECT_EQ(clef::test::hidden_states(backbone, ids).data, reference.data);
 }
 
 }  // namespace

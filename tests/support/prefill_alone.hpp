@@ -1,0 +1,52 @@
+#pragma once
+// One record's prefill alone on sequence 0 of a backbone, in whole layout batches
+// (Backbone::start, then Backbone::step until done): what the backbone's tests and the benchmarks
+// measure; the engine steps its prefills through the runner instead.
+
+#include <span>
+#include <string>
+
+#include "backbone/backbone.hpp"
+#include "util/error.hpp"
+
+namespace clef::test {
+
+/// The final-norm hidden states [T, n_embd] of `ids` from a fresh sequence 0, sharing work
+/// through `reuse` (Backbone::start's inputs). Throws what Backbone::start and step throw, and
+/// clef::DecisionCancelled once `cancelled` says so.
+inline backbone::HiddenStates hidden_states(backbone::Backbone& backbone,
+                                            std::span<const std::int32_t> ids,
+                                            std::span<const backbone::RopePosition> positions,
+                                            std::span<const backbone::EmbeddingSpan> embeddings,
+                                            const backbone::PrefillOptions& reuse,
+                                            const backbone::Cancelled& cancelled = {}) {
+  backbone::Prefill prefill = backbone.start(ids, positions, embeddings, reuse, cancelled, 0);
+  backbone::Prefill* const self = &prefill;
+  while (!prefill.done()) {
+    backbone.step(std::span<backbone::Prefill* const>(&self, 1), backbone::kWholeBatches);
+  }
+  if (prefill.cancelled()) {
+    throw DecisionCancelled(
+        "the client closed the connection; the decision was cancelled at token " +
+        std::to_string(prefill.cancelled_at()));
+  }
+  return prefill.take();
+}
+
+/// The same with images (`embeddings`, M-RoPE `positions`; empty: plain 0..T-1), nothing shared.
+inline backbone::HiddenStates hidden_states(backbone::Backbone& backbone,
+                                            std::span<const std::int32_t> ids,
+                                            std::span<const backbone::RopePosition> positions,
+                                            std::span<const backbone::EmbeddingSpan> embeddings,
+                                            const backbone::Cancelled& cancelled = {}) {
+  return hidden_states(backbone, ids, positions, embeddings, backbone::PrefillOptions{}, cancelled);
+}
+
+/// The same for text: plain positions, no embedding rows.
+inline backbone::HiddenStates hidden_states(backbone::Backbone& backbone,
+                                            std::span<const std::int32_t> ids,
+                                            const backbone::Cancelled& cancelled = {}) {
+  return hidden_states(backbone, ids, {}, {}, cancelled);
+}
+
+}  // namespace clef::test
