@@ -166,7 +166,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   s.port = s.server->bind();
   s.thread = std::thread([&s] { s.server->serve(); });
   s.thread.detach();  // runs until the process ends
-  if (!s.server->wait_until_ready(std::chrono::seconds(30))) std::abort();
+  if (!s.server->queue().wait_until_ready(std::chrono::seconds(30))) std::abort();
   s.valid_answer = body_of(exchange(s.port, valid_request(), false));
   if (s.valid_answer.empty()) std::abort();
   return 0;

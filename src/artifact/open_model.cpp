@@ -11,11 +11,11 @@
 
 namespace clef::artifact {
 
-namespace {
-
 bool is_mmproj_name(const std::filesystem::path& p) {
   return p.filename().string().starts_with("mmproj");
 }
+
+namespace {
 
 /// The backbone architecture's key prefix in the file.
 std::string arch_prefix(Layout layout) {

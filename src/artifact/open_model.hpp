@@ -15,6 +15,9 @@
 
 namespace clef::artifact {
 
+/// A vision projector's file name: mmproj*.gguf (what a model directory's mmproj is called).
+bool is_mmproj_name(const std::filesystem::path& p);
+
 /// The files of one model. `gguf` is the backbone GGUF (layout A) or the whole model (B, C, D).
 struct ModelPaths {
   std::filesystem::path gguf;

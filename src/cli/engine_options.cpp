@@ -69,10 +69,10 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "refuse it (400 naming the field and the nearest known one)")
       ->capture_default_str()
       ->check(CLI::IsMember({"accept", "refuse"}));
-  context_size_option =
-      cmd.add_option("-c,--context-size", context_size, "context size in tokens (512..262144)")
-          ->capture_default_str();
-  cmd.add_option("-t,--threads", threads,
+  context_size_option = cmd.add_option("-c,--context-size", flags.backbone.context_size,
+                                       "context size in tokens (512..262144)")
+                            ->capture_default_str();
+  cmd.add_option("-t,--threads", flags.backbone.threads,
                  "CPU threads (0 = the physical cores this process may use; at most 512)")
       ->capture_default_str()
       ->check(CLI::Range(0, backbone::kMaxThreads));
@@ -81,15 +81,15 @@ void EngineOptions::add_to(CLI::App& cmd) {
                      "backbone layers on the GPU: auto (what fits its free memory, the rest on "
                      "the CPU; the log says how many), -1 all, 0 CPU only, or a count")
           ->capture_default_str();
-  cmd.add_option("--device", device,
+  cmd.add_option("--device", flags.backbone.device,
                  "where the backbone, vision tower and joint schema head run: auto (the first "
                  "GPU: CUDA in a CUDA build, else Vulkan; else the CPU; a CPU-type Vulkan "
                  "device such as lavapipe only with CLEF_VK_ALLOW_CPU_DEVICE=1), cpu, or a "
                  "device name such as Vulkan0 or CUDA0 (clef info lists them)")
       ->capture_default_str();
-  cmd.add_option("--chunk-tokens", chunk_tokens, "prefill chunk size in tokens")
+  cmd.add_option("--chunk-tokens", flags.backbone.chunk_tokens, "prefill chunk size in tokens")
       ->capture_default_str();
-  cmd.add_option("--parallel", parallel,
+  cmd.add_option("--parallel", flags.backbone.parallel,
                  "records prefilled together (continuous batching): each holds the memory of a "
                  "whole context (1..64; 1: one at a time, a short request passes a long one "
                  "between its batches)")
@@ -104,12 +104,12 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "resume_snapshot_ms=MS (a long prefill's progress snapshots; 0 off), "
                  "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
                  "when they are not 0.5/0.5)");
-  cmd.add_option("--max-image-tokens", max_image_tokens,
+  cmd.add_option("--max-image-tokens", flags.max_image_tokens,
                  "image tokens one image may have after resizing, else 413 (0: only the context; "
                  "4096 is a 2048x2048 image)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000000));
-  cmd.add_option("--max-request-image-tokens", max_request_image_tokens,
+  cmd.add_option("--max-request-image-tokens", flags.max_request_image_tokens,
                  "image tokens all images of a request may have together (0: only the context)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000000));
@@ -118,7 +118,7 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "(0: what the memory plan leaves, at most a quarter of physical memory)")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
-  cmd.add_option("--state-cache-mb", state_cache_mb,
+  cmd.add_option("--state-cache-mb", flags.state_cache_mb,
                  "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
                  "a request with the same state (and images) as an earlier one prefills only its "
                  "questions (0: off; -1: what the memory plan leaves, at most 4096)")
@@ -135,32 +135,32 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "--gpu-layers auto offloads what fits it")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
-  cmd.add_option("--calibration", calibration,
+  cmd.add_option("--calibration", flags.calibration_path,
                  "apply a calibration file from `clef calibrate` to the answers (opt-in: without "
                  "it the answers are the reference's, byte for byte)")
       ->check(CLI::ExistingFile);
-  cmd.add_option("--confidence", confidence,
+  cmd.add_option("--confidence", flags.confidence,
                  "what `confidence` means in choice and score answers: reference (the chosen "
                  "option's probability), entropy (1 - H/ln n), gini (normalized), "
                  "max_over_uniform ((p_max - 1/n)/(1 - 1/n))")
       ->capture_default_str()
       ->check(CLI::IsMember({"reference", "entropy", "gini", "max_over_uniform"}));
-  cmd.add_flag("--allow-media-urls,--allow-image-urls", allow_image_urls,
+  cmd.add_flag("--allow-media-urls,--allow-image-urls", flags.allow_image_urls,
                "fetch http(s) image and video URLs of requests (never loopback, private, "
                "link-local or metadata addresses; 20 MiB and 10 s per image, the video byte "
                "limit per video); --allow-image-urls is the old name");
-  cmd.add_option("--max-videos", max_videos, "videos per request (0: refuse videos)")
+  cmd.add_option("--max-videos", flags.max_videos, "videos per request (0: refuse videos)")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
-  cmd.add_option("--max-video-seconds", max_video_seconds, "longest video, seconds, else 413")
+  cmd.add_option("--max-video-seconds", flags.max_video_seconds, "longest video, seconds, else 413")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
-  cmd.add_option("--max-video-frames", max_video_frames,
+  cmd.add_option("--max-video-frames", flags.max_video_frames,
                  "most frames the processor may keep of one video (after sampling at fps), and "
                  "most images in a frame list, else 413")
       ->capture_default_str()
       ->check(CLI::Range(2, 100000));
-  cmd.add_option("--max-video-frame-pixels", max_video_frame_pixels,
+  cmd.add_option("--max-video-frame-pixels", flags.max_video_frame_pixels,
                  "largest video frame, width x height pixels from the header, else 413")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
@@ -185,8 +185,14 @@ void EngineOptions::add_model_positional(CLI::App& cmd) {
 }
 
 runtime::EngineConfig EngineOptions::to_config() const {
-  runtime::EngineConfig config;
-  if (!model_dir.empty()) config = runtime::EngineConfig::from_model_dir(model_dir);
+  runtime::EngineConfig config = flags;
+  if (!model_dir.empty()) {
+    const runtime::EngineConfig dir = runtime::EngineConfig::from_model_dir(model_dir);
+    config.backbone_path = dir.backbone_path;
+    config.mmproj_path = dir.mmproj_path;
+    config.head_path = dir.head_path;
+    config.head_config_path = dir.head_config_path;
+  }
   std::string model_file = model;
   std::optional<int> registry_context;  // the variant's engine defaults, unless a flag says
   std::optional<int> registry_gpu_layers;
@@ -234,29 +240,14 @@ runtime::EngineConfig EngineOptions::to_config() const {
   config.unknown_fields =
       unknown_fields == "refuse" ? request::UnknownFields::refuse : request::UnknownFields::accept;
   config.debug_log = debug;
-  config.allow_image_urls = allow_image_urls;
-  config.max_videos = max_videos;
-  config.max_video_seconds = max_video_seconds;
-  config.max_video_frames = max_video_frames;
-  config.max_video_frame_pixels = max_video_frame_pixels;
   config.max_video_bytes = std::int64_t{max_video_mb} << 20;
-  config.max_image_tokens = max_image_tokens;
-  config.max_request_image_tokens = max_request_image_tokens;
   config.max_vision_memory = max_vision_memory_mib << 20;
-  config.state_cache_mb = state_cache_mb;
   config.memory_limit = memory_limit_mib << 20;
   config.gpu_memory_limit = gpu_memory_limit_mib << 20;
-  config.calibration_path = calibration;
   // Read now, so a bad file is refused before a server binds its port or loads a model.
-  if (!calibration.empty()) decision::load_calibration(calibration);
-  config.confidence = confidence;
+  if (!config.calibration_path.empty()) decision::load_calibration(config.calibration_path);
   auto& p = config.backbone;
-  p.context_size = context_size;
-  p.threads = threads;
   p.gpu_layers = parse_gpu_layers(gpu_layers);
-  p.device = device;
-  p.chunk_tokens = chunk_tokens;
-  p.parallel = parallel;
   if (registry_context && (context_size_option == nullptr || context_size_option->count() == 0)) {
     p.context_size = *registry_context;
   }

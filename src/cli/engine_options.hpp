@@ -25,29 +25,18 @@ struct EngineOptions {
   std::string alias;        ///< --alias: served model name
   std::string truncation = "truncate";
   std::string unknown_fields = "accept";  ///< --unknown-fields: accept (and list) or refuse
-  int context_size = 16384;
-  int threads = 0;
-  std::string gpu_layers = "auto";  ///< --gpu-layers: auto, -1 (all), 0 (CPU) or a count
-  std::string device = "auto";      ///< --device: auto, cpu, or a device name (Vulkan0, CUDA0)
-  int chunk_tokens = 512;
-  int parallel = 1;                         ///< --parallel: records prefilled together
-  int max_image_tokens = 4096;              ///< --max-image-tokens (0: only the context)
-  int max_request_image_tokens = 8192;      ///< --max-request-image-tokens (0: only the context)
+  /// The engine parameters the flags set as they are (context size, threads, device, chunk,
+  /// parallel, image and video limits, state cache, calibration, confidence, media URLs):
+  /// to_config() starts from it.
+  runtime::EngineConfig flags;
+  std::string gpu_layers = "auto";          ///< --gpu-layers: auto, -1 (all), 0 (CPU) or a count
   std::uint64_t max_vision_memory_mib = 0;  ///< --max-vision-memory (0: the memory plan's)
   std::uint64_t memory_limit_mib = 0;       ///< --memory-limit (0: what the machine has)
   std::uint64_t gpu_memory_limit_mib = 0;   ///< --gpu-memory-limit (0: the GPU's free memory)
-  std::int64_t state_cache_mb = -1;         ///< --state-cache-mb (-1: fit the machine, 0: off)
-  std::string calibration;                  ///< --calibration FILE
-  std::string confidence = "reference";     ///< --confidence
   std::vector<std::string> settings;        ///< --set name=value
   bool verbose = false;                     ///< --verbose: clef's own lines (ids, spans, timings)
   bool debug = false;                       ///< --debug: llama.cpp's and the tower's log too
-  bool allow_image_urls = false;            ///< --allow-media-urls (old name --allow-image-urls)
-  int max_videos = 2;                       ///< --max-videos
-  double max_video_seconds = 600;           ///< --max-video-seconds
-  int max_video_frames = 768;               ///< --max-video-frames
-  std::int64_t max_video_frame_pixels = std::int64_t{3840} * 2160;  ///< --max-video-frame-pixels
-  int max_video_mb = 64;                                            ///< --max-video-mb
+  int max_video_mb = 64;                    ///< --max-video-mb
   std::string registry;    ///< --registry: a user registry file (overrides by name)
   std::string models_dir;  ///< --models-dir: the model store (default under the cache)
   std::string hub_endpoint = "https://huggingface.co";  ///< --hub-endpoint

@@ -1,18 +1,36 @@
 #pragma once
 // Where the model runs: the ggml backend devices this build offers (the CPU; Vulkan devices through
 // the prebuilt Vulkan backend module, backends.hpp; CUDA GPUs when clef is built with
-// CLEF_CUDA=ON) and the one `--device` picks for the backbone, the vision tower and the joint
-// schema head together.
+// CLEF_CUDA=ON), the one `--device` picks for the backbone, the vision tower and the joint
+// schema head together, and the driver bugs clef works around, told here once (Quirks).
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "device/quirks.hpp"
 #include "ggml-backend.h"
 
 namespace clef::device {
+
+/// What a device's driver needs done differently.
+struct Quirks {
+  /// Mesa's lavapipe (Vulkan devices named "llvmpipe ..."; Mesa 22.3) reads every binding of a
+  /// bound descriptor set, stale ones too: a compute buffer freed while the backend that
+  /// dispatched over it lives is read after free (heap corruption, a crash at a later call:
+  /// docs/performance.md, "The device path on Vulkan"). So a buffer a larger graph outgrows is
+  /// kept until its backend goes (the joint schema head), or the component is loaded afresh with
+  /// a new backend (the vision tower), instead of being freed.
+  bool stale_descriptor_reads = false;
+};
+
+/// The quirks of a GPU whose driver describes it as `description` (ggml's device description,
+/// the Vulkan device name). A CPU, or any other device: none.
+constexpr Quirks quirks_of(std::string_view description) {
+  Quirks q;
+  q.stale_descriptor_reads = description.starts_with("llvmpipe");
+  return q;
+}
 
 /// One ggml backend device.
 struct DeviceInfo {

@@ -99,12 +99,6 @@ bool GgufFile::has(std::string_view key) const {
   return find_key(key) >= 0;
 }
 
-std::optional<gguf_type> GgufFile::key_type(std::string_view key) const {
-  const std::int64_t id = find_key(key);
-  if (id < 0) return std::nullopt;
-  return gguf_get_kv_type(ctx_.get(), id);
-}
-
 std::vector<std::string> GgufFile::keys() const {
   std::vector<std::string> out;
   for (std::int64_t i = 0; i < gguf_get_n_kv(ctx_.get()); ++i) {

@@ -44,8 +44,6 @@ class GgufFile {
   std::uint64_t file_size() const noexcept { return file_size_; }
 
   bool has(std::string_view key) const;
-  /// GGUF type of `key`, nullopt when absent.
-  std::optional<gguf_type> key_type(std::string_view key) const;
   /// All keys in file order.
   std::vector<std::string> keys() const;
 

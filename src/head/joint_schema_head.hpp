@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "device/quirks.hpp"
+#include "device/device.hpp"
 #include "head/head_config.hpp"
 #include "head/head_weights.hpp"
 

@@ -65,13 +65,6 @@ std::string_view dtype_name(DType t) noexcept {
   return "?";
 }
 
-std::size_t dtype_size(DType t) noexcept {
-  for (const auto& e : kDTypes) {
-    if (e.type == t) return e.size;
-  }
-  return 0;
-}
-
 std::int64_t TensorInfo::numel() const noexcept {
   // A zero anywhere makes the product 0 whatever the other dims ([2, 2^62, 0] is empty, and
   // multiplying it out in order would overflow: undefined behaviour).

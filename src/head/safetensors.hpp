@@ -37,8 +37,6 @@ enum class DType {
 
 /// The format's name of `t` ("F32", "BF16", ...).
 std::string_view dtype_name(DType t) noexcept;
-/// Bytes per element of `t`.
-std::size_t dtype_size(DType t) noexcept;
 
 /// One tensor entry of the header.
 struct TensorInfo {

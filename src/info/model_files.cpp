@@ -11,10 +11,6 @@ namespace clef::info {
 
 namespace {
 
-bool starts_with_mmproj(const std::filesystem::path& p) {
-  return p.filename().string().starts_with("mmproj");
-}
-
 void set_once(std::optional<std::filesystem::path>& slot, const std::filesystem::path& p,
               const char* what) {
   if (slot && std::filesystem::absolute(*slot) != std::filesystem::absolute(p)) {
@@ -70,7 +66,7 @@ ModelFiles classify_model_files(const std::vector<std::filesystem::path>& paths)
     } else {
       const gguf::GgufFile g(p, /*header_only=*/true);  // throws "not a GGUF file"
       const bool is_clip = g.find_string("general.architecture").value_or("") == "clip";
-      if (is_clip || starts_with_mmproj(p)) {
+      if (is_clip || artifact::is_mmproj_name(p)) {
         set_once(files.mmproj, p, "mmproj");
       } else {
         set_once(files.backbone, p, "backbone");

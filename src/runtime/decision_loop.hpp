@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/decision.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/prepared_request.hpp"
 #include "runtime/runner.hpp"

@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "json/value.hpp"
-#include "runtime/decision.hpp"
 #include "runtime/engine_config.hpp"
 #include "runtime/model.hpp"
 #include "runtime/runner.hpp"

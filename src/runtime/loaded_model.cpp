@@ -25,9 +25,11 @@ artifact::OpenedModel open(const EngineConfig& config) {
   return artifact::open_model(paths);
 }
 
+/// The backbone with `params` but the planned `gpu_layers`.
 backbone::Backbone load_backbone(const artifact::OpenedModel& opened,
-                                 const backbone::BackboneParams& params,
+                                 backbone::BackboneParams params, int gpu_layers,
                                  std::span<const llama_model_kv_override> overrides) {
+  params.gpu_layers = gpu_layers;
   backbone::validate(params);
   const llama_model_params mp = backbone::Backbone::model_params(params, overrides);
   artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
@@ -61,12 +63,6 @@ head::JointSchemaHead make_head(const head::HeadWeights& weights,
   return head::JointSchemaHead(weights, threads);
 }
 
-/// `params` with the planned gpu_layers.
-backbone::BackboneParams with_layers(backbone::BackboneParams params, int gpu_layers) {
-  params.gpu_layers = gpu_layers;
-  return params;
-}
-
 }  // namespace
 
 LoadedModel::LoadedModel(const EngineConfig& c) : LoadedModel(c, open(c)) {}
@@ -77,7 +73,7 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
       placement(device::resolve(c.backbone.device, memory.gpu_layers)),
       lexical(opened.lexical_gguf.string()),
       overrides(record::pretokenizer_overrides(record::PreTokenizer::qwen2)),
-      backbone(load_backbone(opened, with_layers(c.backbone, memory.gpu_layers), overrides)),
+      backbone(load_backbone(opened, c.backbone, memory.gpu_layers, overrides)),
       head(make_head(opened.head, placement, backbone::resolved_threads(c.backbone), head_device)) {
   if (lexical.n_embd() != backbone.n_embd()) {
     throw model_error("output.weight rows have " + std::to_string(lexical.n_embd()) +

@@ -1,9 +1,7 @@
 #pragma once
-// The model side of the engine: what is served (ServedModel, plain data) and the preparation of a
-// SystemOne request against it. Const once loaded: the server's HTTP threads share one
-// (std::shared_ptr<const Model>) while the loop thread runs the model (runtime/runner.hpp). It
-// needs the backbone's llama_model (the vocabulary), never its context (llama.cpp's llama_model
-// beside llama_context; whisper.cpp's context beside whisper_state).
+// The model side of the engine: what is served (ServedModel) and the preparation of a request.
+// Const once loaded, shared by the HTTP threads while the loop thread runs the Runner; it needs
+// the backbone's llama_model, never its context (llama_model beside llama_context).
 
 #include <cstdint>
 #include <string>

@@ -1,10 +1,8 @@
 #pragma once
 // Preparation, the engine's Model: a parsed request body -> a PreparedRequest (validated, defaulted
 // once, encoded into ids and spans, images and video frames decoded and resized, every budget
-// checked), with the refusals that name the field at fault. Holds its own copies of what it reads
-// (the configuration, the served limits, the mmproj's settings) and a share of the backbone's
-// llama_model for the tokenizer's vocabulary, so it is const and outlives the runner: the server's
-// HTTP threads share one while the loop thread runs the model.
+// checked), with the refusals that name the field at fault. Holds copies of what it reads and a
+// share of the backbone's llama_model (the vocabulary), so it is const and may outlive the runner.
 
 #include <cstddef>
 #include <memory>

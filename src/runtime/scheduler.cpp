@@ -61,20 +61,15 @@ Admission plan_admission(int slots, std::span<const RunningDecision> running,
   return plan;
 }
 
-namespace {
-
-/// The first of `plan`'s advancing decisions with images left: the one the tower encodes.
-std::optional<std::size_t> first_with_images(const StepPlan& plan,
-                                             std::span<const RunningDecision> running) {
-  for (std::size_t i : plan.advance) {
-    if (running[i].images_left > 0) return i;
-  }
-  return std::nullopt;
-}
-
-/// plan_step's advancing decisions and piece size, before the image is chosen.
-StepPlan plan_advance(int slots, std::span<const RunningDecision> running) {
+StepPlan plan_step(int slots, std::span<const RunningDecision> running) {
   StepPlan plan;
+  // The first advancing decision with images left: the one the tower encodes.
+  const auto encode_first = [&] {
+    const auto it = std::find_if(plan.advance.begin(), plan.advance.end(),
+                                 [&](std::size_t i) { return running[i].images_left > 0; });
+    if (it != plan.advance.end()) plan.encode = *it;
+    return plan;
+  };
   plan.most_tokens = backbone::kPausablePiece;
   if (slots <= 1) {
     const bool one_waits =
@@ -83,7 +78,7 @@ StepPlan plan_advance(int slots, std::span<const RunningDecision> running) {
       if (!running[i].suspended) plan.advance.push_back(i);
     }
     if (one_waits) plan.most_tokens = backbone::kWholeBatches;
-    return plan;
+    return encode_first();
   }
   int fewest = std::numeric_limits<int>::max();
   for (const RunningDecision& r : running) {
@@ -99,15 +94,7 @@ StepPlan plan_advance(int slots, std::span<const RunningDecision> running) {
     }
     plan.advance.push_back(i);
   }
-  return plan;
-}
-
-}  // namespace
-
-StepPlan plan_step(int slots, std::span<const RunningDecision> running) {
-  StepPlan plan = plan_advance(slots, running);
-  plan.encode = first_with_images(plan, running);
-  return plan;
+  return encode_first();
 }
 
 }  // namespace clef::runtime

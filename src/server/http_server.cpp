@@ -205,10 +205,6 @@ HttpServer::~HttpServer() {
   shutdown();
 }
 
-std::uint64_t HttpServer::state_cache_budget() const {
-  return core_->queue().state_cache_stats().budget;
-}
-
 int HttpServer::agent_port() const {
   return listener_->agent ? listener_->agent->port() : -1;
 }
@@ -288,20 +284,12 @@ void HttpServer::reload_api_keys() {
   core_->reload_api_keys();
 }
 
-bool HttpServer::wait_until_ready(std::chrono::milliseconds timeout) const {
-  return core_->queue().wait_until_ready(timeout);
-}
-
 Health HttpServer::health() const {
   return core_->health();
 }
 
-std::optional<runtime::ServedModel> HttpServer::model() const {
-  return core_->queue().model();
-}
-
-std::string HttpServer::load_error() const {
-  return core_->queue().load_error();
+const DecisionQueue& HttpServer::queue() const {
+  return core_->queue();
 }
 
 }  // namespace clef::server

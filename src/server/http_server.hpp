@@ -41,9 +41,6 @@ class HttpServer {
   /// cannot be bound; nothing is loaded then.
   int bind();
 
-  /// The state cache's byte budget of the served model (0: off or not loaded).
-  std::uint64_t state_cache_budget() const;
-
   /// The HAProxy agent-check port once bound (ServerConfig::agent_port), -1 when off.
   int agent_port() const;
 
@@ -61,14 +58,10 @@ class HttpServer {
   /// on an error. Connections and requests in flight are untouched.
   void reload_api_keys();
 
-  /// Waits until the model is loaded and warmed up (true), or failed/timed out (false).
-  bool wait_until_ready(std::chrono::milliseconds timeout) const;
-
   Health health() const;
-  /// The served model once loaded.
-  std::optional<runtime::ServedModel> model() const;
-  /// Why the model failed to load (empty otherwise).
-  std::string load_error() const;
+  /// The decision queue: whether the model is ready (wait_until_ready), the served model, why it
+  /// failed to load, the state cache's counters.
+  const DecisionQueue& queue() const;
 
  private:
   struct Listener;

@@ -119,13 +119,13 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
     }
     Health health = server->health();
     if (health == Health::failed) {
-      events.event("error", "the model failed to load: " + server->load_error());
+      events.event("error", "the model failed to load: " + server->queue().load_error());
       exit_code = 2;
       break;
     }
     if (!reported_ready && health == Health::ok) {
       reported_ready = true;
-      auto model = server->model();
+      auto model = server->queue().model();
       events.event("info", "ready: model " + (model ? model->name : std::string("?")) +
                                ", context " + std::to_string(model ? model->context_size : 0) +
                                " tokens, loaded in " +
@@ -134,7 +134,7 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
       if (model && !model->sequence_memory.empty()) {
         events.event("info", "memory: " + model->sequence_memory);
       }
-      const std::uint64_t cache = server->state_cache_budget();
+      const std::uint64_t cache = server->queue().state_cache_stats().budget;
       events.event("info", cache == 0 ? std::string("state cache off")
                                       : "state cache up to " + util::human_bytes(cache) +
                                             " (--state-cache-mb)");

@@ -76,6 +76,7 @@ class ServerCore {
 
   const ServerConfig& config() const { return config_; }
   DecisionQueue& queue() { return queue_; }
+  const DecisionQueue& queue() const { return queue_; }
   ServerLog& log() { return log_; }
 
  private:

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "device/quirks.hpp"
+#include "device/device.hpp"
 #include "ggml-backend.h"
 #include "vision/image.hpp"
 #include "vision/mmproj_info.hpp"

@@ -46,7 +46,7 @@ class ServerFixture {
     stop();
   }
 
-  bool wait_ready() { return server->wait_until_ready(std::chrono::seconds(10)); }
+  bool wait_ready() { return server->queue().wait_until_ready(std::chrono::seconds(10)); }
 
   std::unique_ptr<httplib::Client> client() const {
     auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
