@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -34,6 +35,25 @@ bool parse_switch_setting(const std::string& name, const std::string& value) {
 }
 
 }  // namespace
+
+CLI::Validator finite_range(double lo, double hi) {
+  const auto text = [](double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  const std::string range = text(lo) + ".." + text(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& value) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(value, v) || !std::isfinite(v) || v < lo || v > hi) {
+          return "a number in " + range + " is needed, got " + value;
+        }
+        return {};
+      },
+      range);
+}
 
 int parse_gpu_layers(const std::string& value) {
   if (value == "auto") return backbone::kAutoGpuLayers;
@@ -154,7 +174,7 @@ void EngineOptions::add_to(CLI::App& cmd) {
       ->check(CLI::Range(0, 64));
   cmd.add_option("--max-video-seconds", flags.max_video_seconds, "longest video, seconds, else 413")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
+      ->check(finite_range(0.001, 86400.0));
   cmd.add_option("--max-video-frames", flags.max_video_frames,
                  "most frames the processor may keep of one video (after sampling at fps), and "
                  "most images in a frame list, else 413")

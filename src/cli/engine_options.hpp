@@ -76,6 +76,10 @@ std::pair<CLI::App*, std::shared_ptr<Options>> add_engine_command(
   return {cmd, options};
 }
 
+/// A finite number in lo..hi (CLI11's Range lets "nan" through: every comparison with NaN is
+/// false). Its error: "a number in lo..hi is needed, got TEXT".
+CLI::Validator finite_range(double lo, double hi);
+
 /// A --gpu-layers value: "auto" (backbone::kAutoGpuLayers), -1 (all), 0 (CPU) or a layer count.
 /// Throws clef::Error (invalid_request naming gpu_layers) for anything else.
 int parse_gpu_layers(const std::string& value);

@@ -80,18 +80,9 @@ std::string clock(double seconds) {
   return b;
 }
 
-/// A bar of the verdict: a number in 0..1 (CLI11's Range lets "nan" through, and a NaN bar
-/// passed every run: a reported input).
+/// A bar of the verdict: a number in 0..1 (a NaN bar passed every run: a reported input).
 CLI::Validator probability_bound() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v < 0 || v > 1) {
-          return "a number in 0..1 is needed, got " + text;
-        }
-        return {};
-      },
-      "0..1");
+  return finite_range(0, 1);
 }
 
 int run_verify(const VerifyCommandOptions& options) {

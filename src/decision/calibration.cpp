@@ -1,6 +1,7 @@
 #include "decision/calibration.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -24,7 +25,9 @@ double number(const json::Value* v, const std::string& field) {
   if (v->is_float()) {
     d = v->as_double();
   } else if (v->is_integer()) {
-    d = std::stod(v->integer_digits());
+    // strtod, not stod: an integer too large for a double is +-inf ("is not finite" below),
+    // where stod threw an out_of_range nobody named (a reported input: 401 digits).
+    d = std::strtod(v->integer_digits().c_str(), nullptr);
   } else {
     throw invalid_request("calibration: " + field + " is not a number", field);
   }

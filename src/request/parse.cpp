@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "json/render.hpp"
 #include "request/parse_media.hpp"
 #include "util/edit_distance.hpp"
 #include "util/error.hpp"
@@ -41,6 +42,26 @@ QuestionType parse_type(const json::Value& question, const std::string& path) {
   throw invalid_request(path + ".type must be \"noul\", \"choice\" or \"score\"", path + ".type");
 }
 
+/// Whether `key` is close enough to `field` to be a misspelling of it (the edit distance the
+/// unknown-field refusal suggests a name at).
+bool close_to(std::string_view key, std::string_view field) {
+  return util::edit_distance(key, field) <= std::max<std::size_t>(2, field.size() / 3);
+}
+
+/// For a missing required `field` of `object`: "; the request has \"KEY\": did you mean FIELD?"
+/// when one of its keys is a misspelling of it (by default an unknown key is only listed, so
+/// "questoins" would otherwise be refused as if nothing had been sent), else "".
+std::string misspelled(const json::Value& object, std::string_view field) {
+  for (const auto& [key, value] : object.members()) {
+    if (key != field && close_to(key, field)) {
+      std::string quoted;
+      json::append_quoted(quoted, key);
+      return "; the request has " + quoted + ": did you mean " + std::string(field) + "?";
+    }
+  }
+  return {};
+}
+
 /// Each member of `object` that is not one of `known` is recorded as `prefix + key` in
 /// `ignored`, or refused (400 naming it and the nearest known key, when one is close).
 void check_fields(const json::Value& object, std::initializer_list<std::string_view> known,
@@ -63,7 +84,7 @@ void check_fields(const json::Value& object, std::initializer_list<std::string_v
       }
     }
     std::string message = path + ": unknown field";
-    if (!nearest.empty() && best <= std::max<std::size_t>(2, nearest.size() / 3)) {
+    if (!nearest.empty() && close_to(key, nearest)) {
       message += "; did you mean " + std::string(nearest) + "?";
     } else {
       std::string list;
@@ -216,12 +237,15 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
     req.model = model->as_string();
   }
   const json::Value* state = body.find("state");
-  if (state == nullptr) throw invalid_request("state is required", "state");
+  if (state == nullptr) {
+    throw invalid_request("state is required" + misspelled(body, "state"), "state");
+  }
   req.state = *state;
 
   const json::Value* questions = body.find("questions");
   if (questions == nullptr || !questions->is_object() || questions->members().empty()) {
-    throw invalid_request("questions must be a non-empty object of question id -> question",
+    throw invalid_request("questions must be a non-empty object of question id -> question" +
+                              (questions == nullptr ? misspelled(body, "questions") : ""),
                           "questions");
   }
   const auto& members = questions->members();

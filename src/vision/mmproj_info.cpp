@@ -1,5 +1,7 @@
 #include "vision/mmproj_info.hpp"
 
+#include <cmath>
+
 #include "util/error.hpp"
 
 namespace clef::vision {
@@ -9,8 +11,8 @@ namespace {
 void triple(const gguf::GgufFile& f, const std::string& key, std::array<float, 3>& out) {
   if (!f.has(key)) return;
   const std::vector<double> v = f.numeric_array(key);
-  if (v.size() != 3) {
-    throw model_error("mmproj '" + f.path().string() + "': " + key + " is not 3 numbers");
+  if (v.size() != 3 || !std::isfinite(v[0]) || !std::isfinite(v[1]) || !std::isfinite(v[2])) {
+    throw model_error("mmproj '" + f.path().string() + "': " + key + " is not 3 finite numbers");
   }
   out = {static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2])};
 }
@@ -75,8 +77,29 @@ MmprojInfo read_mmproj_info(const gguf::GgufFile& f) {
     throw model_error(mmproj + ": image_min_pixels exceeds image_max_pixels");
   }
   info.projection_dim = static_cast<int>(f.find_int("clip.vision.projection_dim").value_or(0));
-  info.n_embd = static_cast<int>(f.find_int("clip.vision.embedding_length").value_or(0));
-  info.n_head = static_cast<int>(f.find_int("clip.vision.attention.head_count").value_or(0));
+  info.n_embd = static_cast<int>(positive("clip.vision.embedding_length").value_or(0));
+  info.n_head = static_cast<int>(positive("clip.vision.attention.head_count").value_or(0));
+  // What clip's qwen3vl graph asserts on at the first image (an abort of the whole server, or a
+  // division by zero heads): checked now. Reported inputs: head_count 3 and 0, patch_size 7,
+  // embedding_length 48, layer_norm_epsilon -1 loaded and crashed the server at its first image.
+  if (info.n_embd > 0 && info.n_head > 0 && info.n_embd % info.n_head != 0) {
+    throw model_error(mmproj + ": clip.vision.embedding_length " + std::to_string(info.n_embd) +
+                      " is not a multiple of clip.vision.attention.head_count " +
+                      std::to_string(info.n_head));
+  }
+  const std::optional<double> eps = f.find_number("clip.vision.attention.layer_norm_epsilon");
+  if (eps && !(std::isfinite(*eps) && *eps >= 0)) {
+    throw model_error(mmproj + ": clip.vision.attention.layer_norm_epsilon is " +
+                      std::to_string(*eps) + "; a norm's epsilon is a finite number >= 0");
+  }
+  if (const auto w = f.tensor("v.patch_embd.weight")) {
+    if (w->ne[0] != *patch || w->ne[1] != *patch || (info.n_embd > 0 && w->ne[3] != info.n_embd)) {
+      throw model_error(mmproj + ": v.patch_embd.weight is " + gguf::ne_string(w->ne) +
+                        " but clip.vision.patch_size is " + std::to_string(*patch) +
+                        " and clip.vision.embedding_length " + std::to_string(info.n_embd) +
+                        " (expected [patch, patch, 3, embedding_length])");
+    }
+  }
   triple(f, "clip.vision.image_mean", info.image_mean);
   triple(f, "clip.vision.image_std", info.image_std);
   for (float s : info.image_std) {

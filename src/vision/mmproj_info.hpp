@@ -39,8 +39,10 @@ struct MmprojInfo {
 /// it has no vision encoder, its projector is not qwen3vl_merger (clip.projector_type, else
 /// clip.vision.projector_type: clip.cpp's order), it lacks a tensor the qwen3vl graph asserts on
 /// (v.patch_embd.bias, v.position_embd.weight) or has v.class_embd, its patch size is missing or
-/// 0, its merge size 0, min pixels over max pixels, image_mean / image_std not 3 numbers or a std
-/// not positive.
+/// 0, its merge size, width or head count 0 or negative, a width that is not a multiple of the
+/// head count, a norm epsilon that is negative or not finite, a patch embedding whose shape is not
+/// [patch, patch, 3, width], min pixels over max pixels, image_mean / image_std not 3 finite
+/// numbers or a std not positive: all that clip's graph would assert on at the first image.
 MmprojInfo read_mmproj_info(const gguf::GgufFile& file);
 
 /// read_mmproj_info of the header of the GGUF at `path`; also throws model_error when it is not

@@ -182,6 +182,8 @@ TEST_F(FirstHour, NumbersOutOfRangeAreRefusedNamingTheFlag) {
            {"serve --demo --max-vision-memory -1", "--max-vision-memory"},
            {"verify --limit=-1" + model, "--limit"},
            {"verify --max-dp nan" + model, "--max-dp"},
+           // A reported input: NaN passed CLI11's Range, and /v1/models then rendered NaN.
+           {"serve --demo --max-video-seconds nan", "--max-video-seconds"},
            {"verify --argmax-rate 5" + model, "--argmax-rate"},
            {"verify --mean-dp -1" + model, "--mean-dp"},
            {"calibrate --data /dev/null -o /tmp/x --folds 1" + model, "--folds"},

@@ -46,7 +46,7 @@ TEST(Calibration, RoundTripsThroughItsFileFormat) {
 }
 
 TEST(Calibration, BadFilesAreRefusedNamingTheField) {
-  const std::pair<const char*, const char*> cases[] = {
+  const std::pair<std::string, const char*> cases[] = {
       {R"({"types": {}})", "format"},
       {R"({"format": "other", "types": {}})", "format"},
       {R"({"format": "clef-calibration/1", "types": {"maybe": {"temperature": 1}}})",
@@ -64,6 +64,10 @@ TEST(Calibration, BadFilesAreRefusedNamingTheField) {
        "types.noul.temperature"},
       {R"({"format": "clef-calibration/1", "questions": {"q": {"temperature": "2"}}})",
        "questions.q.temperature"},
+      // A reported input: an integer too large for a double was a bare "stod" (exit 1).
+      {R"({"format": "clef-calibration/1", "types": {"noul": {"temperature": 1)" +
+           std::string(400, '0') + "}}}",
+       "types.noul.temperature"},
   };
   for (const auto& [text, field] : cases) {
     try {

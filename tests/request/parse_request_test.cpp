@@ -125,6 +125,23 @@ TEST(ParseRequest, UnknownFieldsAreAcceptedAndListedInOrder) {
       parse(R"({"state": 1, "questions": {"q": {"type": "noul"}}})").ignored_fields.empty());
 }
 
+/// A new user's finding: with unknown fields accepted (the default), a misspelled `state` or
+/// `questions` was refused as if nothing had been sent; the refusal now names the misspelling.
+TEST(ParseRequest, AMissingRequiredFieldNamesItsMisspelling) {
+  const Refusal state = refusal(R"({"stat": "s", "questions": {"q": {"type": "noul"}}})");
+  EXPECT_EQ(state.param, "state");
+  EXPECT_EQ(state.message, "state is required; the request has \"stat\": did you mean state?");
+  const Refusal questions = refusal(R"({"state": "s", "questoins": {"q": {"type": "noul"}}})");
+  EXPECT_EQ(questions.param, "questions");
+  EXPECT_NE(questions.message.find("the request has \"questoins\": did you mean questions?"),
+            std::string::npos)
+      << questions.message;
+  // Nothing close: the plain refusal.
+  EXPECT_EQ(refusal(R"({"questions": {"q": {"type": "noul"}}})").message, "state is required");
+  EXPECT_EQ(refusal(R"({"state": "s", "questions": {}})").message.find("did you mean"),
+            std::string::npos);
+}
+
 TEST(ParseRequest, UnknownFieldsRefusedNameTheFieldAndTheNearestKnownOne) {
   request::RequestLimits strict;
   strict.unknown_fields = request::UnknownFields::refuse;

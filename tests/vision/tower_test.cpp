@@ -289,6 +289,42 @@ TEST(VisionTower, RefusesAnMmprojWithoutATensorTheGraphAssertsOn) {
   }
 }
 
+/// Reported inputs: an mmproj whose metadata contradicts its tensors or clip's graph loaded, then
+/// aborted the whole server at its first image (GGML_ASSERT, or SIGFPE for 0 heads). Each is
+/// refused when the mmproj is read, naming the key.
+TEST(VisionTower, RefusesMetadataClipsGraphWouldAbortOn) {
+  clef::test::TempDir tmp;
+  const float nan_mean[3] = {0.5f, std::nanf(""), 0.5f};
+  const std::vector<std::pair<std::string, std::function<void(gguf_context*)>>> cases = {
+      {"clip.vision.attention.head_count",
+       [](gguf_context* g) { gguf_set_val_u32(g, "clip.vision.attention.head_count", 3); }},
+      {"clip.vision.attention.head_count",
+       [](gguf_context* g) { gguf_set_val_u32(g, "clip.vision.attention.head_count", 0); }},
+      {"clip.vision.attention.layer_norm_epsilon",
+       [](gguf_context* g) {
+         gguf_set_val_f32(g, "clip.vision.attention.layer_norm_epsilon", -1.0f);
+       }},
+      {"clip.vision.patch_size",
+       [](gguf_context* g) { gguf_set_val_u32(g, "clip.vision.patch_size", 7); }},
+      {"clip.vision.embedding_length",
+       [](gguf_context* g) { gguf_set_val_u32(g, "clip.vision.embedding_length", 48); }},
+      {"clip.vision.image_mean",
+       [&](gguf_context* g) {
+         gguf_set_arr_data(g, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, nan_mean, 3);
+       }},
+  };
+  int n = 0;
+  for (const auto& [key, edit] : cases) {
+    const auto path = mmproj_copy(tmp.path(), "bad" + std::to_string(n++) + ".gguf", edit);
+    try {
+      VisionTower tower(path.string(), kTinyEmbd);
+      ADD_FAILURE() << key << ": a tower was made";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(VisionTower, OtherMeanAndStdAreWarnedAboutAndReplacedUnlessInsistedOn) {
   clef::test::TempDir tmp;
   const auto path = clip_normalized_copy(tmp.path());
