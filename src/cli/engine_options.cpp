@@ -82,6 +82,7 @@ void EngineOptions::add_to(CLI::App& cmd) {
       "served model name (default: clef for Clef 27B's published head, else clef-flash)");
   cmd.add_option("--truncation", truncation,
                  "a record over the context: truncate the state (reference) or refuse (413)")
+      ->capture_default_str()
       ->check(CLI::IsMember({"truncate", "refuse"}));
   cmd.add_option("--unknown-fields", unknown_fields,
                  "a request field the contract does not know: accept it (the reference's "
