@@ -49,7 +49,7 @@ processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patch
 # TLS session and the API keys' SHA-256 use OpenSSL directly: -lssl -lcrypto).
 # The server embeds web/ (cmake/embed_web.cmake writes the source the build generates).
 cmake -DWEB_DIR="$src/web" -DOUT="$work/web_files.cpp" -P "$src/cmake/embed_web.cmake"
-server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp
+server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp "$src"/src/transport/*.cpp
                 "$src"/src/runtime/{cancellation,decision_loop,prepared_request,scheduler}.cpp "$src/src/util/digest.cpp"
                 "$src/src/util/edit_distance.cpp" "$src/src/util/byte_size.cpp"
                 "$work/web_files.cpp"
