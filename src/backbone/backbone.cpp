@@ -304,12 +304,12 @@ class AbortCallbackScope {
   llama_context* ctx_;
 };
 
-[[noreturn]] void throw_cancelled(int at_token) {
+}  // namespace
+
+void throw_cancelled(int at_token) {
   throw DecisionCancelled("the client closed the connection; the decision was cancelled at token " +
                           std::to_string(at_token));
 }
-
-}  // namespace
 
 Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopePosition> positions,
                         std::span<const EmbeddingSpan> embeddings, const PrefillOptions& reuse,

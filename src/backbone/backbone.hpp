@@ -18,6 +18,10 @@
 
 namespace clef::backbone {
 
+/// Throws clef::DecisionCancelled for a prefill its client stopped at token `at_token`
+/// (Prefill::cancelled_at): the one wording of that outcome.
+[[noreturn]] void throw_cancelled(int at_token);
+
 /// Asked during a prefill: true stops it (the client has gone). Empty: never.
 using Cancelled = std::function<bool()>;
 

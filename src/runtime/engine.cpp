@@ -121,7 +121,7 @@ class EngineRunner final : public Runner {
     }
     if (p.prefill->cancelled()) {
       keep_abandoned(p);
-      throw_cancelled_at(p.prefill->cancelled_at());
+      backbone::throw_cancelled(p.prefill->cancelled_at());
     }
     return complete(p, p.prefill->take());
   }
@@ -175,12 +175,6 @@ class EngineRunner final : public Runner {
     std::optional<backbone::Prefill> prefill;  ///< started once every image is encoded
     std::exception_ptr error;  ///< what failed it before its prefill (begin()'s images), if so
   };
-
-  [[noreturn]] static void throw_cancelled_at(int token) {
-    throw DecisionCancelled(
-        "the client closed the connection; the decision was cancelled at token " +
-        std::to_string(token));
-  }
 
   /// Everything before the prefill's batches on sequence `seq` (taken from sequences_; the
   /// decision holds it): the cache lookup and the snapshot points. Its images go through the

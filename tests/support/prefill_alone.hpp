@@ -4,10 +4,8 @@
 // measure; the engine steps its prefills through the runner instead.
 
 #include <span>
-#include <string>
 
 #include "backbone/backbone.hpp"
-#include "util/error.hpp"
 
 namespace clef::test {
 
@@ -25,11 +23,7 @@ inline backbone::HiddenStates hidden_states(backbone::Backbone& backbone,
   while (!prefill.done()) {
     backbone.step(std::span<backbone::Prefill* const>(&self, 1), backbone::kWholeBatches);
   }
-  if (prefill.cancelled()) {
-    throw DecisionCancelled(
-        "the client closed the connection; the decision was cancelled at token " +
-        std::to_string(prefill.cancelled_at()));
-  }
+  if (prefill.cancelled()) backbone::throw_cancelled(prefill.cancelled_at());
   return prefill.take();
 }
 
