@@ -135,6 +135,13 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
       ->capture_default_str();
+  cmd->add_option("--body-buffer", s.body_buffer_bytes,
+                  "the bytes of all request bodies received at once (the connection loop reads "
+                  "each body before a worker takes its request, so slow senders hold no worker; "
+                  "at least --max-body; suffixes KiB/MiB/GiB)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::uint64_t{64}, std::uint64_t{64} << 30))
+      ->capture_default_str();
   cmd->add_option("--queue-size", s.queue_size,
                   "decisions that may wait for the runtime thread; more get 429")
       ->capture_default_str();
@@ -182,7 +189,7 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
     return value.empty() ? std::string("must name a file, not be empty") : std::string();
   };
   cmd->add_option("--api-key-file", s.api_key_file,
-                  "accept the keys of this file: one a line, name:key or a bare key, # comments; "
+                  "accept the keys of this file: one a line, NAME KEY or a bare KEY, # comments; "
                   "re-read on SIGHUP")
       ->check(names_a_file);
   cmd->add_option("--ssl-cert-file", s.ssl_cert_file,
@@ -191,6 +198,11 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--ssl-key-file", s.ssl_key_file,
                   "the PEM private key of --ssl-cert-file (no passphrase); checked at start")
       ->check(names_a_file);
+  cmd->add_option("--ssl-ciphers", s.ssl_ciphers,
+                  "TLS 1.2 cipher suites (an OpenSSL cipher list); the default offers only "
+                  "forward-secret AEAD suites. Widen it for old clients, e.g. "
+                  "'ECDHE+AESGCM:ECDHE+CHACHA20:AES256-GCM-SHA384'")
+      ->capture_default_str();
   cmd->add_flag("--log-probes", s.log_all_probes,
                 "log every GET /health (load-balancer probes); default: a probe only when its "
                 "status changes, with the count of those not logged (probes_unlogged=N)");

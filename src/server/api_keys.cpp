@@ -75,14 +75,22 @@ std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view f
     if (line.empty() || line.front() == '#') continue;
     const std::string where = "line " + std::to_string(number);
     ApiKey entry;
-    if (const std::size_t colon = line.find(':'); colon != std::string_view::npos) {
-      entry.name = std::string(trim(line.substr(0, colon)));
-      entry.key = std::string(trim(line.substr(colon + 1)));
+    // NAME KEY (two fields) or a bare KEY. A single field holding ':' is refused: it may be the
+    // old `name:key` form or a key with a colon, and guessing would log half a secret as a name.
+    const std::size_t gap = line.find_first_of(" \t");
+    if (gap != std::string_view::npos) {
+      entry.name = std::string(line.substr(0, gap));
+      entry.key = std::string(trim(line.substr(gap + 1)));
       if (!valid_name(entry.name)) {
         throw file_error(file, where +
                                    ": a key's name is 1 to 64 of A-Z a-z 0-9 . _ - (the "
-                                   "form is name:key)");
+                                   "form is NAME KEY, or a bare KEY)");
       }
+    } else if (line.find(':') != std::string_view::npos) {
+      throw file_error(file, where +
+                                 ": a single field with ':' is ambiguous (the old name:key "
+                                 "form, or a key holding ':'); write NAME KEY with a space "
+                                 "between (a key may hold ':')");
     } else {
       entry.name = "line-" + std::to_string(number);
       entry.key = std::string(line);
@@ -99,7 +107,7 @@ std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view f
     keys.push_back(std::move(entry));
   }
   if (keys.empty() && !may_be_empty) {
-    throw file_error(file, "holds no key (one a line, name:key or a bare key)");
+    throw file_error(file, "holds no key (one a line, NAME KEY or a bare KEY)");
   }
   return keys;
 }
@@ -125,9 +133,10 @@ PresentedKey presented_key(const std::vector<std::string>& authorization,
     const std::string_view scheme = auth.substr(0, space);
     if (!same_name(scheme, "Bearer") && header.empty()) {
       // Another scheme (Basic, for a gateway) is fine beside X-API-Key; alone it is no key.
-      return refuse(401, "Authorization uses the '" + std::string(scheme.substr(0, 32)) +
-                             "' scheme; this server takes Authorization: Bearer KEY (or "
-                             "X-API-Key: KEY)");
+      // Nothing of the header is echoed: without a scheme, its first word is the key itself.
+      return refuse(401,
+                    "Authorization is not of the Bearer scheme; this server takes "
+                    "Authorization: Bearer KEY (or X-API-Key: KEY)");
     }
     if (same_name(scheme, "Bearer") && space != std::string_view::npos) {
       bearer = std::string(trim(auth.substr(space + 1)));

@@ -18,9 +18,11 @@ struct ApiKey {
   std::string key;   ///< the secret: printable ASCII without spaces, 1..1024 characters
 };
 
-/// The keys of an --api-key-file's text: one a line, `name:key` or a bare key (then named
-/// "line-N" after its line number); `#` starts a comment line; blank lines and the spaces around
-/// a line are ignored, and so is a UTF-8 byte order mark; a key holding ':' needs a name in front.
+/// The keys of an --api-key-file's text: one a line, `NAME KEY` (separated by spaces or tabs) or
+/// a bare `KEY` (then named "line-N" after its line number); `#` starts a comment line; blank
+/// lines and the spaces around a line are ignored, and so is a UTF-8 byte order mark. A single
+/// field holding ':' is refused as ambiguous (the old `name:key` form, or a key with a colon):
+/// no part of a key ever becomes a name.
 /// Throws clef::Error (invalid_request, param "api-key-file") naming `file` and the line for a
 /// malformed line, a name used twice, or (unless `may_be_empty`) a file without any key.
 std::vector<ApiKey> parse_api_key_file(std::string_view text, std::string_view file,

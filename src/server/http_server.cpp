@@ -41,7 +41,8 @@ struct HttpServer::Listener {
   /// The certificate and key of --ssl-cert-file/--ssl-key-file, checked now; nullptr for HTTP.
   static std::shared_ptr<const transport::TlsContext> tls_of(const ServerConfig& config) {
     if (config.ssl_cert_file.empty()) return nullptr;
-    return std::make_shared<const transport::TlsContext>(config.ssl_cert_file, config.ssl_key_file);
+    return std::make_shared<const transport::TlsContext>(config.ssl_cert_file, config.ssl_key_file,
+                                                         config.ssl_ciphers);
   }
   static transport::ConnectionLimits limits_of(const ServerConfig& config) {
     transport::ConnectionLimits limits;
@@ -50,6 +51,8 @@ struct HttpServer::Listener {
     limits.keep_alive_timeout_s = config.keep_alive_timeout_s;
     limits.header_timeout_s = config.header_timeout_s;
     limits.body_timeout_s = config.body_timeout_s;
+    limits.max_body_bytes = config.max_body_bytes;
+    limits.body_buffer_bytes = config.body_buffer_bytes;
     // Auto (0) without the engine's --parallel at hand: `clef serve` resolves it with it first.
     limits.worker_threads = http_threads_for(config, 1);
     limits.reserved_threads = kReservedHttpThreads;

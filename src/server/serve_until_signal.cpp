@@ -102,6 +102,8 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                 "(--api-key-file; README \"On a network: API keys\")");
   }
 
+  for (const std::string& warning : secret_file_warnings(config)) events.event("warning", warning);
+
   std::thread serving([&server] { server->serve(); });
   bool reported_ready = false;
   int exit_code = 0;

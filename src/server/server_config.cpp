@@ -1,6 +1,9 @@
 #include "server/server_config.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdio>
 
 #include "util/error.hpp"
 
@@ -32,6 +35,23 @@ std::string base_url(const ServerConfig& config, int port) {
   return url;
 }
 
+std::vector<std::string> secret_file_warnings(const ServerConfig& config) {
+  std::vector<std::string> out;
+  const auto check = [&out](const char* flag, const std::string& file) {
+    struct stat info {};
+    if (file.empty() || ::stat(file.c_str(), &info) != 0) return;
+    const unsigned mode = info.st_mode & 07777u;
+    if ((mode & 077u) == 0) return;
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", mode);
+    out.push_back(std::string("--") + flag + " " + file + " has mode " + octal +
+                  ": users other than its owner may read it (it holds secrets); chmod 600 it");
+  };
+  check("api-key-file", config.api_key_file);
+  check("ssl-key-file", config.ssl_key_file);
+  return out;
+}
+
 int http_threads_for(const ServerConfig& config, int parallel) {
   if (config.http_threads != 0) return config.http_threads;
   const std::size_t threads =
@@ -43,6 +63,8 @@ void validate(const ServerConfig& c) {
   require(!c.host.empty(), "host", "must not be empty");
   require(c.port >= 0 && c.port <= 65535, "port", "must be in 0..65535");
   require(c.max_body_bytes >= 64, "max-body", "must be at least 64 bytes");
+  require(c.body_buffer_bytes >= c.max_body_bytes, "body-buffer",
+          "must be at least --max-body (" + std::to_string(c.max_body_bytes) + " bytes)");
   require(c.max_json_depth >= 4 && c.max_json_depth <= 10000, "max-json-depth",
           "must be in 4..10000");
   require(c.queue_size >= 1 && c.queue_size <= 1000000, "queue-size", "must be in 1..1000000");

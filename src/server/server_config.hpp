@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "transport/tls_context.hpp"
+
 namespace clef::server {
 
 /// Shape of the per-request log line on stderr.
@@ -22,6 +24,9 @@ struct ServerConfig {
   std::string host = "127.0.0.1";          ///< address to bind
   int port = 8080;                         ///< 0: the system picks a free port
   std::size_t max_body_bytes = 16u << 20;  ///< larger request bodies get 413
+  /// The bytes of all request bodies being received at once (the connection loop reads them
+  /// before a worker takes the request: transport::ConnectionLimits::body_buffer_bytes).
+  std::size_t body_buffer_bytes = 256u << 20;
   int max_json_depth = 128;                ///< deeper request JSON gets 400
   std::size_t queue_size = 64;             ///< decisions waiting for the runtime thread
   /// httplib worker threads (one per open connection); 0: auto, http_threads_for() - enough that
@@ -61,7 +66,16 @@ struct ServerConfig {
   /// both or neither): checked at start (tls_context.hpp).
   std::string ssl_cert_file;
   std::string ssl_key_file;
+  /// TLS 1.2 cipher suites, an OpenSSL cipher list (--ssl-ciphers): by default only ECDHE key
+  /// exchange with AEAD (transport::kForwardSecretAeadCiphers).
+  std::string ssl_ciphers = std::string(transport::kForwardSecretAeadCiphers);
 };
+
+/// Warnings for the secret files of `config` (--api-key-file, --ssl-key-file) that users other
+/// than their owner may read or write (mode bits of group or others): one message a file, naming
+/// it, its mode and the fix (`chmod 600`). Files that cannot be stat'ed give none (their loading
+/// says why).
+std::vector<std::string> secret_file_warnings(const ServerConfig& config);
 
 /// The base URL a client reaches the server at: "http[s]://HOST:PORT", an IPv6 address in
 /// brackets ("http://[::1]:8080", RFC 3986 section 3.2.2).

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace clef::transport {
 
@@ -153,6 +154,159 @@ int ConnectionStream::fill_headers() {
   }
 }
 
+namespace {
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// The number `text` holds in `base` (10 or 16), nullopt for anything else or more than 15 digits.
+std::optional<std::uint64_t> parse_size(std::string_view text, int base) {
+  if (text.empty() || text.size() > 15) return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : text) {
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (base == 16 && c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    if (d < 0) return std::nullopt;
+    n = n * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
+  }
+  return n;
+}
+
+/// The longest chunk-size line and trailer section the poller waits for (httplib refuses more).
+constexpr std::size_t kMaxChunkLine = 1024;
+constexpr std::size_t kMaxTrailers = 8192;
+
+}  // namespace
+
+ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) const {
+  using State = BodyStatus::State;
+  BodyStatus out;
+  const std::string_view pending = buffered_view();
+  const std::size_t head_end = pending.find("\r\n\r\n");
+  if (head_end == std::string_view::npos) return out;
+  const std::size_t body_at = head_end + 4;
+  const std::string_view block = pending.substr(0, head_end + 2);
+  const std::size_t line_end = block.find("\r\n");
+  const bool http10 = block.substr(0, line_end).ends_with("HTTP/1.0");
+  int lengths = 0, codings = 0;
+  std::string_view length, coding;
+  for (std::size_t at = line_end + 2; at < block.size();) {
+    const std::size_t end = block.find("\r\n", at);
+    const std::string_view field = block.substr(at, end - at);
+    at = end + 2;
+    const std::size_t colon = field.find(':');
+    if (colon == std::string_view::npos) continue;  // httplib refuses the block
+    const std::string_view name = field.substr(0, colon);
+    const std::string_view value = trim_blanks(field.substr(colon + 1));
+    if (same_name(name, "Content-Length")) {
+      ++lengths;
+      length = value;
+    } else if (same_name(name, "Transfer-Encoding")) {
+      ++codings;
+      coding = value;
+    } else if (same_name(name, "Expect") && !http10) {
+      std::string lower(value);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out.expects_continue = lower.find("100-continue") != std::string::npos;
+    }
+  }
+  out.body_bytes = pending.size() - body_at;
+  if (lengths == 0 && codings == 0) {
+    out.body_bytes = 0;
+    out.state = State::complete;  // no body
+    return out;
+  }
+  if (lengths + codings > 1) return out;  // conflicting framing: httplib refuses it
+  if (lengths == 1) {
+    const auto n = parse_size(length, 10);
+    if (!n) return out;
+    if (*n > limits_.max_body_bytes) {
+      out.state = State::too_large;
+    } else if (out.body_bytes >= *n) {
+      out.body_bytes = static_cast<std::size_t>(*n);
+      out.state = State::complete;
+    } else {
+      out.state = State::incomplete;
+    }
+    return out;
+  }
+  if (!same_name(coding, "chunked")) return out;  // httplib refuses other codings
+  if (scan.at < body_at) scan = {body_at, 0};
+  while (true) {
+    const std::size_t pos = scan.at;
+    const std::size_t eol = pending.find("\r\n", pos);
+    if (eol == std::string_view::npos) {
+      if (pending.size() - pos > kMaxChunkLine) return out;
+      out.state = State::incomplete;
+      return out;
+    }
+    std::string_view size_text = pending.substr(pos, eol - pos);
+    size_text = trim_blanks(size_text.substr(0, size_text.find(';')));
+    const auto size = parse_size(size_text, 16);
+    if (!size) return out;
+    if (*size == 0) {
+      // The trailer section ends at an empty line.
+      for (std::size_t line = eol + 2;;) {
+        const std::size_t end = pending.find("\r\n", line);
+        if (end == std::string_view::npos) {
+          if (pending.size() - eol > kMaxTrailers) return out;
+          out.state = State::incomplete;
+          return out;
+        }
+        if (end == line) {
+          out.body_bytes = end + 2 - body_at;
+          out.state = State::complete;
+          return out;
+        }
+        line = end + 2;
+        if (line - eol > kMaxTrailers) return out;
+      }
+    }
+    if (scan.data_bytes + *size > limits_.max_body_bytes) {
+      out.state = State::too_large;
+      return out;
+    }
+    const std::size_t need = eol + 2 + static_cast<std::size_t>(*size) + 2;
+    if (pending.size() < need) {
+      out.state = State::incomplete;
+      return out;
+    }
+    if (pending.substr(need - 2, 2) != "\r\n") return out;
+    scan = {need, scan.data_bytes + static_cast<std::size_t>(*size)};
+  }
+}
+
+void ConnectionStream::drop_header(std::string_view name) {
+  const std::string_view pending = buffered_view();
+  const std::size_t head_end = pending.find("\r\n\r\n");
+  if (head_end == std::string_view::npos) return;
+  for (std::size_t at = pending.find("\r\n") + 2; at < head_end + 2;) {
+    const std::size_t end = pending.find("\r\n", at);
+    const std::string_view field = pending.substr(at, end - at);
+    const std::size_t colon = field.find(':');
+    if (colon != std::string_view::npos && same_name(field.substr(0, colon), name)) {
+      buffer_.erase(begin_ + at, end + 2 - at);
+      return;
+    }
+    at = end + 2;
+  }
+}
+
 void ConnectionStream::begin_response() {
   watching_head_ = true;
   head_.clear();
@@ -232,8 +386,17 @@ Connection::~Connection() {
   ::close(fd_);
 }
 
+bool Connection::request_buffered() {
+  if (stream_.header_status() != 0) return false;
+  ConnectionStream::ChunkScan scan;
+  return stream_.body_status(scan).state != ConnectionStream::BodyStatus::State::incomplete;
+}
+
 void Connection::await_request(std::chrono::milliseconds wait) {
   phase_ = Phase::request;
+  body_phase_ = false;
+  chunk_scan_ = {};
+  body_held_ = 0;
   started_ = stream_.buffered() > 0;
   const auto limit = started_ ? std::chrono::seconds(limits_.header_timeout_s) : wait;
   deadline_ = Clock::now() + limit;
@@ -248,12 +411,7 @@ void Connection::refuse(const std::string& reply) {
     deadline_ = Clock::now() + limits_.linger;
     return;
   }
-  if (tls_) {
-    tls_->write(reply.data(), reply.size(), 0);
-  } else {
-    [[maybe_unused]] ssize_t sent =
-        ::send(fd_, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
+  send_now(reply);
   drain();
 }
 
@@ -264,7 +422,13 @@ void Connection::drain() {
   deadline_ = Clock::now() + limits_.linger;
 }
 
-Next Connection::advance(const LightRequest& light) {
+Next Connection::advance(const LightRequest& light, std::size_t body_allowance) {
+  const Next next = step(light, body_allowance);
+  if (next != Next::read && next != Next::stall) body_phase_ = false;
+  return next;
+}
+
+Next Connection::step(const LightRequest& light, std::size_t body_allowance) {
   if (phase_ == Phase::handshake && !tls_checked_) {
     // A TLS client starts with a handshake record (0x16); a plain HTTP one with its method.
     char first = 0;
@@ -281,7 +445,7 @@ Next Connection::advance(const LightRequest& light) {
       case TlsStep::done:
         phase_ = Phase::request;
         deadline_ = Clock::now() + std::chrono::seconds(limits_.header_timeout_s);
-        return look(light);  // TLS 1.3 clients may send the request with their Finished
+        return look(light, body_allowance);  // TLS 1.3 clients may send it with their Finished
       case TlsStep::want_read:
         return Next::read;
       case TlsStep::want_write:
@@ -291,10 +455,11 @@ Next Connection::advance(const LightRequest& light) {
     }
   }
   if (phase_ == Phase::draining) return discard();
-  return look(light);
+  return look(light, body_allowance);
 }
 
-Next Connection::look(const LightRequest& light) {
+Next Connection::look(const LightRequest& light, std::size_t body_allowance) {
+  if (body_phase_) return read_body(light, body_allowance);
   // The header block is read here, never waiting, so a client sending it slowly holds no worker.
   while (true) {
     const int status = stream_.header_status();
@@ -316,14 +481,59 @@ Next Connection::look(const LightRequest& light) {
       deadline_ = Clock::now() + std::chrono::seconds(limits_.header_timeout_s);
     }
   }
+  if (stream_.header_status() != 0) return dispatch(light);  // the peer left mid-headers
+  // Then the body, here too: a client sending it slowly holds no worker either.
+  body_phase_ = true;
+  chunk_scan_ = {};
+  body_held_ = 0;
+  deadline_ = Clock::now() + std::chrono::seconds(limits_.body_timeout_s);
+  const ConnectionStream::BodyStatus body = stream_.body_status(chunk_scan_);
+  if (body.expects_continue && body.state == ConnectionStream::BodyStatus::State::incomplete) {
+    // The client waits for this before it sends the body; httplib must not send another.
+    stream_.drop_header("Expect");
+    chunk_scan_ = {};
+    send_now("HTTP/1.1 100 Continue\r\n\r\n");
+  }
+  return read_body(light, body_allowance);
+}
+
+Next Connection::read_body(const LightRequest& light, std::size_t body_allowance) {
+  using State = ConnectionStream::BodyStatus::State;
+  while (true) {
+    const ConnectionStream::BodyStatus body = stream_.body_status(chunk_scan_);
+    body_held_ = body.body_bytes;
+    if (body.state == State::complete || body.state == State::unframed) return dispatch(light);
+    if (body.state == State::too_large) {
+      refusal_ = 413;
+      return Next::refuse;
+    }
+    if (body_allowance == 0) return Next::stall;
+    const ssize_t n = stream_.fill_now();
+    if (n == ConnectionStream::kWaitedInVain) return Next::read;
+    if (n <= 0) return Next::close;  // the client left with its body half sent: nobody to answer
+    body_allowance -= std::min(body_allowance, static_cast<std::size_t>(n));
+  }
+}
+
+Next Connection::dispatch(const LightRequest& light) {
   lane_ = light && light(stream_.buffered_view().substr(0, kLookBytes)) ? Lane::reserved
                                                                         : Lane::general;
   return Next::dispatch;
 }
 
+void Connection::send_now(std::string_view bytes) {
+  if (tls_) {
+    tls_->write(bytes.data(), bytes.size(), 0);
+  } else {
+    [[maybe_unused]] ssize_t sent =
+        ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
+
 Next Connection::expire() {
+  body_phase_ = false;
   if (phase_ == Phase::request && stream_.buffered() > 0) {
-    refusal_ = 408;  // a request began but its headers missed their deadline
+    refusal_ = 408;  // a request began but its headers or its body missed their deadline
     return Next::refuse;
   }
   return Next::close;

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -36,6 +37,12 @@ struct ConnectionLimits {
   std::size_t max_header_line = 8 * 1024 - 2;
   std::size_t max_header_count = 100;      ///< more header fields get 431 (httplib's limit: a 400)
   std::chrono::milliseconds linger{1000};  ///< most time spent discarding a refused body
+  /// A larger request body (declared, or chunked as it arrives) gets 413 from the poller.
+  std::size_t max_body_bytes = 16u << 20;
+  /// Request bodies are read by the poller, never by a worker, so that a client sending its body
+  /// slowly holds no worker; this bounds the bytes of all the bodies it holds at once (a body
+  /// that would pass it waits, unread, until others are handed to workers).
+  std::size_t body_buffer_bytes = 256u << 20;
   int worker_threads = 8;                  ///< the general lane: every request but the light ones
   int reserved_threads = 2;  ///< the reserved lane: light requests (health, metrics, models)
   /// A request that waited this long for a general worker is answered "busy" (429/503) by the
@@ -92,6 +99,32 @@ class ConnectionStream final : public httplib::Stream {
   /// the limits. Empty lines before the request line are dropped first (RFC 9112 section 2.2: a
   /// client may send a CRLF after a request's body).
   int header_status();
+  /// Where the buffered request stands once its header block is here (header_status() 0):
+  /// whether its body is all buffered, still arriving, or framed so that httplib must refuse it.
+  struct BodyStatus {
+    enum class State {
+      complete,    ///< header block and body all buffered: a worker reads them without waiting
+      incomplete,  ///< more body bytes to come
+      too_large,   ///< over limits.max_body_bytes (declared or seen): 413
+      unframed,    ///< conflicting or malformed framing: httplib refuses it (no body is read)
+    };
+    State state = State::unframed;
+    std::size_t body_bytes = 0;     ///< body bytes buffered so far
+    bool expects_continue = false;  ///< "Expect: 100-continue" on an HTTP/1.1 request
+  };
+  /// Where the scan of a chunked body goes on (kept by the caller between calls, so a body
+  /// arriving in many pieces is scanned once): the next chunk's size line, and the chunk data
+  /// bytes before it.
+  struct ChunkScan {
+    std::size_t at = 0;
+    std::size_t data_bytes = 0;
+  };
+  /// The body of the buffered request, whose header block is complete.
+  BodyStatus body_status(ChunkScan& scan) const;
+  /// Removes a header field line of the buffered header block (the poller answers
+  /// "Expect: 100-continue" itself, so httplib must not send a second 100).
+  void drop_header(std::string_view name);
+
   /// Reads until header_status() is not kIncomplete (its result then), or the peer closes or
   /// fails (httplib sees that): 0; 408 when the deadline passed first.
   int fill_headers();
@@ -139,6 +172,8 @@ enum class Next {
   /// answer Connection::refusal() (408, 414, 431; kPlainHttpOnTls) without a worker, then drain
   refuse,
   close,  ///< done: the peer left, failed, or was answered and drained
+  /// its body is incomplete and the poller's body buffer is full: not read until some is free
+  stall,
 };
 
 /// One accepted connection. Owns its socket: the destructor closes it. One thread at a time
@@ -162,6 +197,10 @@ class Connection {
   /// The status advance() or expire() said to refuse the request with.
   int refusal() const { return refusal_; }
 
+  /// True when the next request's header block and body are all buffered (or framed so that
+  /// httplib refuses it at once): a worker may serve it without waiting for the client.
+  bool request_buffered();
+
   /// Parks it to wait `wait` at most for the next request's first bytes.
   void await_request(std::chrono::milliseconds wait);
   /// Sends `reply` (best effort, never waiting) and parks it to discard what the client still
@@ -173,9 +212,14 @@ class Connection {
   void drain();
 
   /// One step on the poller thread, never waiting: the handshake, reading the next request's
-  /// header block (then `light` picks the lane), or discarding. Call when the socket shows what
-  /// the last step waited for, and once when it is parked.
-  Next advance(const LightRequest& light);
+  /// header block and then its body (then `light` picks the lane), or discarding. It reads at
+  /// most about `body_allowance` body bytes (the poller's share of limits.body_buffer_bytes
+  /// left): with none left and the body incomplete it answers Next::stall. Call when the socket
+  /// shows what the last step waited for, once when it is parked, and again for a stalled one
+  /// when body allowance is free.
+  Next advance(const LightRequest& light, std::size_t body_allowance = SIZE_MAX);
+  /// Body bytes of the request being read that the poller holds now (0 outside the body phase).
+  std::size_t body_bytes_held() const { return body_phase_ ? body_held_ : 0; }
   /// The deadline passed while parked: refuse (408: a request's headers came too slowly) or close.
   Next expire();
 
@@ -184,8 +228,15 @@ class Connection {
  private:
   enum class Phase { handshake, request, draining };
 
-  Next look(const LightRequest& light);
+  Next step(const LightRequest& light, std::size_t body_allowance);
+  Next look(const LightRequest& light, std::size_t body_allowance);
+  /// The body phase of look(): reads what there is (up to `body_allowance`), then dispatches,
+  /// refuses (413), waits for more, or stalls.
+  Next read_body(const LightRequest& light, std::size_t body_allowance);
+  Next dispatch(const LightRequest& light);
   Next discard();
+  /// Sends `bytes` as far as the socket takes them now, never waiting.
+  void send_now(std::string_view bytes);
 
   int fd_;
   const ConnectionLimits& limits_;
@@ -197,6 +248,9 @@ class Connection {
   bool tls_checked_ = false;  ///< the first byte on a TLS port was looked at (plain HTTP or not)
   Lane lane_ = Lane::general;
   int refusal_ = 0;
+  bool body_phase_ = false;     ///< the header block is here; its body is being read
+  ConnectionStream::ChunkScan chunk_scan_;  ///< body_status's place in a chunked body
+  std::size_t body_held_ = 0;   ///< body bytes buffered in the body phase
 };
 
 }  // namespace clef::transport

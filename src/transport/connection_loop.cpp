@@ -52,10 +52,10 @@ void ConnectionServer::serve(std::unique_ptr<Connection> connection, Lane lane) 
   for (int here = 0; connection->served < limits_.max_requests && svr_sock_ != INVALID_SOCKET;
        ++here) {
     // A light request on the reserved lane is served alone; on the general lane, a request whose
-    // header block is already buffered (pipelined) follows on this worker. Anything else waits
-    // parked, costing no thread: the poller reads its headers (so a client that sends a byte after
-    // each answer cannot hold a worker for the header timeout).
-    const bool more = here == 0 || (lane == Lane::general && stream.header_status() == 0);
+    // header block and body are already buffered (pipelined) follows on this worker. Anything
+    // else waits parked, costing no thread: the poller reads its headers and body (so a client
+    // that sends a byte after each answer, or its body a byte a second, holds no worker).
+    const bool more = here == 0 || (lane == Lane::general && connection->request_buffered());
     if (!more) {
       connection->await_request(std::chrono::seconds(limits_.keep_alive_timeout_s));
       pool_->park(std::move(connection));

@@ -136,6 +136,10 @@ void ConnectionPool::poll_loop() {
   std::vector<std::unique_ptr<Connection>> parked;
   std::vector<Next> waits;  // what each parked connection waits for
   std::vector<pollfd> fds;
+  std::size_t held = 0;  // body bytes the parked connections hold (limits.body_buffer_bytes)
+  const auto allowance = [&] {
+    return held < limits_.body_buffer_bytes ? limits_.body_buffer_bytes - held : 0;
+  };
   // Takes a step of parked[i] and keeps it, hands it over or lets it close.
   auto settle = [&](std::size_t i, Next next) {
     if (next == Next::dispatch) {
@@ -149,6 +153,13 @@ void ConnectionPool::poll_loop() {
       waits[i] = next;
     }
   };
+  // One step of parked[i] (`expire`: its deadline passed), its body bytes counted.
+  auto step = [&](std::size_t i, bool expire) {
+    const std::size_t before = parked[i]->body_bytes_held();
+    const Next next = expire ? parked[i]->expire() : parked[i]->advance(light_, allowance());
+    held = held - before + parked[i]->body_bytes_held();
+    settle(i, next);
+  };
   while (true) {
     std::vector<std::unique_ptr<Connection>> arrived;
     {
@@ -160,7 +171,7 @@ void ConnectionPool::poll_loop() {
     for (auto& connection : arrived) {
       parked.push_back(std::move(connection));
       waits.push_back(Next::read);
-      settle(parked.size() - 1, parked.back()->advance(light_));
+      step(parked.size() - 1, false);
     }
     // A request no general worker took in time is answered busy, here, and drained.
     for (auto& connection : general_.take_waiting(limits_.busy_after)) {
@@ -170,10 +181,12 @@ void ConnectionPool::poll_loop() {
     }
     // Drop the settled ones.
     std::size_t kept = 0;
+    bool stalled = false;
     for (std::size_t i = 0; i < parked.size(); ++i) {
       if (!parked[i]) continue;
       parked[kept] = std::move(parked[i]);
       waits[kept] = waits[i];
+      stalled = stalled || waits[kept] == Next::stall;
       ++kept;
     }
     parked.resize(kept);
@@ -184,13 +197,17 @@ void ConnectionPool::poll_loop() {
     for (const auto& connection : parked) until = std::min(until, connection->deadline());
     if (auto oldest = general_.oldest_waiting())
       until = std::min(until, *oldest + limits_.busy_after);
+    if (stalled && allowance() > 0) until = now;  // body buffer freed: the stalled ones go on
     const int timeout_ms = static_cast<int>(
         std::max<long long>(std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0));
 
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
     for (std::size_t i = 0; i < parked.size(); ++i) {
-      fds.push_back(
-          {parked[i]->fd(), static_cast<short>(waits[i] == Next::write ? POLLOUT : POLLIN), 0});
+      // A stalled one is not read (its client's sends back up): only its hang-up is watched.
+      const short events = waits[i] == Next::write   ? POLLOUT
+                           : waits[i] == Next::stall ? 0
+                                                     : POLLIN;
+      fds.push_back({parked[i]->fd(), events, 0});
     }
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) ready = 0;
@@ -200,10 +217,13 @@ void ConnectionPool::poll_loop() {
     }
     const Clock::time_point after = Clock::now();
     for (std::size_t i = 0; i < parked.size(); ++i) {
-      if (fds[i + 1].revents != 0) {
-        settle(i, parked[i]->advance(light_));
+      if (waits[i] == Next::stall && (fds[i + 1].revents & (POLLHUP | POLLERR)) != 0) {
+        held -= parked[i]->body_bytes_held();
+        settle(i, Next::close);  // the client gave up
+      } else if (fds[i + 1].revents != 0 || (waits[i] == Next::stall && allowance() > 0)) {
+        step(i, false);
       } else if (after >= parked[i]->deadline()) {
-        settle(i, parked[i]->expire());  // no request (or handshake, or close) in time
+        step(i, true);  // no request (or handshake, body, or close) in time
       }
     }
   }

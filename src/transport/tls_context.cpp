@@ -172,7 +172,8 @@ struct TlsContext::Impl {
   std::unique_ptr<SSL_CTX, SslCtxFree> ctx;
 };
 
-TlsContext::TlsContext(const std::string& cert_file, const std::string& key_file)
+TlsContext::TlsContext(const std::string& cert_file, const std::string& key_file,
+                       const std::string& tls12_ciphers)
     : impl_(std::make_unique<Impl>()) {
   require_readable("ssl-cert-file", cert_file);
   require_readable("ssl-key-file", key_file);
@@ -181,6 +182,15 @@ TlsContext::TlsContext(const std::string& cert_file, const std::string& key_file
     throw Error(ErrorKind::internal, "tls", "cannot make a TLS context: " + openssl_reason());
   SSL_CTX* ctx = impl_->ctx.get();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (SSL_CTX_set_cipher_list(ctx, tls12_ciphers.c_str()) != 1) {
+    ERR_clear_error();
+    throw invalid_request("--ssl-ciphers '" + tls12_ciphers +
+                              "' names no TLS 1.2 cipher suite OpenSSL knows (an OpenSSL cipher "
+                              "list, e.g. the default " +
+                              std::string(kForwardSecretAeadCiphers) + ")",
+                          "ssl-ciphers");
+  }
+  SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
   // A write may be retried with a moved buffer (the connection loop writes from its own).
   SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_AUTO_RETRY);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <sys/types.h>
 
@@ -56,14 +57,21 @@ class TlsSession {
   std::unique_ptr<Impl> impl_;
 };
 
+/// clef's TLS 1.2 suites by default: forward secrecy (ECDHE) and authenticated encryption (GCM,
+/// ChaCha20-Poly1305) only, as Mozilla's "intermediate" profile; no CBC, no static RSA key exchange.
+inline constexpr std::string_view kForwardSecretAeadCiphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
+
 /// The server's certificate chain and private key. Thread-safe after construction: sessions for
 /// many connections may be made at once.
 class TlsContext {
  public:
-  /// Loads the PEM certificate chain `cert_file` and private key `key_file`. Throws clef::Error
-  /// (invalid_request, param "ssl-cert-file" or "ssl-key-file") naming the file when it is
-  /// missing, unreadable, not a PEM certificate / key, or when the key is not the certificate's.
-  TlsContext(const std::string& cert_file, const std::string& key_file);
+  /// Loads the PEM certificate chain `cert_file` and private key `key_file`; TLS 1.2 offers the
+  /// OpenSSL cipher list `tls12_ciphers` (TLS 1.3's suites are all ECDHE + AEAD and stay as they
+  /// are). Throws clef::Error (invalid_request, param "ssl-cert-file", "ssl-key-file" or
+  /// "ssl-ciphers") naming the file when it is missing, unreadable, not a PEM certificate / key,
+  /// or when the key is not the certificate's, and for a cipher list OpenSSL matches no suite of.
+  TlsContext(const std::string& cert_file, const std::string& key_file,
+             const std::string& tls12_ciphers = std::string(kForwardSecretAeadCiphers));
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;

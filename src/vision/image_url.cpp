@@ -7,7 +7,11 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include <httplib.h>
 
@@ -29,70 +33,91 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-/// Why an IPv4 address (host byte order) may not be fetched.
-std::optional<std::string> forbidden_v4(std::uint32_t a, bool allow_loopback) {
-  struct Range {
-    std::uint32_t net;
-    int bits;
-    const char* what;
-  };
-  static constexpr std::array<Range, 13> ranges = {{
-      {0x00000000u, 8, "an unspecified (0.0.0.0/8) address"},
-      {0x0A000000u, 8, "a private (10.0.0.0/8) address"},
-      {0x64400000u, 10, "a shared (100.64.0.0/10) address"},
-      {0x7F000000u, 8, "a loopback (127.0.0.0/8) address"},
-      {0xA9FE0000u, 16, "a link-local (169.254.0.0/16, cloud metadata) address"},
-      {0xAC100000u, 12, "a private (172.16.0.0/12) address"},
-      {0xC0000000u, 24, "an IETF protocol (192.0.0.0/24) address"},
-      {0xC0A80000u, 16, "a private (192.168.0.0/16) address"},
-      {0xC6120000u, 15, "a benchmarking (198.18.0.0/15) address"},
-      {0xE0000000u, 4, "a multicast (224.0.0.0/4) address"},
-      {0xF0000000u, 4, "a reserved (240.0.0.0/4) address"},
-      {0xFFFFFFFFu, 32, "the broadcast address"},
-      {0xC0000200u, 24, "a documentation (192.0.2.0/24) address"},
-  }};
-  for (const Range& r : ranges) {
-    const std::uint32_t mask = r.bits == 0 ? 0 : ~std::uint32_t{0} << (32 - r.bits);
-    if ((a & mask) == r.net) {
-      if (allow_loopback && r.net == 0x7F000000u) return std::nullopt;
-      return std::string(r.what);
-    }
+/// One block of special-purpose addresses: `bits` leading bits of `prefix` (network byte order).
+struct Reserved {
+  std::array<std::uint8_t, 16> prefix;
+  int bits;
+  const char* what;
+  /// For IPv6 forms that carry an IPv4 address: the byte it starts at (the IPv4 address
+  /// decides); -1 when the block itself is refused.
+  int embedded_v4 = -1;
+};
+
+/// IANA's IPv4 Special-Purpose Address Registry (RFC 6890 and its updates): every block that is
+/// not a globally reachable unicast host, the documentation ranges included. One list: an address
+/// in any of them is refused. The first 4 bytes of `prefix` are the IPv4 network.
+constexpr std::array<Reserved, 19> kReservedV4 = {{
+    {{0, 0, 0, 0}, 8, "an unspecified (0.0.0.0/8) address"},
+    {{10, 0, 0, 0}, 8, "a private (10.0.0.0/8) address"},
+    {{100, 64, 0, 0}, 10, "a shared (100.64.0.0/10) address"},
+    {{127, 0, 0, 0}, 8, "a loopback (127.0.0.0/8) address"},
+    {{169, 254, 0, 0}, 16, "a link-local (169.254.0.0/16, cloud metadata) address"},
+    {{172, 16, 0, 0}, 12, "a private (172.16.0.0/12) address"},
+    {{192, 0, 0, 0}, 24, "an IETF protocol (192.0.0.0/24) address"},
+    {{192, 0, 2, 0}, 24, "a documentation (192.0.2.0/24, TEST-NET-1) address"},
+    {{192, 31, 196, 0}, 24, "an AS112 (192.31.196.0/24) address"},
+    {{192, 52, 193, 0}, 24, "an AMT (192.52.193.0/24) address"},
+    {{192, 88, 99, 0}, 24, "a 6to4 relay anycast (192.88.99.0/24) address"},
+    {{192, 168, 0, 0}, 16, "a private (192.168.0.0/16) address"},
+    {{192, 175, 48, 0}, 24, "an AS112 (192.175.48.0/24) address"},
+    {{198, 18, 0, 0}, 15, "a benchmarking (198.18.0.0/15) address"},
+    {{198, 51, 100, 0}, 24, "a documentation (198.51.100.0/24, TEST-NET-2) address"},
+    {{203, 0, 113, 0}, 24, "a documentation (203.0.113.0/24, TEST-NET-3) address"},
+    {{224, 0, 0, 0}, 4, "a multicast (224.0.0.0/4) address"},
+    {{240, 0, 0, 0}, 4, "a reserved (240.0.0.0/4) address"},
+    {{255, 255, 255, 255}, 32, "the broadcast address"},
+}};
+
+/// IANA's IPv6 Special-Purpose Address Registry, and the blocks outside 2000::/3 that are not
+/// unicast hosts. Forms that embed an IPv4 address are decided by that address (kReservedV4).
+constexpr std::array<Reserved, 16> kReservedV6 = {{
+    {{}, 128, "the unspecified address (::)"},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, "the loopback address (::1)"},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "an IPv4-mapped address", 12},
+    {{}, 96, "an IPv4-compatible address", 12},
+    {{0, 0x64, 0xff, 0x9b}, 96, "a NAT64 address", 12},
+    {{0, 0x64, 0xff, 0x9b, 0, 1}, 48, "a local-use NAT64 (64:ff9b:1::/48) address"},
+    {{0x01}, 64, "a discard-only (100::/64) address"},
+    {{0x20, 0x01, 0x0d, 0xb8}, 32, "a documentation (2001:db8::/32) address"},
+    {{0x20, 0x01}, 23, "an IETF protocol (2001::/23, Teredo included) address"},
+    {{0x20, 0x02}, 16, "a 6to4 address", 2},
+    {{0x3f, 0xff}, 20, "a documentation (3fff::/20) address"},
+    {{0x5f, 0x00}, 16, "a segment routing (5f00::/16) address"},
+    {{0xfc}, 7, "a unique-local (fc00::/7) address"},
+    {{0xfe, 0x80}, 10, "a link-local (fe80::/10) address"},
+    {{0xfe, 0xc0}, 10, "a site-local (fec0::/10) address"},
+    {{0xff}, 8, "a multicast (ff00::/8) address"},
+}};
+
+bool in_block(const std::uint8_t* address, const Reserved& r) {
+  for (int bit = 0; bit < r.bits; ++bit) {
+    const int byte = bit / 8;
+    const auto mask = static_cast<std::uint8_t>(0x80u >> (bit % 8));
+    if ((address[byte] & mask) != (r.prefix[static_cast<std::size_t>(byte)] & mask)) return false;
+  }
+  return true;
+}
+
+/// Why an IPv4 address (4 bytes, network order) may not be fetched.
+std::optional<std::string> forbidden_v4(const std::uint8_t* a, bool allow_loopback) {
+  for (const Reserved& r : kReservedV4) {
+    if (!in_block(a, r)) continue;
+    if (allow_loopback && a[0] == 127) return std::nullopt;
+    return std::string(r.what);
   }
   return std::nullopt;
 }
 
-std::uint32_t v4_at(const std::uint8_t* b) {
-  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
-         std::uint32_t{b[3]};
-}
-
 std::optional<std::string> forbidden_v6(const std::array<std::uint8_t, 16>& b,
                                         bool allow_loopback) {
-  auto zero = [&](int from, int to) {
-    for (int i = from; i < to; ++i) {
-      if (b[i] != 0) return false;
-    }
-    return true;
-  };
-  if (zero(0, 16)) return std::string("the unspecified address (::)");
-  if (zero(0, 15) && b[15] == 1) {
-    if (allow_loopback) return std::nullopt;
-    return std::string("the loopback address (::1)");
+  for (const Reserved& r : kReservedV6) {
+    if (!in_block(b.data(), r)) continue;
+    // The IPv4-compatible block holds :: and ::1 (listed first); any other is decided by its
+    // IPv4 address, as every form that embeds one.
+    if (r.embedded_v4 >= 0) return forbidden_v4(&b[static_cast<std::size_t>(r.embedded_v4)], allow_loopback);
+    if (allow_loopback && r.bits == 128 && b[15] == 1) return std::nullopt;
+    return std::string(r.what);
   }
-  // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d: the IPv4 address decides.
-  if (zero(0, 10) && ((b[10] == 0xff && b[11] == 0xff) || (b[10] == 0 && b[11] == 0))) {
-    return forbidden_v4(v4_at(&b[12]), allow_loopback);
-  }
-  // NAT64 64:ff9b::/96 embeds an IPv4 address in the last 32 bits.
-  if (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && zero(4, 12)) {
-    return forbidden_v4(v4_at(&b[12]), allow_loopback);
-  }
-  // 6to4 2002::/16 embeds one in bits 16..47.
-  if (b[0] == 0x20 && b[1] == 0x02) return forbidden_v4(v4_at(&b[2]), allow_loopback);
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return std::string("a link-local (fe80::/10) address");
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return std::string("a site-local (fec0::/10) address");
-  if ((b[0] & 0xfe) == 0xfc) return std::string("a unique-local (fc00::/7) address");
-  if (b[0] == 0xff) return std::string("a multicast (ff00::/8) address");
   return std::nullopt;
 }
 
@@ -141,6 +166,33 @@ std::string resolve_location(const HttpUrl& base, const std::string& location) {
   const std::string dir = base.target.substr(0, base.target.rfind('/') + 1);
   return origin + (dir.empty() ? "/" : dir) + location;
 }
+
+/// Runs `expire` once at `deadline` unless destroyed first (on its own thread: a blocked read on
+/// the fetching thread cannot delay it).
+class SocketDeadline {
+ public:
+  SocketDeadline(Clock::time_point deadline, std::function<void()> expire)
+      : thread_([this, deadline, expire = std::move(expire)] {
+          std::unique_lock lock(mutex_);
+          if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) expire();
+        }) {}
+  ~SocketDeadline() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_one();
+    thread_.join();
+  }
+  SocketDeadline(const SocketDeadline&) = delete;
+  SocketDeadline& operator=(const SocketDeadline&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;  ///< last: started once the members it reads exist
+};
 
 }  // namespace
 
@@ -200,9 +252,8 @@ HttpUrl parse_http_url(std::string_view url, const std::string& param) {
 
 std::optional<std::string> forbidden_address_reason(std::string_view ip, bool allow_loopback) {
   const std::string s(ip);
-  in_addr v4{};
-  if (inet_pton(AF_INET, s.c_str(), &v4) == 1)
-    return forbidden_v4(ntohl(v4.s_addr), allow_loopback);
+  std::array<std::uint8_t, 4> v4{};
+  if (inet_pton(AF_INET, s.c_str(), v4.data()) == 1) return forbidden_v4(v4.data(), allow_loopback);
   std::array<std::uint8_t, 16> v6{};
   if (inet_pton(AF_INET6, s.c_str(), v6.data()) == 1) return forbidden_v6(v6, allow_loopback);
   return "'" + s + "' is not an IP address";
@@ -226,7 +277,11 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
-    if (left.count() <= 0) throw url_error(param, "fetching the " + noun + " URL timed out");
+    if (left.count() <= 0) {
+      throw url_error(param, "fetching the " + noun + " URL timed out (" +
+                                 std::to_string(policy.timeout.count()) +
+                                 " ms for the whole fetch, every redirect included)");
+    }
 
     httplib::Client cli(u.scheme + "://" + host_for_url(u.host) + ":" + std::to_string(u.port));
     cli.set_hostname_addr_map({{u.host, addresses.front()}});
@@ -235,18 +290,27 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
     cli.set_connection_timeout(left);
     cli.set_read_timeout(left);
     cli.set_write_timeout(left);
+    // Every read of this hop (status line, headers, body, whatever the status) waits only until
+    // the deadline: a server trickling a byte a second is cut there, not at a per-read timeout.
+    cli.set_max_timeout(std::chrono::ceil<std::chrono::milliseconds>(left));
     if (u.scheme == "https") cli.enable_server_certificate_verification(true);
+    // And on the socket itself: at the deadline it is shut down, whatever phase the hop is in.
+    const SocketDeadline watchdog(deadline, [&cli] { cli.stop(); });
 
     std::vector<std::uint8_t> body;
     bool too_big = false;
-    bool timed_out = false;
     int status = 0;
+    std::string location;
     const httplib::Headers headers = {{"Accept", std::string(kind.accept)}};
     auto res = cli.Get(
         u.target, headers,
         [&](const httplib::Response& r) {
           status = r.status;
-          if (r.status != 200) return true;  // redirects and errors: no body needed
+          if (r.status != 200) {
+            // A redirect or an error: its headers say all clef needs; the body is never read.
+            location = r.get_header_value("Location");
+            return false;
+          }
           if (r.has_header("Content-Length")) {
             const std::string len = r.get_header_value("Content-Length");
             std::uint64_t n = 0;
@@ -259,11 +323,7 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
           return true;
         },
         [&](const char* data, std::size_t n) {
-          if (status != 200) return true;
-          if (Clock::now() > deadline) {
-            timed_out = true;
-            return false;
-          }
+          if (Clock::now() > deadline) return false;
           if (body.size() + n > policy.max_bytes) {
             too_big = true;
             return false;
@@ -277,17 +337,22 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
                       std::to_string(policy.max_bytes) + " bytes",
                   param);
     }
-    if (timed_out) throw url_error(param, "fetching the " + noun + " URL timed out");
+    if (status >= 300 && status < 400 && !location.empty()) {
+      current = resolve_location(u, location);
+      continue;
+    }
+    if (status != 0 && status != 200) {
+      throw url_error(param, "the " + noun + " URL answered HTTP " + std::to_string(status));
+    }
+    // A read cut at the deadline (httplib counts whole milliseconds from a moment later).
+    if (Clock::now() >= deadline - std::chrono::milliseconds(50)) {
+      throw url_error(param, "fetching the " + noun + " URL timed out (" +
+                                 std::to_string(policy.timeout.count()) +
+                                 " ms for the whole fetch, every redirect included)");
+    }
     if (!res) {
       throw url_error(
           param, "could not fetch the " + noun + " URL (" + httplib::to_string(res.error()) + ")");
-    }
-    if (res->status >= 300 && res->status < 400 && res->has_header("Location")) {
-      current = resolve_location(u, res->get_header_value("Location"));
-      continue;
-    }
-    if (res->status != 200) {
-      throw url_error(param, "the " + noun + " URL answered HTTP " + std::to_string(res->status));
     }
     return body;
   }

@@ -201,7 +201,7 @@ print(f"   {n} lines, each once, equal to the reference")
 PY
 echo "   killed after $before records; $(head -1 "$work/resume.summary")"
 echo "== 4. API keys: replicas that want one, HAProxy that sends it"
-printf '# the balancer\nbalancer:sk-balancer-secret\nops:sk-ops-secret\n' >"$work/keys"
+printf '# the balancer\nbalancer sk-balancer-secret\nops sk-ops-secret\n' >"$work/keys"
 start_server k1 --api-key-file "$work/keys"
 start_server k2 --api-key-file "$work/keys"
 export CLEF_REPLICA_KEY=sk-balancer-secret

@@ -157,7 +157,7 @@ TEST(ServeProcess, SigintIdleExitsZeroAndBusyPortExitsOne) {
 TEST(ServeProcess, SighupRereadsTheApiKeyFileWithoutDroppingTheServer) {
   TempDir tmp;
   const std::string keys = (tmp.path() / "keys").string();
-  std::ofstream(keys) << "ops:sk-before\n";
+  std::ofstream(keys) << "ops sk-before\n";
   ChildProcess child({CLEF_FAKE_SERVER, "--api-key-file", keys}, {}, (tmp.path() / "log").string());
   int port = port_from_banner(child.read_line(10s));
   ASSERT_GT(port, 0);
@@ -171,7 +171,7 @@ TEST(ServeProcess, SighupRereadsTheApiKeyFileWithoutDroppingTheServer) {
   EXPECT_EQ(models("sk-before"), 200);
   EXPECT_EQ(models("sk-after"), 401);
 
-  std::ofstream(keys) << "ops:sk-after\n";
+  std::ofstream(keys) << "ops sk-after\n";
   child.send_signal(SIGHUP);
   auto until = std::chrono::steady_clock::now() + 10s;
   while (models("sk-after") != 200 && std::chrono::steady_clock::now() < until) {

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "json/parse.hpp"
 #include "raw_socket.hpp"
 #include "server_fixture.hpp"
@@ -310,6 +312,68 @@ TEST(ServerTls, AnEncryptedKeyIsRefusedWithoutAPassphrasePrompt) {
   EXPECT_NE(start_error(directory, param).find("is a directory, not a PEM file"),
             std::string::npos);
   EXPECT_EQ(param, "ssl-cert-file");
+}
+
+/// The suite `openssl s_client` agrees on with the server over TLS 1.2 when it offers only
+/// `cipher` ("(NONE)" when the handshake fails).
+std::string tls12_suite(int port, const std::string& cipher) {
+  const std::string out = shell("openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+                                " -tls1_2 -cipher '" + cipher + "' </dev/null 2>&1");
+  const std::size_t at = out.find("Cipher is ");
+  if (at == std::string::npos) return "(NONE)";
+  return out.substr(at + 10, out.find('\n', at) - at - 10);
+}
+
+/// Reported (issue 52, item 6): TLS 1.2 offered suites without forward secrecy (AES256-GCM-SHA384,
+/// AES128-GCM-SHA256, AES256-SHA256, AES128-SHA256) and CBC suites. By default only ECDHE with
+/// AEAD is agreed; --ssl-ciphers widens it; a list OpenSSL matches nothing of is refused at start.
+TEST(ServerTls, Tls12OffersOnlyForwardSecretAeadSuitesByDefault) {
+  TempDir dir;
+  CertPair pair(dir);
+  ASSERT_TRUE(pair.ok);
+  ServerFixture f(tls_config(pair));
+  ASSERT_TRUE(f.wait_ready());
+  for (const char* weak : {"AES256-GCM-SHA384", "AES128-GCM-SHA256", "AES256-SHA256",
+                           "AES128-SHA256", "ECDHE-RSA-AES128-SHA256", "ECDHE-RSA-AES256-SHA"}) {
+    EXPECT_EQ(tls12_suite(f.port, weak), "(NONE)") << weak;
+  }
+  EXPECT_EQ(tls12_suite(f.port, "ECDHE-RSA-AES128-GCM-SHA256"), "ECDHE-RSA-AES128-GCM-SHA256");
+  EXPECT_EQ(tls12_suite(f.port, "ECDHE-RSA-CHACHA20-POLY1305"), "ECDHE-RSA-CHACHA20-POLY1305");
+
+  ServerConfig wide = tls_config(pair);
+  wide.ssl_ciphers = "ECDHE+AESGCM:AES256-GCM-SHA384";
+  ServerFixture widened(wide);
+  ASSERT_TRUE(widened.wait_ready());
+  EXPECT_EQ(tls12_suite(widened.port, "AES256-GCM-SHA384"), "AES256-GCM-SHA384");
+
+  ServerConfig bad = tls_config(pair);
+  bad.ssl_ciphers = "NO-SUCH-SUITE";
+  std::string param;
+  EXPECT_NE(start_error(bad, param).find("names no TLS 1.2 cipher suite"), std::string::npos);
+  EXPECT_EQ(param, "ssl-ciphers");
+}
+
+/// Reported (issue 52, item 6): a key file readable by others started without a warning.
+TEST(ServerTls, SecretFilesOthersMayReadAreWarnedAbout) {
+  TempDir dir;
+  CertPair pair(dir);
+  ASSERT_TRUE(pair.ok);
+  const std::string keys = (dir.path() / "keys.txt").string();
+  std::ofstream(keys) << "ops sk-1\n";
+  ServerConfig config = tls_config(pair);
+  config.api_key_file = keys;
+  ASSERT_EQ(::chmod(keys.c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(pair.key.c_str(), 0600), 0);
+  EXPECT_TRUE(secret_file_warnings(config).empty());
+  ASSERT_EQ(::chmod(keys.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(pair.key.c_str(), 0640), 0);
+  const std::vector<std::string> warnings = secret_file_warnings(config);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("--api-key-file " + keys + " has mode 0644"), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("--ssl-key-file " + pair.key + " has mode 0640"), std::string::npos)
+      << warnings[1];
+  EXPECT_NE(warnings[1].find("chmod 600"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdio>
 #include <future>
 #include <thread>
 #include <vector>
@@ -169,6 +171,90 @@ TEST(ConnectionPool, SlowHeaderSendersHoldNoWorker) {
   }
   dripping = false;
   dripper.join();
+}
+
+/// Reported (issue 52, item 3): 120 connections declaring "Content-Length: 1000" and sending a
+/// byte a second held all 81 workers, and decisions got 429 until --body-timeout. Bodies are read
+/// by the poller now: with one general worker, 16 slow bodies (plain and chunked) leave decisions
+/// answering, and each slow body still gets its 408 at the body deadline.
+TEST(ConnectionPool, SlowBodySendersHoldNoWorker) {
+  ServerConfig config = test_config();
+  config.http_threads = 1;
+  config.body_timeout_s = 2;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  std::vector<std::unique_ptr<RawSocket>> slow;
+  for (int i = 0; i < 16; ++i) {
+    slow.push_back(std::make_unique<RawSocket>(f.port));
+    slow.back()->send_all(i % 2 == 0 ? "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                       "application/json\r\nContent-Length: 1000\r\n\r\n{"
+                                     : "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                       "application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       "1\r\n{\r\n");
+  }
+  std::atomic<bool> dripping{true};
+  std::thread dripper([&] {
+    for (int round = 0; round < 30 && dripping; ++round) {
+      for (std::size_t i = 0; i < slow.size(); ++i) slow[i]->send_all(i % 2 == 0 ? " " : "1\r\n \r\n");
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  std::this_thread::sleep_for(300ms);  // every slow body has begun
+  for (int i = 0; i < 3; ++i) {
+    auto other = f.client();
+    other->set_read_timeout(1, 0);
+    auto res = other->Post("/v1/decisions", kCard, "application/json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200) << res->body;
+  }
+  for (auto& s : slow) {
+    std::string answer = s->read_all(4s);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  }
+  dripping = false;
+  dripper.join();
+}
+
+/// A whole body that arrives in pieces (plain and chunked) is decided as one sent at once, and a
+/// chunked body over --max-body gets 413 from the poller while it arrives.
+TEST(ConnectionPool, BodiesInPiecesAreDecidedAndOversizedChunkedOnesRefused) {
+  ServerConfig config = test_config();
+  config.max_body_bytes = 4096;
+  config.body_buffer_bytes = 4096;
+  ServerFixture f(config);
+  ASSERT_TRUE(f.wait_ready());
+  auto whole = post(f);
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200);
+  RawSocket plain(f.port);
+  plain.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: " + std::to_string(kCard.size()) + "\r\n\r\n" +
+                 kCard.substr(0, 10));
+  std::this_thread::sleep_for(100ms);
+  plain.send_all(kCard.substr(10));
+  const std::string a = plain.read_until("\"output_tokens\":0}}", 3s);
+  EXPECT_EQ(a.rfind("HTTP/1.1 200", 0), 0u) << a;
+  EXPECT_NE(a.find(whole->body), std::string::npos) << a;
+  RawSocket chunked(f.port);
+  chunked.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n");
+  for (std::size_t at = 0; at < kCard.size(); at += 7) {
+    const std::string piece = kCard.substr(at, 7);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx;ext=1\r\n", piece.size());
+    chunked.send_all(size + piece + "\r\n");
+    std::this_thread::sleep_for(5ms);
+  }
+  chunked.send_all("0\r\nX-Trailer: t\r\n\r\n");
+  const std::string b = chunked.read_until("\"output_tokens\":0}}", 3s);
+  EXPECT_EQ(b.rfind("HTTP/1.1 200", 0), 0u) << b;
+  EXPECT_NE(b.find(whole->body), std::string::npos) << b;
+  RawSocket huge(f.port);
+  huge.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Transfer-Encoding: chunked\r\n\r\n");
+  for (int i = 0; i < 8; ++i) huge.send_all("400\r\n" + std::string(1024, ' ') + "\r\n");
+  const std::string c = huge.read_all(3s);
+  EXPECT_EQ(c.rfind("HTTP/1.1 413", 0), 0u) << c;
 }
 
 /// A keep-alive client that, after its answer, drips its next request a byte at a time: the one
