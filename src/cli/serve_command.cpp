@@ -135,6 +135,16 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
       ->capture_default_str();
+  cmd->add_option("--prepare-memory", s.prepare_memory_bytes,
+                  "memory all decision requests in preparation may hold at once (body, parsed "
+                  "JSON, rendered state, tokenization); one that would pass it gets 429. 0: no "
+                  "limit; suffixes KiB/MiB/GiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  cmd->add_option("--prepare-memory-per-request", s.prepare_memory_per_request_bytes,
+                  "memory one request may hold while it is prepared; more gets 413. 0: no limit")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   cmd->add_option("--body-buffer", s.body_buffer_bytes,
                   "the bytes of all request bodies received at once (the connection loop reads "
                   "each body before a worker takes its request, so slow senders hold no worker; "

@@ -103,11 +103,14 @@ class Parser {
         if (stack_.empty()) {
           skip_whitespace();
           if (pos_ != s_.size()) fail(pos_, "extra data after the JSON value");
+          account(v, 0);
+          flush_charge();
           return v;
         }
         Frame& top = stack_.back();
         skip_whitespace();
         const char d = peek();
+        account(v, top.value.is_array() ? 0 : top.key.size());
         if (top.value.is_array()) {
           top.value.items().push_back(std::move(v));
           if (d == ',') {
@@ -132,6 +135,21 @@ class Parser {
   }
 
  private:
+  /// The memory `v` takes once attached (a container's slot, with room for its vector's growth,
+  /// its key and its own text), charged to limits.charge about every MiB.
+  void account(const Value& v, std::size_t key_bytes) {
+    if (!limits_.charge) return;
+    used_ += 2 * (key_bytes > 0 ? sizeof(Value::Member) : sizeof(Value)) + key_bytes;
+    if (v.is_string()) used_ += v.as_string().size();
+    if (v.is_integer()) used_ += v.integer_digits().size();
+    if (used_ - charged_ >= (std::size_t{1} << 20)) flush_charge();
+  }
+  void flush_charge() {
+    if (!limits_.charge || used_ == charged_) return;
+    limits_.charge(static_cast<std::ptrdiff_t>(used_ - charged_));
+    charged_ = used_;
+  }
+
   struct Frame {
     Value value;      // the array or object being filled
     std::string key;  // objects: the key whose value is being read
@@ -350,6 +368,8 @@ class Parser {
 
   std::string_view s_;
   const ParseLimits& limits_;
+  std::size_t used_ = 0;     ///< bytes of the values made so far (account())
+  std::size_t charged_ = 0;  ///< of them, charged to limits_.charge
   std::size_t pos_ = 0;
   std::vector<Frame> stack_;
 };

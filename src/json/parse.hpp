@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "json/value.hpp"
+#include "util/memory_budget.hpp"
 
 namespace clef::json {
 
@@ -13,6 +14,10 @@ namespace clef::json {
 struct ParseLimits {
   std::size_t max_bytes = 16u << 20;  ///< longest accepted text, in bytes
   int max_depth = 128;                ///< most nested arrays/objects ("[[1]]" has depth 2)
+  /// Charged with the memory of the values as they are made (about every MiB; each value's
+  /// slot in its container, with room for the container's growth, and its text): it throws to
+  /// stop a parse whose tree would pass a memory budget (util/memory_budget.hpp).
+  util::MemoryCharge charge;
 };
 
 /// Parses `text` as CPython's json.loads would (strict mode):

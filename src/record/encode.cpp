@@ -110,11 +110,8 @@ Record encode_record(const request::Request& req, const Tokenizer& tok,
     append(head, tok, kAfterImages);
   }
 
-  rec.rendered_state = json::render(req.state);
-  std::vector<TokenId> state = tok.tokenize(rec.rendered_state);
   std::vector<TokenId> schema = encode_schema(req, tok, rec.questions);
   std::vector<TokenId> suffix = tok.tokenize(kSuffix);
-
   const std::size_t fixed = head.size() + schema.size() + suffix.size();
   if (fixed > options.max_length) {
     throw Error(ErrorKind::invalid_request, "context_length_exceeded",
@@ -124,16 +121,21 @@ Record encode_record(const request::Request& req, const Tokenizer& tok,
   }
   std::size_t state_room = options.max_length - fixed;
   if (options.max_state_tokens > 0) state_room = std::min(state_room, options.max_state_tokens);
-  if (state.size() > state_room) {
-    rec.state_tokens_cut = state.size() - state_room;
-    state.resize(state_room);
+
+  // The state's first state_room ids are kept and the rest only counted (the reference cuts the
+  // ids of the whole state to their start): memory follows what is kept, not the state's size.
+  rec.rendered_state = json::render(req.state);
+  if (options.charge) options.charge(static_cast<std::ptrdiff_t>(rec.rendered_state.size()));
+  TokenPrefix state = tok.tokenize_prefix(rec.rendered_state, state_room, options.charge);
+  if (state.total > state.ids.size()) {
+    rec.state_tokens_cut = state.total - state.ids.size();
     rec.state_truncated = true;
   }
 
   rec.ids = std::move(head);
-  rec.ids.reserve(fixed + state.size());
-  rec.state_span = {rec.ids.size(), rec.ids.size() + state.size()};
-  rec.ids.insert(rec.ids.end(), state.begin(), state.end());
+  rec.ids.reserve(fixed + state.ids.size());
+  rec.state_span = {rec.ids.size(), rec.ids.size() + state.ids.size()};
+  rec.ids.insert(rec.ids.end(), state.ids.begin(), state.ids.end());
   const std::size_t schema_at = rec.ids.size();
   rec.ids.insert(rec.ids.end(), schema.begin(), schema.end());
   rec.ids.insert(rec.ids.end(), suffix.begin(), suffix.end());

@@ -29,6 +29,9 @@ struct EncodeOptions {
   std::vector<std::size_t> image_tokens;
   /// Temporal patches of each video, in request order (from the video processor).
   std::vector<std::vector<VideoGroup>> videos;
+  /// Charged with the rendered state's bytes and each tokenized piece's peak
+  /// (Tokenizer::tokenize_prefix); it throws to refuse a state over a memory budget.
+  util::MemoryCharge charge;
 };
 
 /// Encodes `req` into token ids and spans. Every piece is tokenized on its own with `tok`:
@@ -45,7 +48,9 @@ struct EncodeOptions {
 /// other tokens); either cut sets Record::state_truncated.
 /// Throws clef::Error 400 (code "context_length_exceeded", param "questions") with the message
 /// "schema requires N tokens before state; maximum is M" when the other tokens alone exceed
-/// max_length, and whatever `tok` throws for text it cannot encode.
+/// max_length, and whatever `tok` throws for text it cannot encode (or options.charge for a
+/// state over its budget). The state is tokenized after the fixed parts, and only its first
+/// (kept) ids are held: Record::state_tokens_cut counts the rest.
 Record encode_record(const request::Request& req, const Tokenizer& tok,
                      const EncodeOptions& options = {});
 

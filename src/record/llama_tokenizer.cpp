@@ -92,6 +92,59 @@ std::vector<TokenId> LlamaTokenizer::tokenize(std::string_view text) const {
   return tokenize_raw(text);
 }
 
+namespace {
+
+bool ascii_letter(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool ascii_digit(unsigned char c) {
+  return c >= '0' && c <= '9';
+}
+
+}  // namespace
+
+bool LlamaTokenizer::safe_cut(std::string_view text, std::size_t at) const {
+  if (at == 0 || at >= text.size()) return false;
+  const auto before = static_cast<unsigned char>(text[at - 1]);
+  const auto after = static_cast<unsigned char>(text[at]);
+  const auto printable = [](unsigned char c) { return c >= 0x20 && c < 0x7f; };
+  if (!printable(before) || !printable(after) || before == ' ') return false;
+  const bool ends_here = ascii_letter(before)  ? !ascii_letter(after)
+                         : ascii_digit(before) ? true
+                                               : ascii_digit(after) || after == ' ';
+  if (!ends_here) return false;
+  // No special token's text may span the cut (it would be two plain pieces on each side).
+  const std::size_t longest = specials_.empty() ? 0 : specials_.front().first.size();
+  for (std::size_t p = at > longest ? at - longest + 1 : 0; p < at; ++p) {
+    if (!special_first_byte_[static_cast<unsigned char>(text[p])]) continue;
+    for (const auto& [s, id] : specials_) {
+      if (p + s.size() > at && text.compare(p, s.size(), s) == 0) return false;
+    }
+  }
+  return true;
+}
+
+TokenPrefix LlamaTokenizer::tokenize_prefix(std::string_view text, std::size_t keep,
+                                            const util::MemoryCharge& charge) const {
+  TokenPrefix out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = std::min(text.size(), at + kPieceBytes);
+    while (end < text.size() && !safe_cut(text, end)) ++end;
+    const std::string_view piece = text.substr(at, end - at);
+    const auto cost = static_cast<std::ptrdiff_t>(piece.size() * kTokenizeBytesPerByte);
+    if (charge) charge(cost);
+    const std::vector<TokenId> ids = tokenize(piece);
+    if (charge) charge(-cost);
+    out.total += ids.size();
+    if (out.ids.size() < keep) {
+      const std::size_t take = std::min(ids.size(), keep - out.ids.size());
+      out.ids.insert(out.ids.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(take));
+    }
+    at = end;
+  }
+  return out;
+}
+
 std::vector<TokenId> LlamaTokenizer::tokenize_raw(std::string_view text) const {
   if (text.size() > static_cast<std::size_t>(INT32_MAX / 2)) {
     throw invalid_request("text too long to tokenize");

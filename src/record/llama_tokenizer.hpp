@@ -37,7 +37,25 @@ class LlamaTokenizer final : public Tokenizer {
                           Normalization normalization = Normalization::nfc);
 
   std::vector<TokenId> tokenize(std::string_view text) const override;
+  /// The same ids as the default, in pieces of about kPieceBytes cut where the pre-tokenizer
+  /// always splits (safe_cut), so memory follows the piece, not the text: a 13 MB state cut to
+  /// its first 16k tokens costs its first pieces' tokens plus a count of the rest.
+  TokenPrefix tokenize_prefix(std::string_view text, std::size_t keep,
+                              const util::MemoryCharge& charge = {}) const override;
   TokenId special_id(std::string_view text) const override;
+
+  /// Bytes a tokenize_prefix piece reaches before it looks for a cut.
+  static constexpr std::size_t kPieceBytes = 64 * 1024;
+
+  /// True when the ids of text[0, at) followed by those of text[at, end) are the ids of `text`:
+  /// the bytes on both sides are printable ASCII, so NFC cannot join them, and the Qwen2 / qwen35
+  /// pre-tokenizer regex always ends a piece there (its matches look ahead, never behind):
+  ///   - after a letter, before anything but a letter (a letter run ends there);
+  ///   - after a digit (\p{N} is one digit a piece);
+  ///   - after punctuation (a run of [^\s\p{L}\p{N}], or a contraction), before a digit or a
+  ///     space (neither continues the run nor takes it as the lead of a letter run);
+  /// and no special-token text crosses `at`. Never after a space (`\s+(?!\S)` looks ahead).
+  bool safe_cut(std::string_view text, std::size_t at) const;
 
  private:
   std::vector<TokenId> tokenize_raw(std::string_view text) const;

@@ -217,7 +217,7 @@ std::vector<std::string> parse_images(const json::Value* images, const RequestLi
 
 }  // namespace
 
-Request parse_request(const json::Value& body, const RequestLimits& limits,
+Request parse_request(json::Value body, const RequestLimits& limits,
                       std::string_view default_model) {
   if (!body.is_object()) {
     throw invalid_request(std::string("the request body must be a JSON object, got ") +
@@ -240,7 +240,13 @@ Request parse_request(const json::Value& body, const RequestLimits& limits,
   if (state == nullptr) {
     throw invalid_request("state is required" + misspelled(body, "state"), "state");
   }
-  req.state = *state;
+  // Moved, not copied: a large state is held once.
+  for (auto& [key, value] : body.members()) {
+    if (key == "state") {
+      req.state = std::move(value);
+      break;
+    }
+  }
 
   const json::Value* questions = body.find("questions");
   if (questions == nullptr || !questions->is_object() || questions->members().empty()) {

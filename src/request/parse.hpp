@@ -31,7 +31,9 @@ namespace clef::request {
 /// Throws clef::Error: invalid_request (400) naming the dotted field path (e.g.
 /// "questions.urgency.criteria") for a missing or mistyped field; payload_too_large (413) naming
 /// the field when a count exceeds `limits`.
-Request parse_request(const json::Value& body, const RequestLimits& limits = {},
+/// The body is taken by value so that its state moves into the Request (std::move a body that is
+/// no longer needed).
+Request parse_request(json::Value body, const RequestLimits& limits = {},
                       std::string_view default_model = kDefaultModelName);
 
 }  // namespace clef::request

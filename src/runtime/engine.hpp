@@ -18,8 +18,8 @@ struct Engine {
   std::unique_ptr<Runner> runner;
 
   /// model->prepare(body, cancellation).
-  PreparedRequest prepare(const json::Value& body, const Cancellation& cancellation = {}) const {
-    return model->prepare(body, cancellation);
+  PreparedRequest prepare(json::Value body, const Cancellation& cancellation = {}) const {
+    return model->prepare(std::move(body), cancellation);
   }
   /// Decides `prepared` alone through the one decision loop (runtime::decide_alone): what clef
   /// ask, verify, calibrate and a local clef batch run. Throws what decide_alone throws.

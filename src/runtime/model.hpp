@@ -9,6 +9,7 @@
 #include "json/value.hpp"
 #include "runtime/cancellation.hpp"
 #include "runtime/prepared_request.hpp"
+#include "util/memory_budget.hpp"
 
 namespace clef::runtime {
 
@@ -63,9 +64,12 @@ class Model {
   /// stop while it is prepared (a client that hangs up while its video is decoded:
   /// DecisionCancelled); the prepared request carries it. Thread-safe (const): the server calls
   /// it on its HTTP threads while the loop thread decides. Throws clef::Error for a request that
-  /// cannot be decided (400/413/415/422), naming the field at fault.
-  virtual PreparedRequest prepare(const json::Value& body,
-                                  const Cancellation& cancellation = {}) const = 0;
+  /// cannot be decided (400/413/415/422), naming the field at fault. `body` is taken by value
+  /// (std::move one no longer needed: its state moves into the prepared request, not copied);
+  /// `charge` (when set) is charged with the memory preparation takes (the rendered state, each
+  /// tokenized piece) and throws to refuse a request over a budget (util/memory_budget.hpp).
+  virtual PreparedRequest prepare(json::Value body, const Cancellation& cancellation = {},
+                                  const util::MemoryCharge& charge = {}) const = 0;
 
   /// What is served.
   virtual const ServedModel& served() const = 0;

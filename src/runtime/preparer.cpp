@@ -58,7 +58,8 @@ Preparer::Preparer(const EngineConfig& config, ServedModel served,
   video_policy_.limits.decode_timeout = std::chrono::milliseconds(config.video_decode_timeout_ms);
 }
 
-PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& cancellation) const {
+PreparedRequest Preparer::prepare(json::Value body, const Cancellation& cancellation,
+                                  const util::MemoryCharge& charge) const {
   const auto t0 = Clock::now();
   const std::function<bool()> cancelled = cancellation.as_check();
   request::RequestLimits limits;
@@ -70,7 +71,7 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   limits.unknown_fields = config_.unknown_fields;
   PreparedRequest out;
   out.cancellation = cancellation;
-  out.request = request::parse_request(body, limits, served_.name);
+  out.request = request::parse_request(std::move(body), limits, served_.name);
 
   // Images and videos: loaded and gridded from their headers first, so the token budget is
   // checked before any pixel is decoded.
@@ -104,6 +105,7 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
   options.max_length = static_cast<std::size_t>(
       std::min(context_size(), out.request.max_length.value_or(context_size())));
   options.max_state_tokens = static_cast<std::size_t>(out.request.max_state_tokens.value_or(0));
+  options.charge = charge;
   for (const RequestImage& d : out.images) {
     options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
   }
@@ -136,6 +138,9 @@ PreparedRequest Preparer::prepare(const json::Value& body, const Cancellation& c
     refuse_truncation(out.request, out.record);  // unless its max_state_tokens alone cut it
   }
   refuse_empty_question_spans(out.record);
+  // What the ids came from is not needed any more (a large state would be held while queued).
+  out.request.state = json::Value();
+  std::string().swap(out.record.rendered_state);
   out.tokenize_ms = ms_since(t0) - out.image_prepare_ms;
 
   // Pixels: decoded, oriented and resized to the tower's input now (video frames decoded,
@@ -292,7 +297,7 @@ record::Record Preparer::encode_with_images(const request::Request& req,
 /// max_state_tokens if it has one, does not fit the served context; nothing when it would (the
 /// client's own cut is what was made).
 void Preparer::refuse_truncation(const request::Request& req, const record::Record& rec) const {
-  std::size_t full_state = tokenizer_.tokenize(rec.rendered_state).size();
+  std::size_t full_state = rec.state_span.size() + rec.state_tokens_cut;
   if (req.max_state_tokens) {
     full_state = std::min(full_state, static_cast<std::size_t>(*req.max_state_tokens));
   }

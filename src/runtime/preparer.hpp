@@ -46,8 +46,10 @@ class Preparer final : public Model {
   /// vocabulary). Reading videos asks `cancellation` (a gone client stops it: DecisionCancelled),
   /// and the prepared request keeps it. Throws clef::Error for a request that cannot be decided
   /// (400/413/415/422), naming the field.
-  PreparedRequest prepare(const json::Value& body,
-                          const Cancellation& cancellation = {}) const override;
+  /// Once encoded, the request's state and rendered state are let go: the prepared request
+  /// holds the record's ids, not the text they came from.
+  PreparedRequest prepare(json::Value body, const Cancellation& cancellation = {},
+                          const util::MemoryCharge& charge = {}) const override;
 
   const ServedModel& served() const override { return served_; }
 

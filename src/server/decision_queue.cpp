@@ -69,15 +69,16 @@ cache::StateCacheStats DecisionQueue::state_cache_stats() const {
   return runner_ != nullptr ? runner_->state_cache_stats() : cache::StateCacheStats{};
 }
 
-runtime::PreparedRequest DecisionQueue::prepare(const json::Value& body,
-                                                const runtime::Cancellation& cancellation) {
+runtime::PreparedRequest DecisionQueue::prepare(json::Value body,
+                                                const runtime::Cancellation& cancellation,
+                                                const util::MemoryCharge& charge) {
   std::shared_ptr<const runtime::Model> model;
   {
     std::lock_guard lock(mutex_);
     if (state_ != QueueState::ready || !model_) throw unavailable_error(state_);
     model = model_;  // a share: the model outlives the runner while this prepares
   }
-  return model->prepare(body, cancellation);
+  return model->prepare(std::move(body), cancellation, charge);
 }
 
 std::future<DecisionOutcome> DecisionQueue::submit(runtime::PreparedRequest prepared) {

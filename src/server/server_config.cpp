@@ -63,6 +63,14 @@ void validate(const ServerConfig& c) {
   require(!c.host.empty(), "host", "must not be empty");
   require(c.port >= 0 && c.port <= 65535, "port", "must be in 0..65535");
   require(c.max_body_bytes >= 64, "max-body", "must be at least 64 bytes");
+  require(c.prepare_memory_per_request_bytes == 0 ||
+              c.prepare_memory_per_request_bytes >= 2 * c.max_body_bytes,
+          "prepare-memory-per-request",
+          "must be 0 (no limit) or at least twice --max-body (" +
+              std::to_string(2 * c.max_body_bytes) + " bytes): a body and its parse");
+  require(c.prepare_memory_bytes == 0 || c.prepare_memory_per_request_bytes == 0 ||
+              c.prepare_memory_bytes >= c.prepare_memory_per_request_bytes,
+          "prepare-memory", "must be 0 (no limit) or at least --prepare-memory-per-request");
   require(c.body_buffer_bytes >= c.max_body_bytes, "body-buffer",
           "must be at least --max-body (" + std::to_string(c.max_body_bytes) + " bytes)");
   require(c.max_json_depth >= 4 && c.max_json_depth <= 10000, "max-json-depth",

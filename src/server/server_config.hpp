@@ -27,6 +27,12 @@ struct ServerConfig {
   /// The bytes of all request bodies being received at once (the connection loop reads them
   /// before a worker takes the request: transport::ConnectionLimits::body_buffer_bytes).
   std::size_t body_buffer_bytes = 256u << 20;
+  /// Memory that all decision requests in preparation may hold at once (their bodies, parsed
+  /// JSON, rendered states and tokenization, charged as they grow; util/memory_budget.hpp): a
+  /// request that would pass it gets 429 (--overload-status). 0: no limit.
+  std::size_t prepare_memory_bytes = std::size_t{1} << 30;
+  /// What one request may hold while it is prepared: a request that would pass it gets 413.
+  std::size_t prepare_memory_per_request_bytes = std::size_t{256} << 20;
   int max_json_depth = 128;                ///< deeper request JSON gets 400
   std::size_t queue_size = 64;             ///< decisions waiting for the runtime thread
   /// httplib worker threads (one per open connection); 0: auto, http_threads_for() - enough that

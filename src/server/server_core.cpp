@@ -28,6 +28,7 @@ ServerCore::ServerCore(ServerConfig config, DecisionQueue::Factory factory,
     : config_(std::move(config)),
       log_(log_stream, config_.log_format),
       keys_(config_.api_keys, config_.api_key_file),
+      prepare_memory_(config_.prepare_memory_bytes, config_.prepare_memory_per_request_bytes),
       queue_(std::move(factory), config_.queue_size, warmup_request()) {
   if (keys_.enabled()) {
     log_.event("info", "API keys required (every endpoint but /health and the web files): " +

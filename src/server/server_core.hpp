@@ -87,8 +87,9 @@ class ServerCore {
   HttpResponse refuse(const HttpRequest& req, const ErrorReply& reply) const;
   /// Reads the body within the size limit and the body deadline (the connection's: reads fail
   /// after it); an answer when it could not: 413, 408 once the deadline has passed, else 400.
+  /// Each chunk is charged to `memory` before it is kept (a refusal: its 413 or 429).
   std::optional<HttpResponse> read_body(const HttpRequest& req, const RequestState& state,
-                                        std::string& body) const;
+                                        std::string& body, util::MemoryBudget::Lease& memory) const;
   /// The answer for a finished, failed, dropped or cancelled decision.
   HttpResponse outcome_answer(DecisionOutcome& outcome, RequestState& state);
 
@@ -97,6 +98,10 @@ class ServerCore {
   ApiKeys keys_;
   Metrics metrics_;
   RequestIds ids_;
+  /// What requests in preparation may hold (--prepare-memory, --prepare-memory-per-request):
+  /// each decision's body, its parsed JSON, its rendered state and its tokenization are charged
+  /// to a lease from the body's first byte to the end of its preparation.
+  util::MemoryBudget prepare_memory_;
   /// Probes (GET /health) since the last one logged, and that one's status (log_all_probes off).
   std::mutex probes_mutex_;
   int last_probe_status_ = 0;

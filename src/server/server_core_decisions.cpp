@@ -15,8 +15,10 @@ constexpr std::chrono::milliseconds kConnectionWatch{20};
 }  // namespace
 
 std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const RequestState& state,
-                                                  std::string& body) const {
+                                                  std::string& body,
+                                                  util::MemoryBudget::Lease& memory) const {
   bool too_large = false;
+  std::optional<Error> over_budget;
   // The body deadline is the connection's (ConnectionLimits::body_timeout_s): a read past it
   // fails, like a read from a client that went away.
   const BodyRead read = !req.read_body ? BodyRead::incomplete
@@ -25,14 +27,24 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
                                              too_large = true;
                                              return false;
                                            }
+                                           try {
+                                             memory.charge(size);
+                                           } catch (const Error& e) {
+                                             over_budget = e;
+                                             return false;
+                                           }
                                            body.append(data, size);
                                            return true;
                                          });
   if (read == BodyRead::too_large) too_large = true;
   const bool complete = read == BodyRead::complete;
-  if (complete && !too_large) return std::nullopt;
+  if (complete && !too_large && !over_budget) return std::nullopt;
   HttpResponse res;
-  if (too_large) {
+  if (over_budget) {
+    ErrorReply reply = ErrorReply::from(*over_budget);
+    if (over_budget->kind() == ErrorKind::overloaded) reply.status = config_.overload_status;
+    res = answer(reply);
+  } else if (too_large) {
     res = answer(ErrorReply::from(Error(
         ErrorKind::payload_too_large, "request_too_large",
         "request body is over the limit of " + std::to_string(config_.max_body_bytes) + " bytes")));
@@ -50,24 +62,31 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
 }
 
 HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& state) {
+  // From the body's first byte to the end of its preparation, what the request holds is charged
+  // here: past the per-request limit a 413, past what all requests may hold a 429.
+  std::unique_ptr<util::MemoryBudget::Lease> memory = prepare_memory_.lease();
   std::string body;
-  if (auto refused = read_body(req, state, body)) return *refused;
+  if (auto refused = read_body(req, state, body, *memory)) return *refused;
 
   std::future<DecisionOutcome> pending;
   runtime::Cancellation gone;  // set when the client goes; the decision loop stops it then
   try {
-    const json::Value request =
-        json::parse(body, json::ParseLimits{body.size(), config_.max_json_depth});
+    json::ParseLimits limits{body.size(), config_.max_json_depth, memory->as_charge()};
+    json::Value request = json::parse(body, limits);
+    memory->release(body.size());
+    std::string().swap(body);  // the parsed JSON is all that is needed now
     // While the request is prepared (a video is read) on this thread, the preparation asks the
     // connection itself; from then on the runtime reads only the flag `gone`, which this thread
     // sets when it sees the client leave (below).
     const runtime::Cancellation preparing =
         req.connection_closed ? runtime::Cancellation::polling(req.connection_closed) : gone;
-    runtime::PreparedRequest prepared = queue_.prepare(request, preparing);
+    runtime::PreparedRequest prepared =
+        queue_.prepare(std::move(request), preparing, memory->as_charge());
     state.truncated_tokens = static_cast<int>(prepared.record.state_tokens_cut);
     state.ignored_fields = prepared.request.ignored_fields;
     prepared.cancellation = gone;
     pending = queue_.submit(std::move(prepared));
+    memory.reset();  // prepared: what it holds now is the record's ids (and images' pixels)
   } catch (const DecisionCancelled& e) {
     // The client left while its request was prepared (a video being read): 499, as a dropped one.
     log_.event("info", std::string("client gone: preparation stopped: ") + e.what(), state.id);

@@ -486,7 +486,8 @@ Next Connection::look(const LightRequest& light, std::size_t body_allowance) {
   body_phase_ = true;
   chunk_scan_ = {};
   body_held_ = 0;
-  deadline_ = Clock::now() + std::chrono::seconds(limits_.body_timeout_s);
+  body_deadline_ = Clock::now() + std::chrono::seconds(limits_.body_timeout_s);
+  deadline_ = std::min(body_deadline_, Clock::now() + std::chrono::seconds(limits_.read_timeout_s));
   const ConnectionStream::BodyStatus body = stream_.body_status(chunk_scan_);
   if (body.expects_continue && body.state == ConnectionStream::BodyStatus::State::incomplete) {
     // The client waits for this before it sends the body; httplib must not send another.
@@ -512,6 +513,9 @@ Next Connection::read_body(const LightRequest& light, std::size_t body_allowance
     if (n == ConnectionStream::kWaitedInVain) return Next::read;
     if (n <= 0) return Next::close;  // the client left with its body half sent: nobody to answer
     body_allowance -= std::min(body_allowance, static_cast<std::size_t>(n));
+    // The whole body within body_timeout_s, and no silence longer than read_timeout_s.
+    deadline_ =
+        std::min(body_deadline_, Clock::now() + std::chrono::seconds(limits_.read_timeout_s));
   }
 }
 

@@ -249,6 +249,7 @@ class Connection {
   Lane lane_ = Lane::general;
   int refusal_ = 0;
   bool body_phase_ = false;     ///< the header block is here; its body is being read
+  Clock::time_point body_deadline_;  ///< the whole body by then (limits.body_timeout_s)
   ConnectionStream::ChunkScan chunk_scan_;  ///< body_status's place in a chunked body
   std::size_t body_held_ = 0;   ///< body bytes buffered in the body phase
 };

@@ -217,3 +217,38 @@ TEST(JsonParse, SizeLimitIs413) {
 
 }  // namespace
 }  // namespace clef::json
+
+namespace clef::json {
+namespace {
+
+/// Issue 52, item 2: the tree a body parses into is charged as it grows, so a budget stops a
+/// parse whose tree would pass it (a body of small numbers grows about 40x).
+TEST(JsonParse, TheTreeIsChargedAsItGrowsAndABudgetStopsIt) {
+  std::string ints = "[";
+  for (int i = 0; i < 200000; ++i) ints += i ? ",1" : "1";
+  ints += "]";
+  std::size_t charged = 0;
+  ParseLimits limits;
+  limits.charge = [&](std::ptrdiff_t bytes) { charged += static_cast<std::size_t>(bytes); };
+  EXPECT_EQ(parse(ints, limits).items().size(), 200000u);
+  // Each value's slot (with room for its vector's growth): 200,000 x 2 x sizeof(Value).
+  // and the array itself, and each integer's one digit
+  EXPECT_EQ(charged, (200000u + 1) * 2 * sizeof(Value) + 200000u);
+  std::size_t big = 0;
+  limits.charge = [&](std::ptrdiff_t bytes) { big += static_cast<std::size_t>(bytes); };
+  const std::string digits(4300, '7');
+  parse("{\"state\":[" + digits + "," + digits + "]}", limits);
+  EXPECT_GE(big, 2 * digits.size());  // the digits themselves count
+  limits.charge = [](std::ptrdiff_t bytes) {
+    if (bytes > 0) throw Error(ErrorKind::payload_too_large, "request_too_large", "over budget");
+  };
+  try {
+    parse(ints, limits);
+    FAIL() << "parsed past the budget";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), 413);
+  }
+}
+
+}  // namespace
+}  // namespace clef::json

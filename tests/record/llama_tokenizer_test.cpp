@@ -160,3 +160,87 @@ TEST(LlamaTokenizer, RefusesAMissingFile) {
 
 }  // namespace
 }  // namespace clef
+
+namespace clef {
+namespace {
+
+/// Random texts from pieces that stress the pre-tokenizer: letters, digits, spaces and their
+/// runs, newlines, punctuation runs, contractions, JSON, accents (composed and decomposed),
+/// marks, CJK, emoji and special-token texts.
+std::vector<std::string> mixed_texts(unsigned seed, int count, int pieces) {
+  static const std::vector<std::string> kPieces = {
+      "word", "Word", "x", "ab", " ", "  ", "   ", "\t", "\n", "\r\n", " \n", "0", "7", "12",
+      "4300", ",", ".", ":", "\"", "'", "'s", "'t", "'re", "'ll", "it's", "{", "}", "[", "]",
+      "\": \"", "\",\"", "!!", "?", "-", "_", "/", "\\u00e9", "caf\u00e9", "cafe\u0301", "\u0301",
+      "\u00e9t\u00e9", "\u4e2d\u6587", "\U0001F600", "\u0E2A\u0E27\u0E31", "\u0645\u064E",
+      "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im", "_start|>", "\u3000", "\u00a0"};
+  std::vector<std::string> out;
+  unsigned state = seed;
+  auto next = [&state] {
+    state = state * 1103515245u + 12345u;
+    return (state >> 8) & 0xffffff;
+  };
+  for (int t = 0; t < count; ++t) {
+    std::string text;
+    const int n = 1 + static_cast<int>(next() % static_cast<unsigned>(pieces));
+    for (int i = 0; i < n; ++i) text += kPieces[next() % kPieces.size()];
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+/// Issue 52, item 2: a state is tokenized in pieces cut where the pre-tokenizer always splits.
+/// Every cut LlamaTokenizer::safe_cut allows gives the ids of the whole text, with the reference's
+/// Qwen2 regex and with the file's qwen35 one, NFC on.
+TEST(LlamaTokenizer, EverySafeCutKeepsTheIdsOfTheWholeText) {
+  for (const PreTokenizer pre : {PreTokenizer::qwen2, PreTokenizer::from_file}) {
+    const VocabModel model = VocabModel::load(kVocab, pre);
+    const LlamaTokenizer tok(model.vocab());
+    std::size_t cuts = 0;
+    for (const std::string& text : mixed_texts(7, 1000, 40)) {
+      const std::vector<TokenId> whole = tok.tokenize(text);
+      for (std::size_t at = 1; at < text.size(); ++at) {
+        if (!tok.safe_cut(text, at)) continue;
+        ++cuts;
+        std::vector<TokenId> joined = tok.tokenize(std::string_view(text).substr(0, at));
+        const std::vector<TokenId> rest = tok.tokenize(std::string_view(text).substr(at));
+        joined.insert(joined.end(), rest.begin(), rest.end());
+        ASSERT_EQ(joined, whole) << "cut at " << at << " of \"" << text << "\"";
+      }
+    }
+    EXPECT_GT(cuts, 8000u);  // the texts do give the rule something to cut
+  }
+}
+
+TEST(LlamaTokenizer, APrefixOfALongTextIsItsFirstIdsAndCountsTheRest) {
+  const VocabModel model = VocabModel::load(kVocab, PreTokenizer::qwen2);
+  const LlamaTokenizer tok(model.vocab());
+  std::string text;
+  for (const std::string& piece : mixed_texts(11, 2000, 60)) text += piece;
+  ASSERT_GT(text.size(), 3 * LlamaTokenizer::kPieceBytes);
+  const std::vector<TokenId> whole = tok.tokenize(text);
+  for (const std::size_t keep : {std::size_t{0}, std::size_t{5}, std::size_t{16384},
+                                 whole.size() - 1, whole.size(), whole.size() + 10}) {
+    std::ptrdiff_t held = 0, peak = 0;
+    const record::TokenPrefix prefix = tok.tokenize_prefix(text, keep, [&](std::ptrdiff_t b) {
+      held += b;
+      peak = std::max(peak, held);
+    });
+    EXPECT_EQ(prefix.total, whole.size());
+    ASSERT_EQ(prefix.ids.size(), std::min(keep, whole.size()));
+    EXPECT_TRUE(std::equal(prefix.ids.begin(), prefix.ids.end(), whole.begin())) << keep;
+    EXPECT_EQ(held, 0);  // every piece's charge is given back
+    // Pieces, not the whole text, are charged at once.
+    EXPECT_LT(static_cast<std::size_t>(peak), text.size() * record::kTokenizeBytesPerByte / 2);
+  }
+  // 3,000 integers of 4,300 digits as json.dumps renders them: cut between digits.
+  std::string ints = "[";
+  for (int i = 0; i < 300; ++i) ints += (i ? ", " : "") + std::string(4300, '7');
+  ints += "]";
+  const record::TokenPrefix cut = tok.tokenize_prefix(ints, 1000);
+  EXPECT_EQ(cut.total, tok.tokenize(ints).size());
+  EXPECT_EQ(cut.ids.size(), 1000u);
+}
+
+}  // namespace
+}  // namespace clef

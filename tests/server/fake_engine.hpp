@@ -93,8 +93,8 @@ class FakeModel final : public runtime::Model {
     served_.context_size = context_size;
     served_.limits.context_size = context_size;
   }
-  runtime::PreparedRequest prepare(const json::Value& body,
-                                   const runtime::Cancellation& cancellation = {}) const override {
+  runtime::PreparedRequest prepare(json::Value body, const runtime::Cancellation& cancellation = {},
+                                   const util::MemoryCharge& = {}) const override {
     runtime::PreparedRequest prepared;
     prepared.cancellation = cancellation;
     prepared.request = request::parse_request(body, {}, served_.name);
