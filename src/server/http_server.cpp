@@ -52,7 +52,7 @@ struct HttpServer::Listener {
     limits.header_timeout_s = config.header_timeout_s;
     limits.body_timeout_s = config.body_timeout_s;
     limits.max_body_bytes = config.max_body_bytes;
-    limits.body_buffer_bytes = config.body_buffer_bytes;
+    limits.body_buffer_bytes = body_buffer_for(config);
     // Auto (0) without the engine's --parallel at hand: `clef serve` resolves it with it first.
     limits.worker_threads = http_threads_for(config, 1);
     limits.reserved_threads = kReservedHttpThreads;

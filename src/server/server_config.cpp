@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "transport/connection.hpp"
 #include "util/error.hpp"
 
 namespace clef::server {
@@ -17,6 +18,13 @@ LogFormat parse_log_format(std::string_view name) {
 }
 
 namespace {
+
+/// What one chunked body of --max-body may take as it arrives.
+std::size_t one_body_framed(const ServerConfig& c) {
+  transport::ConnectionLimits limits;
+  limits.max_body_bytes = c.max_body_bytes;
+  return transport::max_framed_body_bytes(limits);
+}
 
 void require(bool ok, const char* flag, const std::string& what) {
   if (!ok) throw invalid_request("--" + std::string(flag) + " " + what, flag);
@@ -52,6 +60,11 @@ std::vector<std::string> secret_file_warnings(const ServerConfig& config) {
   return out;
 }
 
+std::size_t body_buffer_for(const ServerConfig& config) {
+  if (config.body_buffer_bytes != 0) return config.body_buffer_bytes;
+  return std::max<std::size_t>(std::size_t{256} << 20, one_body_framed(config));
+}
+
 int http_threads_for(const ServerConfig& config, int parallel) {
   if (config.http_threads != 0) return config.http_threads;
   const std::size_t threads =
@@ -71,8 +84,10 @@ void validate(const ServerConfig& c) {
   require(c.prepare_memory_bytes == 0 || c.prepare_memory_per_request_bytes == 0 ||
               c.prepare_memory_bytes >= c.prepare_memory_per_request_bytes,
           "prepare-memory", "must be 0 (no limit) or at least --prepare-memory-per-request");
-  require(c.body_buffer_bytes >= c.max_body_bytes, "body-buffer",
-          "must be at least --max-body (" + std::to_string(c.max_body_bytes) + " bytes)");
+  require(c.body_buffer_bytes == 0 || c.body_buffer_bytes >= one_body_framed(c), "body-buffer",
+          "must be 0 (auto) or at least twice --max-body and 64 KiB (" +
+              std::to_string(one_body_framed(c)) +
+              " bytes): what one chunked body of --max-body may take as it arrives");
   require(c.max_json_depth >= 4 && c.max_json_depth <= 10000, "max-json-depth",
           "must be in 4..10000");
   require(c.queue_size >= 1 && c.queue_size <= 1000000, "queue-size", "must be in 1..1000000");

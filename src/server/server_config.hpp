@@ -26,7 +26,8 @@ struct ServerConfig {
   std::size_t max_body_bytes = 16u << 20;  ///< larger request bodies get 413
   /// The bytes of all request bodies being received at once (the connection loop reads them
   /// before a worker takes the request: transport::ConnectionLimits::body_buffer_bytes).
-  std::size_t body_buffer_bytes = 256u << 20;
+  /// 0: auto, body_buffer_for().
+  std::size_t body_buffer_bytes = 0;
   /// Memory that all decision requests in preparation may hold at once (their bodies, parsed
   /// JSON, rendered states and tokenization, charged as they grow; util/memory_budget.hpp): a
   /// request that would pass it gets 429 (--overload-status). 0: no limit.
@@ -96,6 +97,11 @@ inline constexpr int kReservedHttpThreads = 2;
 /// The worker threads `config` asks for: config.http_threads, or for 0 queue_size + `parallel`
 /// (decisions running at once) + kSpareHttpThreads.
 int http_threads_for(const ServerConfig& config, int parallel);
+
+/// The bytes of request bodies the connection loop may hold at once: config.body_buffer_bytes,
+/// or for 0 the larger of 256 MiB and what one chunked body of --max-body may take as it arrives
+/// (transport::max_framed_body_bytes).
+std::size_t body_buffer_for(const ServerConfig& config);
 
 /// Throws clef::Error (invalid_request) naming the flag when a value is out of range.
 void validate(const ServerConfig& config);

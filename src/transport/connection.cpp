@@ -172,9 +172,10 @@ std::string_view trim_blanks(std::string_view s) {
   return s;
 }
 
-/// The number `text` holds in `base` (10 or 16), nullopt for anything else or more than 15 digits.
+/// The number `text` holds in `base` (10 or 16), nullopt for anything else or more digits than
+/// the server reads (19 decimal, 15 hex: both fit 64 bits).
 std::optional<std::uint64_t> parse_size(std::string_view text, int base) {
-  if (text.empty() || text.size() > 15) return std::nullopt;
+  if (text.empty() || text.size() > (base == 10 ? 19u : 15u)) return std::nullopt;
   std::uint64_t n = 0;
   for (char c : text) {
     int d = -1;
@@ -203,8 +204,12 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
   const std::string_view block = pending.substr(0, head_end + 2);
   const std::size_t line_end = block.find("\r\n");
   const bool http10 = block.substr(0, line_end).ends_with("HTTP/1.0");
+  // Framed as the server reads it (server/http_exchange.hpp framing_problem): Content-Length lines
+  // that all say the same number, or Transfer-Encoding lines that together say "chunked".
   int lengths = 0, codings = 0;
-  std::string_view length, coding;
+  std::optional<std::uint64_t> length;
+  bool lengths_agree = true;
+  std::string coding;
   for (std::size_t at = line_end + 2; at < block.size();) {
     const std::size_t end = block.find("\r\n", at);
     const std::string_view field = block.substr(at, end - at);
@@ -214,11 +219,12 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
     const std::string_view name = field.substr(0, colon);
     const std::string_view value = trim_blanks(field.substr(colon + 1));
     if (same_name(name, "Content-Length")) {
+      const auto n = parse_size(value, 10);
+      lengths_agree = lengths_agree && n && (lengths == 0 || n == length);
+      length = n;
       ++lengths;
-      length = value;
     } else if (same_name(name, "Transfer-Encoding")) {
-      ++codings;
-      coding = value;
+      coding.append(codings++ > 0 ? ", " : "").append(value);
     } else if (same_name(name, "Expect") && !http10) {
       std::string lower(value);
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -231,40 +237,51 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
     out.state = State::complete;  // no body
     return out;
   }
-  if (lengths + codings > 1) return out;  // conflicting framing: httplib refuses it
-  if (lengths == 1) {
-    const auto n = parse_size(length, 10);
-    if (!n) return out;
-    if (*n > limits_.max_body_bytes) {
+  if (lengths > 0 && codings > 0) return out;  // conflicting framing: the server refuses it
+  if (lengths > 0) {
+    if (!lengths_agree) return out;
+    const std::uint64_t n = *length;
+    if (n > limits_.max_body_bytes) {
       out.state = State::too_large;
-    } else if (out.body_bytes >= *n) {
-      out.body_bytes = static_cast<std::size_t>(*n);
+    } else if (out.body_bytes >= n) {
+      out.body_bytes = static_cast<std::size_t>(n);
       out.state = State::complete;
     } else {
       out.state = State::incomplete;
     }
     return out;
   }
-  if (!same_name(coding, "chunked")) return out;  // httplib refuses other codings
+  if (!same_name(trim_blanks(coding), "chunked")) return out;  // the server refuses others
+  // The framed bytes buffered (size lines and extensions included) are bounded too.
+  if (out.body_bytes > max_framed_body_bytes(limits_)) {
+    out.state = State::too_large;
+    return out;
+  }
+  // Chunked framing that is wrong (or too long a size line or trailer section) is refused here:
+  // handed on, httplib would go on reading it on a worker.
+  const auto malformed = [&out] {
+    out.state = State::malformed;
+    return out;
+  };
   if (scan.at < body_at) scan = {body_at, 0};
   while (true) {
     const std::size_t pos = scan.at;
     const std::size_t eol = pending.find("\r\n", pos);
     if (eol == std::string_view::npos) {
-      if (pending.size() - pos > kMaxChunkLine) return out;
+      if (pending.size() - pos > kMaxChunkLine) return malformed();
       out.state = State::incomplete;
       return out;
     }
     std::string_view size_text = pending.substr(pos, eol - pos);
     size_text = trim_blanks(size_text.substr(0, size_text.find(';')));
     const auto size = parse_size(size_text, 16);
-    if (!size) return out;
+    if (!size) return malformed();
     if (*size == 0) {
       // The trailer section ends at an empty line.
       for (std::size_t line = eol + 2;;) {
         const std::size_t end = pending.find("\r\n", line);
         if (end == std::string_view::npos) {
-          if (pending.size() - eol > kMaxTrailers) return out;
+          if (pending.size() - eol > kMaxTrailers) return malformed();
           out.state = State::incomplete;
           return out;
         }
@@ -274,7 +291,7 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
           return out;
         }
         line = end + 2;
-        if (line - eol > kMaxTrailers) return out;
+        if (line - eol > kMaxTrailers) return malformed();
       }
     }
     if (scan.data_bytes + *size > limits_.max_body_bytes) {
@@ -286,7 +303,7 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
       out.state = State::incomplete;
       return out;
     }
-    if (pending.substr(need - 2, 2) != "\r\n") return out;
+    if (pending.substr(need - 2, 2) != "\r\n") return malformed();
     scan = {need, scan.data_bytes + static_cast<std::size_t>(*size)};
   }
 }
@@ -504,8 +521,8 @@ Next Connection::read_body(const LightRequest& light, std::size_t body_allowance
     const ConnectionStream::BodyStatus body = stream_.body_status(chunk_scan_);
     body_held_ = body.body_bytes;
     if (body.state == State::complete || body.state == State::unframed) return dispatch(light);
-    if (body.state == State::too_large) {
-      refusal_ = 413;
+    if (body.state == State::too_large || body.state == State::malformed) {
+      refusal_ = body.state == State::too_large ? 413 : 400;
       return Next::refuse;
     }
     if (body_allowance == 0) return Next::stall;

@@ -50,6 +50,13 @@ struct ConnectionLimits {
   std::chrono::milliseconds busy_after{50};
 };
 
+/// The most bytes a chunked body of limits.max_body_bytes may take as it arrives (its size lines
+/// and extensions too): more is a 413. limits.body_buffer_bytes must be at least this, so that
+/// any body the server takes can be received alone.
+inline std::size_t max_framed_body_bytes(const ConnectionLimits& limits) {
+  return 2 * limits.max_body_bytes + 64 * 1024;
+}
+
 /// Which workers serve a connection's next request.
 enum class Lane {
   general,   ///< decisions and everything else
@@ -106,7 +113,8 @@ class ConnectionStream final : public httplib::Stream {
       complete,    ///< header block and body all buffered: a worker reads them without waiting
       incomplete,  ///< more body bytes to come
       too_large,   ///< over limits.max_body_bytes (declared or seen): 413
-      unframed,    ///< conflicting or malformed framing: httplib refuses it (no body is read)
+      malformed,   ///< chunked framing that is wrong: 400
+      unframed,    ///< conflicting framing the server refuses from the headers (no body is read)
     };
     State state = State::unframed;
     std::size_t body_bytes = 0;     ///< body bytes buffered so far

@@ -51,7 +51,7 @@ processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patch
 cmake -DWEB_DIR="$src/web" -DOUT="$work/web_files.cpp" -P "$src/cmake/embed_web.cmake"
 server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp "$src"/src/transport/*.cpp
                 "$src"/src/runtime/{cancellation,decision_loop,prepared_request,scheduler}.cpp "$src/src/util/digest.cpp"
-                "$src/src/util/edit_distance.cpp" "$src/src/util/byte_size.cpp"
+                "$src/src/util/edit_distance.cpp" "$src/src/util/byte_size.cpp" "$src/src/util/memory_budget.cpp"
                 "$work/web_files.cpp"
                 "$src/third_party/llama.cpp/vendor/cpp-httplib/httplib.cpp")
 # Targets whose code instantiates Debian's RapidJSON 1.1.0 skip UBSan's pointer-overflow check:

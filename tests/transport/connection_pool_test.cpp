@@ -220,7 +220,7 @@ TEST(ConnectionPool, SlowBodySendersHoldNoWorker) {
 TEST(ConnectionPool, BodiesInPiecesAreDecidedAndOversizedChunkedOnesRefused) {
   ServerConfig config = test_config();
   config.max_body_bytes = 4096;
-  config.body_buffer_bytes = 4096;
+  config.body_buffer_bytes = 2 * 4096 + 64 * 1024;  // the least it may be
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   auto whole = post(f);
