@@ -3,12 +3,12 @@
 # tiny model; the body's cost does not depend on the model), then for each body below the peak
 # resident set (VmHWM) before and after, one request alone, then SIX at once; every answer's
 # status. Each case runs on a fresh server so its peak is its own. Run it alone.
-#   bash bench/request_memory.sh [BUILD_DIR] [extra serve args...]
+#   bash bench/request_memory.sh [CLEF_BINARY] [extra serve args...]   (default build/clef)
 # Bodies: "ints" = 3,000 integers of 4,300 digits in `state` (12.9 MB), "string" = one 15 MB
 # string `state`, "small-ints" = 2,000,000 one-digit integers (4 MB), "words" = 15 MB of text
 # with spaces.
 set -euo pipefail
-build=${1:-build}
+clef=${1:-build/clef}
 shift || true
 cd "$(dirname "$0")/.."
 source bench/serve_lib.sh
@@ -29,11 +29,11 @@ write("words", " ".join(["word"] * 3_000_000))
 PY
 
 hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
-echo "== $(date -u '+%F %T') commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) CPUs"
+echo "== $(date -u '+%F %T') $clef, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) CPUs"
 for body in ints string small-ints words; do
   bytes=$(stat -c %s "$work/$body.json")
   for n in 1 6; do
-    start_clef "$build/clef" "$work" "serve-$body-$n" --demo "$@"
+    start_clef "$clef" "$work" "serve-$body-$n" --demo "$@"
     before=$(hwm "$CLEF_PID")
     codes=()
     pids=()
