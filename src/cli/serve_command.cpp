@@ -145,10 +145,11 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
                   "memory one request may hold while it is prepared; more gets 413. 0: no limit")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  cmd->add_option("--body-buffer", s.body_buffer_bytes,
-                  "the bytes of all request bodies received at once (the connection loop reads "
-                  "each body before a worker takes its request, so slow senders hold no worker; "
-                  "0: auto, the larger of 256 MiB and twice --max-body + 64 KiB; suffixes KiB/MiB/GiB)")
+  cmd->add_option(
+         "--body-buffer", s.body_buffer_bytes,
+         "the bytes of all request bodies received at once (the connection loop reads "
+         "each body before a worker takes its request, so slow senders hold no worker; "
+         "0: auto, the larger of 256 MiB and twice --max-body + 64 KiB; suffixes KiB/MiB/GiB)")
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{64} << 30))
       ->capture_default_str();

@@ -65,8 +65,7 @@ class DecisionQueue {
   /// Prepares a parsed request body with the loaded Model, on the calling thread (any thread;
   /// several at once). Throws clef::Error: what Model::prepare throws (400/413/415 naming the
   /// field), or unavailable (503) as submit() when no model is ready.
-  runtime::PreparedRequest prepare(json::Value body,
-                                   const runtime::Cancellation& cancellation = {},
+  runtime::PreparedRequest prepare(json::Value body, const runtime::Cancellation& cancellation = {},
                                    const util::MemoryCharge& charge = {});
 
   /// Queues a prepared request for the runtime thread; the future is always fulfilled (also on

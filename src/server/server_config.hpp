@@ -34,8 +34,8 @@ struct ServerConfig {
   std::size_t prepare_memory_bytes = std::size_t{1} << 30;
   /// What one request may hold while it is prepared: a request that would pass it gets 413.
   std::size_t prepare_memory_per_request_bytes = std::size_t{256} << 20;
-  int max_json_depth = 128;                ///< deeper request JSON gets 400
-  std::size_t queue_size = 64;             ///< decisions waiting for the runtime thread
+  int max_json_depth = 128;     ///< deeper request JSON gets 400
+  std::size_t queue_size = 64;  ///< decisions waiting for the runtime thread
   /// httplib worker threads (one per open connection); 0: auto, http_threads_for() - enough that
   /// the queue can fill (queue_size waiting + the decisions running) with threads to spare for
   /// refusals, /health and /metrics.

@@ -8,8 +8,8 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -43,7 +43,7 @@ struct ConnectionLimits {
   /// slowly holds no worker; this bounds the bytes of all the bodies it holds at once (a body
   /// that would pass it waits, unread, until others are handed to workers).
   std::size_t body_buffer_bytes = 256u << 20;
-  int worker_threads = 8;                  ///< the general lane: every request but the light ones
+  int worker_threads = 8;    ///< the general lane: every request but the light ones
   int reserved_threads = 2;  ///< the reserved lane: light requests (health, metrics, models)
   /// A request that waited this long for a general worker is answered "busy" (429/503) by the
   /// poller, without a worker.
@@ -256,10 +256,10 @@ class Connection {
   bool tls_checked_ = false;  ///< the first byte on a TLS port was looked at (plain HTTP or not)
   Lane lane_ = Lane::general;
   int refusal_ = 0;
-  bool body_phase_ = false;     ///< the header block is here; its body is being read
-  Clock::time_point body_deadline_;  ///< the whole body by then (limits.body_timeout_s)
+  bool body_phase_ = false;                 ///< the header block is here; its body is being read
+  Clock::time_point body_deadline_;         ///< the whole body by then (limits.body_timeout_s)
   ConnectionStream::ChunkScan chunk_scan_;  ///< body_status's place in a chunked body
-  std::size_t body_held_ = 0;   ///< body bytes buffered in the body phase
+  std::size_t body_held_ = 0;               ///< body bytes buffered in the body phase
 };
 
 }  // namespace clef::transport

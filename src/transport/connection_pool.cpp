@@ -204,9 +204,7 @@ void ConnectionPool::poll_loop() {
     fds.assign(1, pollfd{wake_fd_, POLLIN, 0});
     for (std::size_t i = 0; i < parked.size(); ++i) {
       // A stalled one is not read (its client's sends back up): only its hang-up is watched.
-      const short events = waits[i] == Next::write   ? POLLOUT
-                           : waits[i] == Next::stall ? 0
-                                                     : POLLIN;
+      const short events = waits[i] == Next::write ? POLLOUT : waits[i] == Next::stall ? 0 : POLLIN;
       fds.push_back({parked[i]->fd(), events, 0});
     }
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);

@@ -58,7 +58,8 @@ class TlsSession {
 };
 
 /// clef's TLS 1.2 suites by default: forward secrecy (ECDHE) and authenticated encryption (GCM,
-/// ChaCha20-Poly1305) only, as Mozilla's "intermediate" profile; no CBC, no static RSA key exchange.
+/// ChaCha20-Poly1305) only, as Mozilla's "intermediate" profile; no CBC, no static RSA key
+/// exchange.
 inline constexpr std::string_view kForwardSecretAeadCiphers = "ECDHE+AESGCM:ECDHE+CHACHA20";
 
 /// The server's certificate chain and private key. Thread-safe after construction: sessions for

@@ -21,8 +21,7 @@ MemoryBudget::Lease::~Lease() {
 void MemoryBudget::Lease::charge(std::size_t bytes) {
   if (budget_.per_request_ > 0 && held_ + bytes > budget_.per_request_) {
     throw Error(ErrorKind::payload_too_large, "request_too_large",
-                "preparing this request needs more than the " +
-                    human_bytes(budget_.per_request_) +
+                "preparing this request needs more than the " + human_bytes(budget_.per_request_) +
                     " of memory one request may use (--prepare-memory-per-request): send a "
                     "smaller state, or one with more breaks (spaces, digits, punctuation) in "
                     "its long runs of letters");

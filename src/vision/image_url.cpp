@@ -114,7 +114,8 @@ std::optional<std::string> forbidden_v6(const std::array<std::uint8_t, 16>& b,
     if (!in_block(b.data(), r)) continue;
     // The IPv4-compatible block holds :: and ::1 (listed first); any other is decided by its
     // IPv4 address, as every form that embeds one.
-    if (r.embedded_v4 >= 0) return forbidden_v4(&b[static_cast<std::size_t>(r.embedded_v4)], allow_loopback);
+    if (r.embedded_v4 >= 0)
+      return forbidden_v4(&b[static_cast<std::size_t>(r.embedded_v4)], allow_loopback);
     if (allow_loopback && r.bits == 128 && b[15] == 1) return std::nullopt;
     return std::string(r.what);
   }

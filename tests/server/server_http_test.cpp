@@ -752,8 +752,7 @@ TEST(ServerHttp, ARequestOverItsPreparationMemoryIs413AndTheNextIsServed) {
   auto refused = post(f, small_ints, "/v1/decisions");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 413) << refused->body;
-  EXPECT_NE(refused->body.find("--prepare-memory-per-request"), std::string::npos)
-      << refused->body;
+  EXPECT_NE(refused->body.find("--prepare-memory-per-request"), std::string::npos) << refused->body;
   auto served = post(f, kCard, "/v1/decisions");
   ASSERT_TRUE(served);
   EXPECT_EQ(served->status, 200) << served->body;

@@ -195,7 +195,8 @@ TEST(ConnectionPool, SlowBodySendersHoldNoWorker) {
   std::atomic<bool> dripping{true};
   std::thread dripper([&] {
     for (int round = 0; round < 30 && dripping; ++round) {
-      for (std::size_t i = 0; i < slow.size(); ++i) slow[i]->send_all(i % 2 == 0 ? " " : "1\r\n \r\n");
+      for (std::size_t i = 0; i < slow.size(); ++i)
+        slow[i]->send_all(i % 2 == 0 ? " " : "1\r\n \r\n");
       std::this_thread::sleep_for(100ms);
     }
   });
@@ -227,17 +228,19 @@ TEST(ConnectionPool, BodiesInPiecesAreDecidedAndOversizedChunkedOnesRefused) {
   ASSERT_TRUE(whole);
   ASSERT_EQ(whole->status, 200);
   RawSocket plain(f.port);
-  plain.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 "Content-Length: " + std::to_string(kCard.size()) + "\r\n\r\n" +
-                 kCard.substr(0, 10));
+  plain.send_all(
+      "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(kCard.size()) + "\r\n\r\n" + kCard.substr(0, 10));
   std::this_thread::sleep_for(100ms);
   plain.send_all(kCard.substr(10));
   const std::string a = plain.read_until("\"output_tokens\":0}}", 3s);
   EXPECT_EQ(a.rfind("HTTP/1.1 200", 0), 0u) << a;
   EXPECT_NE(a.find(whole->body), std::string::npos) << a;
   RawSocket chunked(f.port);
-  chunked.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                   "Transfer-Encoding: chunked\r\n\r\n");
+  chunked.send_all(
+      "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
   for (std::size_t at = 0; at < kCard.size(); at += 7) {
     const std::string piece = kCard.substr(at, 7);
     char size[16];
@@ -250,8 +253,9 @@ TEST(ConnectionPool, BodiesInPiecesAreDecidedAndOversizedChunkedOnesRefused) {
   EXPECT_EQ(b.rfind("HTTP/1.1 200", 0), 0u) << b;
   EXPECT_NE(b.find(whole->body), std::string::npos) << b;
   RawSocket huge(f.port);
-  huge.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                "Transfer-Encoding: chunked\r\n\r\n");
+  huge.send_all(
+      "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
   for (int i = 0; i < 8; ++i) huge.send_all("400\r\n" + std::string(1024, ' ') + "\r\n");
   const std::string c = huge.read_all(3s);
   EXPECT_EQ(c.rfind("HTTP/1.1 413", 0), 0u) << c;
