@@ -182,7 +182,9 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_flag(
       "--no-playground", [&s](std::int64_t) { s.playground = false; },
       "do not serve the playground page at / (GET /openapi.json stays)");
-  cmd->add_option("--busy-status", s.overload_status, "status when the queue is full")
+  cmd->add_option("--busy-status", s.overload_status,
+                  "status of a busy answer (queue full, every worker busy, preparation memory "
+                  "full): 429 or 503")
       ->check(CLI::IsMember({429, 503}))
       ->capture_default_str();
   cmd->add_option("--validation-status", s.validation_status,

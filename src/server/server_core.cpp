@@ -159,11 +159,11 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req, Reques
   }
   auto length = parse_content_length(req.header("Content-Length"));
   if (length && *length > config_.max_body_bytes) {
-    return refuse(req,
-                  ErrorReply::from(Error(ErrorKind::payload_too_large, "request_too_large",
-                                         "request body of " + std::to_string(*length) +
-                                             " bytes is over the limit of " +
-                                             std::to_string(config_.max_body_bytes) + " bytes")));
+    return refuse(
+        req, ErrorReply::from(Error(
+                 ErrorKind::payload_too_large, "request_too_large",
+                 "request body of " + std::to_string(*length) + " bytes is over the limit of " +
+                     std::to_string(config_.max_body_bytes) + " bytes (--max-body)")));
   }
   return std::nullopt;
 }
@@ -312,6 +312,13 @@ HttpResponse ServerCore::early_reply(int status, std::string_view head) {
                             "this port speaks HTTPS (TLS) and the request came as plain HTTP: "
                             "use https:// (with a self-signed certificate, curl --cacert FILE)",
                             ""});
+    res.set_header("Connection", "close");
+  } else if (status == 413) {
+    // The connection loop read a declared length, or chunks, over the limit: say which limit.
+    res = answer(ErrorReply::from(Error(ErrorKind::payload_too_large, "request_too_large",
+                                        "request body is over the limit of " +
+                                            std::to_string(config_.max_body_bytes) +
+                                            " bytes (--max-body)")));
     res.set_header("Connection", "close");
   } else {
     res = library_refusal(status);

@@ -45,9 +45,10 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
     if (over_budget->kind() == ErrorKind::overloaded) reply.status = config_.overload_status;
     res = answer(reply);
   } else if (too_large) {
-    res = answer(ErrorReply::from(Error(
-        ErrorKind::payload_too_large, "request_too_large",
-        "request body is over the limit of " + std::to_string(config_.max_body_bytes) + " bytes")));
+    res = answer(ErrorReply::from(Error(ErrorKind::payload_too_large, "request_too_large",
+                                        "request body is over the limit of " +
+                                            std::to_string(config_.max_body_bytes) +
+                                            " bytes (--max-body)")));
   } else if (std::chrono::steady_clock::now() - state.start >=
              std::chrono::seconds(config_.body_timeout_s) - std::chrono::milliseconds(50)) {
     // The body deadline passed (it runs from the end of the headers, a moment before `start`).

@@ -259,6 +259,7 @@ TEST(ConnectionPool, BodiesInPiecesAreDecidedAndOversizedChunkedOnesRefused) {
   for (int i = 0; i < 8; ++i) huge.send_all("400\r\n" + std::string(1024, ' ') + "\r\n");
   const std::string c = huge.read_all(3s);
   EXPECT_EQ(c.rfind("HTTP/1.1 413", 0), 0u) << c;
+  EXPECT_NE(c.find("over the limit of 4096 bytes (--max-body)"), std::string::npos) << c;
 }
 
 /// A keep-alive client that, after its answer, drips its next request a byte at a time: the one

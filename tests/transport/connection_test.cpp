@@ -102,6 +102,8 @@ TEST(ServerConnection, ExpectContinueRefusalHasALengthAndHiddenRequestsAreNeverP
       "Expect: 100-continue\r\nContent-Length: 17000000\r\n\r\n");
   std::string big = s.read_all(3s);
   EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big;
+  // New-user finding: the connection loop's 413 named neither the limit nor the flag.
+  EXPECT_NE(big.find("over the limit of 4096 bytes (--max-body)"), std::string::npos) << big;
   EXPECT_NE(first_head(big).find("Content-Length: "), std::string::npos) << big;
   f.stop();
   EXPECT_EQ(f.control->started.load(), warmup);
