@@ -41,6 +41,7 @@ LlamaTokenizer::LlamaTokenizer(const llama_vocab* vocab, Normalization normaliza
     std::string text = token_text(vocab_, id);
     if (text.empty()) continue;
     special_first_byte_[static_cast<unsigned char>(text[0])] = true;
+    special_last_byte_[static_cast<unsigned char>(text.back())] = true;
     special_ids_.emplace(text, id);  // the first id wins for a repeated text
     specials_.emplace_back(std::move(text), id);
   }
@@ -101,27 +102,64 @@ bool ascii_digit(unsigned char c) {
   return c >= '0' && c <= '9';
 }
 
+/// True when the code point that ends at text[at - 1] may be whitespace to the pre-tokenizer
+/// (ASCII controls and space, and Unicode's White_Space outside ASCII; text is valid UTF-8).
+bool whitespace_before(std::string_view text, std::size_t at) {
+  std::size_t start = at - 1;
+  while (start > 0 && at - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
+    --start;
+  const auto lead = static_cast<unsigned char>(text[start]);
+  if (lead < 0x80) return lead <= 0x20 || lead == 0x7f;
+  std::uint32_t cp = lead >= 0xF0 ? lead & 0x07u : lead >= 0xE0 ? lead & 0x0Fu : lead & 0x1Fu;
+  for (std::size_t k = start + 1; k < at; ++k)
+    cp = (cp << 6) | (static_cast<unsigned char>(text[k]) & 0x3Fu);
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || cp == 0x180E ||
+         (cp >= 0x2000 && cp <= 0x200B) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
+}
+
 }  // namespace
+
+bool LlamaTokenizer::special_crosses(std::string_view text, std::size_t at) const {
+  const std::size_t longest = specials_.empty() ? 0 : specials_.front().first.size();
+  for (std::size_t p = at > longest ? at - longest + 1 : 0; p < at && p < text.size(); ++p) {
+    if (!special_first_byte_[static_cast<unsigned char>(text[p])]) continue;
+    for (const auto& [s, id] : specials_) {
+      if (p + s.size() > at && text.compare(p, s.size(), s) == 0) return true;
+    }
+  }
+  return false;
+}
+
+bool LlamaTokenizer::special_bound(std::string_view text, std::size_t at) const {
+  for (const auto& [s, id] : specials_) {
+    // A special text starting at `at`, or ending there, that no other special text overlaps:
+    // llama.cpp's partition takes it whole, so the raw text on each side is split there.
+    if (text.compare(at, s.size(), s) == 0 && !special_crosses(text, at + s.size())) return true;
+    if (at >= s.size() && text.compare(at - s.size(), s.size(), s) == 0 &&
+        !special_crosses(text, at - s.size()))
+      return true;
+  }
+  return false;
+}
 
 bool LlamaTokenizer::safe_cut(std::string_view text, std::size_t at) const {
   if (at == 0 || at >= text.size()) return false;
+  // No special token's text may span the cut (it would be two plain pieces on each side).
+  if (special_crosses(text, at)) return false;
   const auto before = static_cast<unsigned char>(text[at - 1]);
   const auto after = static_cast<unsigned char>(text[at]);
+  if ((special_first_byte_[after] || special_last_byte_[before]) && special_bound(text, at)) {
+    return true;
+  }
+  // Before a space after anything but whitespace: every match that holds the code point before
+  // ends there (a space only ever leads a match or belongs to a run of whitespace).
+  if (after == ' ' && !whitespace_before(text, at)) return true;
   const auto printable = [](unsigned char c) { return c >= 0x20 && c < 0x7f; };
   if (!printable(before) || !printable(after) || before == ' ') return false;
-  const bool ends_here = ascii_letter(before)  ? !ascii_letter(after)
-                         : ascii_digit(before) ? true
-                                               : ascii_digit(after) || after == ' ';
-  if (!ends_here) return false;
-  // No special token's text may span the cut (it would be two plain pieces on each side).
-  const std::size_t longest = specials_.empty() ? 0 : specials_.front().first.size();
-  for (std::size_t p = at > longest ? at - longest + 1 : 0; p < at; ++p) {
-    if (!special_first_byte_[static_cast<unsigned char>(text[p])]) continue;
-    for (const auto& [s, id] : specials_) {
-      if (p + s.size() > at && text.compare(p, s.size(), s) == 0) return false;
-    }
-  }
-  return true;
+  return ascii_letter(before)  ? !ascii_letter(after)
+         : ascii_digit(before) ? true
+                               : ascii_digit(after) || after == ' ';
 }
 
 TokenPrefix LlamaTokenizer::tokenize_prefix(std::string_view text, std::size_t keep,

@@ -47,17 +47,25 @@ class LlamaTokenizer final : public Tokenizer {
   /// Bytes a tokenize_prefix piece reaches before it looks for a cut.
   static constexpr std::size_t kPieceBytes = 64 * 1024;
 
-  /// True when the ids of text[0, at) followed by those of text[at, end) are the ids of `text`:
-  /// the bytes on both sides are printable ASCII, so NFC cannot join them, and the Qwen2 / qwen35
-  /// pre-tokenizer regex always ends a piece there (its matches look ahead, never behind):
-  ///   - after a letter, before anything but a letter (a letter run ends there);
-  ///   - after a digit (\p{N} is one digit a piece);
-  ///   - after punctuation (a run of [^\s\p{L}\p{N}], or a contraction), before a digit or a
-  ///     space (neither continues the run nor takes it as the lead of a letter run);
-  /// and no special-token text crosses `at`. Never after a space (`\s+(?!\S)` looks ahead).
+  /// True when the ids of text[0, at) followed by those of text[at, end) are the ids of `text`.
+  /// No special-token text may cross `at`, and then one of:
+  ///   - a special token's text starts or ends at `at` and no other overlaps it: llama.cpp splits
+  ///     the text there before pre-tokenizing, and clef's NFC runs between special texts;
+  ///   - an ASCII space at `at` after a code point that is not whitespace: every match of the
+  ///     Qwen2 / qwen35 pre-tokenizer regex that holds that code point ends there (a space only
+  ///     leads a match or belongs to a whitespace run; the regex looks ahead, never behind), and
+  ///     NFC never joins a space to what precedes it;
+  ///   - printable ASCII on both sides (NFC cannot join them), and a piece always ends there:
+  ///     after a letter before anything but a letter; after a digit (\p{N} is one digit a
+  ///     piece); after punctuation (a run of [^\s\p{L}\p{N}], or a contraction) before a digit.
+  /// Never after whitespace (`\s+(?!\S)` looks ahead).
   bool safe_cut(std::string_view text, std::size_t at) const;
 
  private:
+  /// True when a special token's text starts before `at` and ends after it.
+  bool special_crosses(std::string_view text, std::size_t at) const;
+  /// True when a special token's text that no other overlaps starts or ends at `at`.
+  bool special_bound(std::string_view text, std::size_t at) const;
   std::vector<TokenId> tokenize_raw(std::string_view text) const;
   std::string normalize(std::string_view text) const;
 
@@ -66,6 +74,7 @@ class LlamaTokenizer final : public Tokenizer {
   std::vector<std::pair<std::string, TokenId>> specials_;  // longest text first
   std::map<std::string, TokenId, std::less<>> special_ids_;
   std::array<bool, 256> special_first_byte_{};  // first bytes of the special texts
+  std::array<bool, 256> special_last_byte_{};   // last bytes of the special texts
 };
 
 }  // namespace clef::record

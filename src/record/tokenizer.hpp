@@ -21,8 +21,8 @@ struct TokenPrefix {
 
 /// What tokenizing one byte of text may take at its peak (llama.cpp's pre-tokenizer keeps a
 /// code point, an offset and a string per piece, its BPE a symbol and a queued bigram per code
-/// point; measured: a 15 MB run of letters peaked about 40 bytes a byte above its text).
-inline constexpr std::size_t kTokenizeBytesPerByte = 48;
+/// point; measured: a 5 MB run of letters peaked about 118 bytes a byte above its text).
+inline constexpr std::size_t kTokenizeBytesPerByte = 128;
 
 /// Tokenizes one piece of text the way the reference's `tokenizer(piece,
 /// add_special_tokens=False)` does (decision contract, section 3): no BOS/EOS added, and

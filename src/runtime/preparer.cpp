@@ -105,7 +105,14 @@ PreparedRequest Preparer::prepare(json::Value body, const Cancellation& cancella
   options.max_length = static_cast<std::size_t>(
       std::min(context_size(), out.request.max_length.value_or(context_size())));
   options.max_state_tokens = static_cast<std::size_t>(out.request.max_state_tokens.value_or(0));
-  options.charge = charge;
+  // Charged before each piece of the state is tokenized: also where a client that left stops its
+  // preparation (a long state takes seconds).
+  options.charge = [&charge, &cancelled](std::ptrdiff_t bytes) {
+    if (bytes > 0 && cancelled && cancelled()) {
+      throw DecisionCancelled("the client closed the connection while its state was tokenized");
+    }
+    if (charge) charge(bytes);
+  };
   for (const RequestImage& d : out.images) {
     options.image_tokens.push_back(static_cast<std::size_t>(d.grid.n_image_tokens()));
   }

@@ -274,6 +274,7 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
     }
     std::string_view size_text = pending.substr(pos, eol - pos);
     size_text = trim_blanks(size_text.substr(0, size_text.find(';')));
+    while (size_text.size() > 1 && size_text.front() == '0') size_text.remove_prefix(1);
     const auto size = parse_size(size_text, 16);
     if (!size) return malformed();
     if (*size == 0) {
@@ -282,8 +283,12 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
         const std::size_t end = pending.find("\r\n", line);
         if (end == std::string_view::npos) {
           if (pending.size() - eol > kMaxTrailers) return malformed();
+          if (pending.substr(line).find('\n') != std::string_view::npos) return malformed();
           out.state = State::incomplete;
           return out;
+        }
+        if (pending.substr(line, end - line).find('\n') != std::string_view::npos) {
+          return malformed();  // a bare LF in the trailer section
         }
         if (end == line) {
           out.body_bytes = end + 2 - body_at;
@@ -308,20 +313,21 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
   }
 }
 
-void ConnectionStream::drop_header(std::string_view name) {
+bool ConnectionStream::drop_header(std::string_view name) {
   const std::string_view pending = buffered_view();
   const std::size_t head_end = pending.find("\r\n\r\n");
-  if (head_end == std::string_view::npos) return;
+  if (head_end == std::string_view::npos) return false;
   for (std::size_t at = pending.find("\r\n") + 2; at < head_end + 2;) {
     const std::size_t end = pending.find("\r\n", at);
     const std::string_view field = pending.substr(at, end - at);
     const std::size_t colon = field.find(':');
     if (colon != std::string_view::npos && same_name(field.substr(0, colon), name)) {
       buffer_.erase(begin_ + at, end + 2 - at);
-      return;
+      return true;
     }
     at = end + 2;
   }
+  return false;
 }
 
 void ConnectionStream::begin_response() {
@@ -508,7 +514,8 @@ Next Connection::look(const LightRequest& light, std::size_t body_allowance) {
   const ConnectionStream::BodyStatus body = stream_.body_status(chunk_scan_);
   if (body.expects_continue && body.state == ConnectionStream::BodyStatus::State::incomplete) {
     // The client waits for this before it sends the body; httplib must not send another.
-    stream_.drop_header("Expect");
+    while (stream_.drop_header("Expect")) {
+    }
     chunk_scan_ = {};
     send_now("HTTP/1.1 100 Continue\r\n\r\n");
   }

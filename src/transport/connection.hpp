@@ -129,9 +129,10 @@ class ConnectionStream final : public httplib::Stream {
   };
   /// The body of the buffered request, whose header block is complete.
   BodyStatus body_status(ChunkScan& scan) const;
-  /// Removes a header field line of the buffered header block (the poller answers
-  /// "Expect: 100-continue" itself, so httplib must not send a second 100).
-  void drop_header(std::string_view name);
+  /// Removes the first header field line named `name` from the buffered header block; false
+  /// when there is none (the poller answers "Expect: 100-continue" itself, so httplib must not
+  /// send a second 100).
+  bool drop_header(std::string_view name);
 
   /// Reads until header_status() is not kIncomplete (its result then), or the peer closes or
   /// fails (httplib sees that): 0; 408 when the deadline passed first.

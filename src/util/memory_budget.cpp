@@ -23,8 +23,8 @@ void MemoryBudget::Lease::charge(std::size_t bytes) {
     throw Error(ErrorKind::payload_too_large, "request_too_large",
                 "preparing this request needs more than the " + human_bytes(budget_.per_request_) +
                     " of memory one request may use (--prepare-memory-per-request): send a "
-                    "smaller state, or one with more breaks (spaces, digits, punctuation) in "
-                    "its long runs of letters");
+                    "smaller request (the state costs most: its parsed JSON, and its "
+                    "tokenization, which is dearest for long runs without spaces)");
   }
   if (budget_.total_ > 0) {
     std::size_t now = budget_.in_use_.load();

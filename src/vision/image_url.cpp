@@ -46,7 +46,7 @@ struct Reserved {
 /// IANA's IPv4 Special-Purpose Address Registry (RFC 6890 and its updates): every block that is
 /// not a globally reachable unicast host, the documentation ranges included. One list: an address
 /// in any of them is refused. The first 4 bytes of `prefix` are the IPv4 network.
-constexpr std::array<Reserved, 19> kReservedV4 = {{
+constexpr std::array<Reserved, 20> kReservedV4 = {{
     {{0, 0, 0, 0}, 8, "an unspecified (0.0.0.0/8) address"},
     {{10, 0, 0, 0}, 8, "a private (10.0.0.0/8) address"},
     {{100, 64, 0, 0}, 10, "a shared (100.64.0.0/10) address"},
@@ -60,6 +60,8 @@ constexpr std::array<Reserved, 19> kReservedV4 = {{
     {{192, 88, 99, 0}, 24, "a 6to4 relay anycast (192.88.99.0/24) address"},
     {{192, 168, 0, 0}, 16, "a private (192.168.0.0/16) address"},
     {{192, 175, 48, 0}, 24, "an AS112 (192.175.48.0/24) address"},
+    // Not special-purpose, but every Azure VM's metadata and DHCP service (WireServer).
+    {{168, 63, 129, 16}, 32, "a cloud metadata (168.63.129.16, Azure WireServer) address"},
     {{198, 18, 0, 0}, 15, "a benchmarking (198.18.0.0/15) address"},
     {{198, 51, 100, 0}, 24, "a documentation (198.51.100.0/24, TEST-NET-2) address"},
     {{203, 0, 113, 0}, 24, "a documentation (203.0.113.0/24, TEST-NET-3) address"},
@@ -70,11 +72,12 @@ constexpr std::array<Reserved, 19> kReservedV4 = {{
 
 /// IANA's IPv6 Special-Purpose Address Registry, and the blocks outside 2000::/3 that are not
 /// unicast hosts. Forms that embed an IPv4 address are decided by that address (kReservedV4).
-constexpr std::array<Reserved, 16> kReservedV6 = {{
+constexpr std::array<Reserved, 17> kReservedV6 = {{
     {{}, 128, "the unspecified address (::)"},
     {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, "the loopback address (::1)"},
     {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "an IPv4-mapped address", 12},
-    {{}, 96, "an IPv4-compatible address", 12},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0}, 96, "an IPv4-translated address", 12},
+    {{}, 96, "a deprecated IPv4-compatible (::/96) address"},
     {{0, 0x64, 0xff, 0x9b}, 96, "a NAT64 address", 12},
     {{0, 0x64, 0xff, 0x9b, 0, 1}, 48, "a local-use NAT64 (64:ff9b:1::/48) address"},
     {{0x01}, 64, "a discard-only (100::/64) address"},
@@ -112,8 +115,7 @@ std::optional<std::string> forbidden_v6(const std::array<std::uint8_t, 16>& b,
                                         bool allow_loopback) {
   for (const Reserved& r : kReservedV6) {
     if (!in_block(b.data(), r)) continue;
-    // The IPv4-compatible block holds :: and ::1 (listed first); any other is decided by its
-    // IPv4 address, as every form that embeds one.
+    // Every form that embeds an IPv4 address is decided by that address.
     if (r.embedded_v4 >= 0)
       return forbidden_v4(&b[static_cast<std::size_t>(r.embedded_v4)], allow_loopback);
     if (allow_loopback && r.bits == 128 && b[15] == 1) return std::nullopt;

@@ -40,7 +40,9 @@ HttpUrl parse_http_url(std::string_view url, const std::string& param = {});
 /// private (10/8, 172.16/12, 192.168/16), carrier-grade NAT (100.64/10), link-local (169.254/16,
 /// including the cloud metadata address 169.254.169.254; fe80::/10), unique-local (fc00::/7),
 /// unspecified / "this network" (0/8, ::), multicast (224/4, ff00::/8), reserved (240/4 and
-/// broadcast), and IPv4-mapped / IPv4-compatible / NAT64 IPv6 forms of those IPv4 ranges. With
+/// broadcast), documentation and the other special-purpose blocks of IANA's registries, Azure's
+/// metadata address, the deprecated IPv4-compatible IPv6 block, and IPv4-mapped / -translated /
+/// NAT64 / 6to4 IPv6 forms of the refused IPv4 ranges. With
 /// `allow_loopback` loopback is allowed. Returns a reason for a string that is not an address.
 std::optional<std::string> forbidden_address_reason(std::string_view ip,
                                                     bool allow_loopback = false);

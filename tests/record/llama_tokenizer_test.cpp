@@ -290,3 +290,40 @@ TEST(LlamaTokenizer, APrefixOfALongTextIsItsFirstIdsAndCountsTheRest) {
 
 }  // namespace
 }  // namespace clef
+
+namespace clef {
+namespace {
+
+/// Reported (issue 52, breaker): 4 MB of "<|im_start|>" back to back took 206 s of CPU (llama.cpp's
+/// special-token partition is quadratic in one piece), and 5 MB of one letter run passed the
+/// memory charge. Special texts are cuts now, so such a state is tokenized in pieces; the ids are
+/// the whole text's.
+TEST(LlamaTokenizer, SpecialTextsBackToBackAreCutIntoPieces) {
+  const VocabModel model = VocabModel::load(kVocab, PreTokenizer::qwen2);
+  const LlamaTokenizer tok(model.vocab());
+  std::string specials;
+  while (specials.size() < 3 * LlamaTokenizer::kPieceBytes) specials += "<|im_start|><|im_end|>x";
+  std::ptrdiff_t held = 0, peak = 0;
+  const record::TokenPrefix prefix =
+      tok.tokenize_prefix(specials, std::size_t{1} << 30, [&](std::ptrdiff_t b) {
+        held += b;
+        peak = std::max(peak, held);
+      });
+  EXPECT_EQ(prefix.ids, tok.tokenize(specials));
+  EXPECT_LT(static_cast<std::size_t>(peak),
+            2 * LlamaTokenizer::kPieceBytes * record::kTokenizeBytesPerByte);
+  // CJK text with spaces (no ASCII letters) is cut at its spaces.
+  std::string cjk;
+  while (cjk.size() < 3 * LlamaTokenizer::kPieceBytes) cjk += "\u4e2d\u6587\u3002 \u6d4b\u8bd5 ";
+  held = peak = 0;
+  const record::TokenPrefix cut = tok.tokenize_prefix(cjk, 100, [&](std::ptrdiff_t b) {
+    held += b;
+    peak = std::max(peak, held);
+  });
+  EXPECT_EQ(cut.total, tok.tokenize(cjk).size());
+  EXPECT_LT(static_cast<std::size_t>(peak),
+            2 * LlamaTokenizer::kPieceBytes * record::kTokenizeBytesPerByte);
+}
+
+}  // namespace
+}  // namespace clef

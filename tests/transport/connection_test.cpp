@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -415,6 +416,43 @@ TEST(ServerConnection, A499SaysClientClosedRequestInItsStatusLine) {
   s.shutdown_write();  // gone as far as the server can tell, but still reading
   const std::string answer = s.read_until("\r\n\r\n", 5s);
   EXPECT_EQ(answer.rfind("HTTP/1.1 499 Client Closed Request\r\n", 0), 0u) << answer;
+}
+
+/// Reported by the breaker (issue 52): two "Expect: 100-continue" lines got two 100s (the second
+/// after the body); a trailer section ended by a bare LF waited for the read timeout (408) instead
+/// of a 400; a chunk size with 16 hex digits of leading zeros was refused.
+TEST(ServerConnection, ExpectTwiceTrailersWithABareLfAndLeadingZeroChunkSizes) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  RawSocket twice(f.port);
+  ASSERT_TRUE(
+      twice.send_all("POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     "application/json\r\nExpect: 100-continue\r\nEXPECT: 100-Continue\r\n"
+                     "Content-Length: " +
+                     std::to_string(kInner.size()) + "\r\n\r\n"));
+  const std::string interim = twice.read_until("\r\n\r\n", 3s);
+  EXPECT_EQ(interim.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << interim;
+  ASSERT_TRUE(twice.send_all(kInner));
+  const std::string answer = interim + twice.read_until("\"output_tokens\":0}}", 3s);
+  EXPECT_EQ(count(answer, "100 Continue"), 1u) << answer;
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+
+  const std::string chunked =
+      "POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  char size[32];
+  std::snprintf(size, sizeof size, "%016zx\r\n", kInner.size());
+  RawSocket zeros(f.port);
+  ASSERT_TRUE(zeros.send_all(chunked + size + kInner + "\r\n0\r\n\r\n"));
+  const std::string decided = zeros.read_until("\"output_tokens\":0}}", 3s);
+  EXPECT_EQ(decided.rfind("HTTP/1.1 200", 0), 0u) << decided;
+
+  const auto start = std::chrono::steady_clock::now();
+  RawSocket bare(f.port);
+  ASSERT_TRUE(bare.send_all(chunked + size + kInner + "\r\n0\r\n\n"));
+  const std::string refused = bare.read_all(3s);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 400", 0), 0u) << refused;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
 }
 
 }  // namespace

@@ -191,11 +191,14 @@ TEST(ImageUrlDeadline, AnErrorStatusIsNamedAtOnce) {
 /// Reported input (issue 52, item 6): 203.0.113.0/24 (TEST-NET-3) was fetched while
 /// 192.0.2.0/24 was refused. Every special-purpose block of IANA's registries is refused.
 TEST(ImageUrlReservedRanges, EveryDocumentationAndSpecialPurposeBlockIsRefused) {
-  for (const char* ip :
-       {"203.0.113.7", "198.51.100.1", "192.0.2.1", "192.88.99.1", "192.31.196.1", "192.52.193.1",
-        "192.175.48.1", "198.19.255.255", "2001:db8::1", "3fff::1", "100::1", "2001::1",
-        "2001:0:4136:e378::1", "64:ff9b:1::1", "5f00::1", "::ffff:203.0.113.9",
-        "64:ff9b::cb00:7109", "2002:cb00:7109::1", "fec0::1"}) {
+  for (const char* ip : {"203.0.113.7", "198.51.100.1", "192.0.2.1", "192.88.99.1", "192.31.196.1",
+                         "192.52.193.1", "192.175.48.1", "198.19.255.255", "2001:db8::1", "3fff::1",
+                         "100::1", "2001::1", "2001:0:4136:e378::1", "64:ff9b:1::1", "5f00::1",
+                         "::ffff:203.0.113.9", "64:ff9b::cb00:7109", "2002:cb00:7109::1", "fec0::1",
+                         // Reported by the breaker: the IPv4-translated form, Azure's metadata
+                         // address and the deprecated IPv4-compatible form were connected to.
+                         "::ffff:0:a9fe:a9fe", "::ffff:0:a00:1", "::ffff:0:7f00:1", "168.63.129.16",
+                         "::100:1", "::8.8.8.8"}) {
     EXPECT_TRUE(forbidden_address_reason(ip).has_value()) << ip;
   }
   for (const char* ip : {"203.0.114.1", "198.51.101.1", "192.0.3.1", "2001:db9::1", "2001:200::1",
