@@ -105,10 +105,11 @@ PreparedRequest Preparer::prepare(json::Value body, const Cancellation& cancella
   options.max_length = static_cast<std::size_t>(
       std::min(context_size(), out.request.max_length.value_or(context_size())));
   options.max_state_tokens = static_cast<std::size_t>(out.request.max_state_tokens.value_or(0));
-  // Charged before each piece of the state is tokenized: also where a client that left stops its
-  // preparation (a long state takes seconds).
-  options.charge = [&charge, &cancelled](std::ptrdiff_t bytes) {
-    if (bytes > 0 && cancelled && cancelled()) {
+  // Charged with the rendered state, then before each piece of it is tokenized: between pieces
+  // is also where a client that left stops its preparation (a long state takes seconds; a state
+  // of one piece is prepared, as a request without videos always was, and the decision checks).
+  options.charge = [&charge, &cancelled, charges = 0](std::ptrdiff_t bytes) mutable {
+    if (bytes > 0 && ++charges > 2 && cancelled && cancelled()) {
       throw DecisionCancelled("the client closed the connection while its state was tokenized");
     }
     if (charge) charge(bytes);

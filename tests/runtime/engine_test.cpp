@@ -224,6 +224,23 @@ TEST_F(EngineTest, OverlongStateIsTruncatedOrRefusedAsConfigured) {
   }
 }
 
+/// Issue 52 (breaker): a long state's tokenization went on for minutes after its client left. It
+/// is tokenized in pieces now, and a gone client stops it between two of them; a state of one
+/// piece is prepared as before (the decision checks the client later).
+TEST_F(EngineTest, AGoneClientStopsALongStateBetweenPieces) {
+  clef::runtime::Cancellation gone;
+  gone.cancel();
+  std::string words;
+  while (words.size() < 300000) words += "word ";
+  const Value long_state = clef::json::parse(R"({"state": ")" + words +
+                                             R"(", "questions": {"q": {"type": "noul"}}})");
+  EXPECT_THROW(engine().prepare(long_state, gone), clef::DecisionCancelled);
+  const Value short_state =
+      clef::json::parse(R"({"state": "word", "questions": {"q": {"type": "noul"}}})");
+  EXPECT_NO_THROW(engine().prepare(short_state, gone));
+  EXPECT_EQ(engine().prepare(long_state).record.input_tokens(), 4096u);  // not gone: prepared
+}
+
 /// A request's max_length (bounded by the served context) and max_state_tokens are honoured, as
 /// the reference's encoder does; --truncation refuse does not refuse a cut the client asked for.
 TEST_F(EngineTest, RequestMaxLengthAndMaxStateTokensAreHonoured) {
