@@ -7,17 +7,6 @@
 
 namespace clef::server {
 
-bool same_name(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::string HttpRequest::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
     if (same_name(key, name)) return value;
@@ -86,19 +75,11 @@ std::string RequestIds::for_request(std::string_view client_id) {
   return acceptable_client_id(client_id) ? std::string(client_id) : next();
 }
 
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
+using transport::trim_blanks;
 
 bool is_json_content_type(std::string_view content_type) noexcept {
-  std::string_view media = trim(content_type.substr(0, content_type.find(';')));
-  if (trim(content_type).empty()) return true;
+  std::string_view media = trim_blanks(content_type.substr(0, content_type.find(';')));
+  if (trim_blanks(content_type).empty()) return true;
   std::string lower(media);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "application/json") return true;
@@ -106,17 +87,6 @@ bool is_json_content_type(std::string_view content_type) noexcept {
   constexpr std::string_view suffix = "+json";
   return lower.size() > app.size() + suffix.size() && lower.starts_with(app) &&
          lower.ends_with(suffix);
-}
-
-std::optional<std::uint64_t> parse_content_length(std::string_view value) noexcept {
-  value = trim(value);
-  if (value.empty() || value.size() > 19) return std::nullopt;
-  std::uint64_t n = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  return n;
 }
 
 std::string content_type_charset(std::string_view content_type) {
@@ -127,9 +97,9 @@ std::string content_type_charset(std::string_view content_type) {
     auto semi = rest.find(';');
     if (semi == std::string_view::npos) return "";
     rest.remove_prefix(semi + 1);
-    std::string_view param = trim(rest.substr(0, rest.find(';')));
+    std::string_view param = trim_blanks(rest.substr(0, rest.find(';')));
     if (!param.starts_with("charset=")) continue;
-    std::string_view value = trim(param.substr(8));
+    std::string_view value = trim_blanks(param.substr(8));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
@@ -148,7 +118,7 @@ std::string framing_problem(const std::vector<std::string>& lengths,
     if (first && *first != *length) return "conflicting Content-Length headers";
     first = length;
   }
-  std::string coding(trim(transfer_encoding));
+  std::string coding(trim_blanks(transfer_encoding));
   for (char& c : coding) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!coding.empty() && !lengths.empty()) {
     return "Content-Length and Transfer-Encoding must not both be sent";

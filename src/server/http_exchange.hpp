@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/endpoints.hpp"
+#include "transport/header_values.hpp"
 
 namespace clef::server {
 
@@ -95,15 +96,16 @@ class RequestIds {
   std::atomic<std::uint64_t> counter_{0};
 };
 
-/// a == b ignoring ASCII case (header names, auth schemes).
-bool same_name(std::string_view a, std::string_view b) noexcept;
+// a == b ignoring ASCII case (header names, auth schemes), as the connection loop reads them.
+using transport::same_name;
 
 /// True for a JSON media type: "application/json" or any "application/<x>+json", case-
 /// insensitive, parameters (";charset=utf-8") ignored. An absent header (empty) is accepted.
 bool is_json_content_type(std::string_view content_type) noexcept;
 
-/// The Content-Length header's value; nullopt when it is absent or not a plain decimal number.
-std::optional<std::uint64_t> parse_content_length(std::string_view value) noexcept;
+// The Content-Length header's value (nullopt when absent or not a plain decimal number), read as
+// the connection loop frames the body it reads.
+using transport::parse_content_length;
 
 /// The charset parameter of a Content-Type, lower-cased and unquoted ("" when absent):
 /// "application/json; charset=\"UTF-8\"" -> "utf-8".

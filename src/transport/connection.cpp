@@ -12,6 +12,8 @@
 #include <cstring>
 #include <optional>
 
+#include "transport/header_values.hpp"
+
 namespace clef::transport {
 
 namespace {
@@ -156,34 +158,18 @@ int ConnectionStream::fill_headers() {
 
 namespace {
 
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
-std::string_view trim_blanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-/// The number `text` holds in `base` (10 or 16), nullopt for anything else or more digits than
-/// the server reads (19 decimal, 15 hex: both fit 64 bits).
-std::optional<std::uint64_t> parse_size(std::string_view text, int base) {
-  if (text.empty() || text.size() > (base == 10 ? 19u : 15u)) return std::nullopt;
+/// A chunk size (hex, leading zeros already dropped), nullopt for anything else or more than 15
+/// digits (it fits 64 bits).
+std::optional<std::uint64_t> parse_chunk_size(std::string_view text) {
+  if (text.empty() || text.size() > 15) return std::nullopt;
   std::uint64_t n = 0;
   for (char c : text) {
     int d = -1;
     if (c >= '0' && c <= '9') d = c - '0';
-    if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    if (base == 16 && c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
     if (d < 0) return std::nullopt;
-    n = n * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
+    n = n * 16 + static_cast<std::uint64_t>(d);
   }
   return n;
 }
@@ -219,7 +205,7 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
     const std::string_view name = field.substr(0, colon);
     const std::string_view value = trim_blanks(field.substr(colon + 1));
     if (same_name(name, "Content-Length")) {
-      const auto n = parse_size(value, 10);
+      const auto n = parse_content_length(value);
       lengths_agree = lengths_agree && n && (lengths == 0 || n == length);
       length = n;
       ++lengths;
@@ -275,7 +261,7 @@ ConnectionStream::BodyStatus ConnectionStream::body_status(ChunkScan& scan) cons
     std::string_view size_text = pending.substr(pos, eol - pos);
     size_text = trim_blanks(size_text.substr(0, size_text.find(';')));
     while (size_text.size() > 1 && size_text.front() == '0') size_text.remove_prefix(1);
-    const auto size = parse_size(size_text, 16);
+    const auto size = parse_chunk_size(size_text);
     if (!size) return malformed();
     if (*size == 0) {
       // The trailer section ends at an empty line.
