@@ -168,16 +168,11 @@ TokenPrefix LlamaTokenizer::tokenize_prefix(std::string_view text, std::size_t k
   for (std::size_t at = 0; at < text.size();) {
     std::size_t end = std::min(text.size(), at + kPieceBytes);
     while (end < text.size() && !safe_cut(text, end)) ++end;
-    const std::string_view piece = text.substr(at, end - at);
-    const auto cost = static_cast<std::ptrdiff_t>(piece.size() * kTokenizeBytesPerByte);
-    if (charge) charge(cost);
-    const std::vector<TokenId> ids = tokenize(piece);
-    if (charge) charge(-cost);
-    out.total += ids.size();
-    if (out.ids.size() < keep) {
-      const std::size_t take = std::min(ids.size(), keep - out.ids.size());
-      out.ids.insert(out.ids.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(take));
-    }
+    // Each piece as the default takes a whole text: charged while it is tokenized.
+    const TokenPrefix piece =
+        Tokenizer::tokenize_prefix(text.substr(at, end - at), keep - out.ids.size(), charge);
+    out.total += piece.total;
+    out.ids.insert(out.ids.end(), piece.ids.begin(), piece.ids.end());
     at = end;
   }
   return out;
