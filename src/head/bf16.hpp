@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace clef::testmodel {
+namespace clef::head {
 
 /// BF16 bits of `x`, rounded to nearest even: `(u + 0x7FFF + ((u >> 16) & 1)) >> 16` computed in
 /// 64 bits; a NaN keeps its top bits and gets the quiet bit (`(u >> 16) | 0x40`).
@@ -23,4 +23,4 @@ inline float bf16_to_float(std::uint16_t b) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
-}  // namespace clef::testmodel
+}  // namespace clef::head

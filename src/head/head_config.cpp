@@ -94,4 +94,13 @@ HeadConfig read_head_config(const std::filesystem::path& path) {
   return parse_head_config(ss.str(), path.string());
 }
 
+std::string head_config_json(const HeadConfig& c) {
+  return "{\n  \"hidden_size\": " + std::to_string(c.hidden_size) +
+         ",\n  \"width\": " + std::to_string(c.width) +
+         ",\n  \"routing_layers\": " + std::to_string(c.routing_layers) +
+         ",\n  \"layers\": " + std::to_string(c.layers) +
+         ",\n  \"heads\": " + std::to_string(c.heads) +
+         ",\n  \"feedforward\": " + std::to_string(c.feedforward) + "\n}\n";
+}
+
 }  // namespace clef::head

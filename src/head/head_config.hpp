@@ -33,6 +33,10 @@ HeadConfig parse_head_config(std::string_view json, const std::string& source);
 /// clef::Error (model_error) naming `source` and the field at fault.
 void validate_head_config(const HeadConfig& config, const std::string& source);
 
+/// `joint_head_config.json` text: the six keys in reference order, 2-space indented, like
+/// Python's json.dump(config, indent=2) (what the reference loader reads back).
+std::string head_config_json(const HeadConfig& config);
+
 /// Reads and parses `path`. Throws model_error when the file is missing or invalid.
 HeadConfig read_head_config(const std::filesystem::path& path);
 

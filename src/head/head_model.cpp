@@ -59,6 +59,7 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
       ggml_tensor* t = ggml_new_tensor_1d(ctx_.get(), GGML_TYPE_F32, 1);
       ggml_set_name(t, ("clef.folded." + s.name).c_str());
       by_name.emplace(s.name, t);
+      parameters_.push_back({s.name, t});
       continue;
     }
     std::int64_t ne[4] = {1, 1, 1, 1};
@@ -67,6 +68,7 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
     ggml_tensor* t = ggml_new_tensor(ctx_.get(), GGML_TYPE_F32, n_dims, ne);
     ggml_set_name(t, s.name.c_str());
     by_name.emplace(s.name, t);
+    parameters_.push_back({s.name, t});
   }
   const Lookup at(by_name);
   HeadTensors& w = tensors_;

@@ -6,6 +6,7 @@
 #include <ggml.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "head/head_graph_ops.hpp"
@@ -59,11 +60,21 @@ class HeadModel {
   const HeadConfig& config() const noexcept { return config_; }
   const HeadTensors& tensors() const noexcept { return tensors_; }
 
+  /// One parameter tensor and its torch state_dict name.
+  struct NamedTensor {
+    std::string name;
+    ggml_tensor* tensor = nullptr;
+  };
+  /// Every parameter in head_parameter_specs order (the three scalars hold folded values when
+  /// the weights were folded), not the derived constants.
+  const std::vector<NamedTensor>& parameters() const noexcept { return parameters_; }
+
  private:
   HeadConfig config_;
   ggml_context_ptr ctx_;
   ggml_backend_buffer_ptr buffer_;
   HeadTensors tensors_;
+  std::vector<NamedTensor> parameters_;
 };
 
 }  // namespace clef::head

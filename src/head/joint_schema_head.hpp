@@ -13,22 +13,10 @@
 
 #include "device/device.hpp"
 #include "head/head_config.hpp"
+#include "head/head_graph.hpp"
 #include "head/head_weights.hpp"
 
 namespace clef::head {
-
-/// A half-open token range [start, end) into the record's ids / hidden-state rows.
-struct Span {
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-};
-
-/// One question of the record as the head sees it.
-struct HeadQuestion {
-  int type = 0;               ///< noul 0, choice 1, score 2 (row of type_embedding)
-  Span question;              ///< the rendered instructions' tokens
-  std::vector<Span> options;  ///< the rendered option objects' tokens, in model option order
-};
 
 /// The head, its weights resident in one backend buffer (uploaded once, at construction).
 /// forward() reuses one graph allocator across calls; it is not thread-safe (one call at a time).

@@ -1,4 +1,4 @@
-#include "testmodel/safetensors_writer.hpp"
+#include "head/safetensors_writer.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "testmodel/bf16.hpp"
+#include "head/bf16.hpp"
 
-namespace clef::testmodel {
+namespace clef::head {
 
 namespace {
 
@@ -122,4 +122,4 @@ void SafetensorsWriter::write(const std::filesystem::path& path, SafetensorsDtyp
   if (!f) throw std::runtime_error("cannot write " + path.string());
 }
 
-}  // namespace clef::testmodel
+}  // namespace clef::head

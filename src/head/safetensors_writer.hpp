@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace clef::testmodel {
+namespace clef::head {
 
 /// Stored element type of every tensor in one file.
 enum class SafetensorsDtype { f32, bf16 };
@@ -39,4 +39,4 @@ class SafetensorsWriter {
   std::vector<Tensor> tensors_;
 };
 
-}  // namespace clef::testmodel
+}  // namespace clef::head

@@ -30,8 +30,8 @@ Init init_for(const head::ParamSpec& p) {
 
 }  // namespace
 
-SafetensorsWriter random_head(const head::HeadConfig& config, std::uint64_t seed) {
-  SafetensorsWriter w;
+head::SafetensorsWriter random_head(const head::HeadConfig& config, std::uint64_t seed) {
+  head::SafetensorsWriter w;
   w.set_metadata("format", "pt");
   w.set_metadata("generator", "clef make-test-model");
   w.set_metadata("weight_seed", std::to_string(seed));
@@ -46,20 +46,11 @@ SafetensorsWriter random_head(const head::HeadConfig& config, std::uint64_t seed
   return w;
 }
 
-std::string head_config_json(const head::HeadConfig& c) {
-  return "{\n  \"hidden_size\": " + std::to_string(c.hidden_size) +
-         ",\n  \"width\": " + std::to_string(c.width) +
-         ",\n  \"routing_layers\": " + std::to_string(c.routing_layers) +
-         ",\n  \"layers\": " + std::to_string(c.layers) +
-         ",\n  \"heads\": " + std::to_string(c.heads) +
-         ",\n  \"feedforward\": " + std::to_string(c.feedforward) + "\n}\n";
-}
-
 void write_head(const std::filesystem::path& dir, const head::HeadConfig& config,
-                std::uint64_t seed, SafetensorsDtype dtype) {
+                std::uint64_t seed, head::SafetensorsDtype dtype) {
   random_head(config, seed).write(dir / "joint_head.safetensors", dtype);
   std::ofstream f(dir / "joint_head_config.json", std::ios::binary | std::ios::trunc);
-  f << head_config_json(config);
+  f << head::head_config_json(config);
   if (!f) throw std::runtime_error("cannot write " + (dir / "joint_head_config.json").string());
 }
 

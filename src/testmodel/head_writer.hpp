@@ -7,21 +7,17 @@
 #include <string>
 
 #include "head/head_config.hpp"
-#include "testmodel/safetensors_writer.hpp"
+#include "head/safetensors_writer.hpp"
 
 namespace clef::testmodel {
 
 /// The head's random parameters (initialisation of tests/data/oracle/head/README.md, drawn from
 /// our own generator: Rng(derive_seed(seed, "head/" + name)) per parameter).
-SafetensorsWriter random_head(const head::HeadConfig& config, std::uint64_t seed);
-
-/// `joint_head_config.json` text: the six keys in reference order, 2-space indented, like
-/// Python's json.dump(config, indent=2).
-std::string head_config_json(const head::HeadConfig& config);
+head::SafetensorsWriter random_head(const head::HeadConfig& config, std::uint64_t seed);
 
 /// Writes `dir`/joint_head.safetensors (dtype) and `dir`/joint_head_config.json.
 /// Throws std::runtime_error on I/O failure.
 void write_head(const std::filesystem::path& dir, const head::HeadConfig& config,
-                std::uint64_t seed, SafetensorsDtype dtype = SafetensorsDtype::bf16);
+                std::uint64_t seed, head::SafetensorsDtype dtype = head::SafetensorsDtype::bf16);
 
 }  // namespace clef::testmodel

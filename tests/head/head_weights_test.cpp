@@ -13,7 +13,7 @@
 #include "head/head_config.hpp"
 #include "head/head_parameters.hpp"
 #include "head/safetensors.hpp"
-#include "safetensors_writer.hpp"
+#include "raw_safetensors.hpp"
 #include "util/error.hpp"
 
 namespace clef::head {

@@ -14,7 +14,7 @@
 #include "head/head_weights.hpp"
 #include "oracle_reader.hpp"
 #include "random_record.hpp"
-#include "safetensors_writer.hpp"
+#include "raw_safetensors.hpp"
 #include "util/error.hpp"
 
 namespace clef::head {

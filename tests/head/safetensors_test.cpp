@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "safetensors_writer.hpp"
+#include "raw_safetensors.hpp"
 #include "util/error.hpp"
 
 namespace clef::head {

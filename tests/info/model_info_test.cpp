@@ -167,7 +167,7 @@ TEST(ModelInfoRefuses, HeadThatDoesNotMatchItsConfig) {
   head::HeadConfig two = made.preset.head;
   two.layers = 2;
   testmodel::random_head(two, 1).write(tmp.path() / "joint_head.safetensors",
-                                       testmodel::SafetensorsDtype::bf16);
+                                       head::SafetensorsDtype::bf16);
   std::filesystem::copy_file(made.head_config, tmp.path() / "joint_head_config.json");
   std::string msg = model_error_of([&] {
     read_head_info(tmp.path() / "joint_head.safetensors", tmp.path() / "joint_head_config.json");
@@ -176,7 +176,7 @@ TEST(ModelInfoRefuses, HeadThatDoesNotMatchItsConfig) {
   EXPECT_NE(msg.find("layers.1."), std::string::npos) << msg;
   // And the other way round: names missing.
   testmodel::write_head(tmp.path(), made.preset.head, 1);
-  std::ofstream(tmp.path() / "joint_head_config.json") << testmodel::head_config_json(two);
+  std::ofstream(tmp.path() / "joint_head_config.json") << head::head_config_json(two);
   msg = model_error_of([&] {
     read_head_info(tmp.path() / "joint_head.safetensors", tmp.path() / "joint_head_config.json");
   });
@@ -190,7 +190,7 @@ TEST(ModelInfoRefuses, HeadConfigWithoutDecoderLayers) {
   testmodel::write_head(tmp.path(), made.preset.head, 1);
   head::HeadConfig none = made.preset.head;
   none.layers = 0;
-  std::ofstream(tmp.path() / "joint_head_config.json") << testmodel::head_config_json(none);
+  std::ofstream(tmp.path() / "joint_head_config.json") << head::head_config_json(none);
   const std::string msg = model_error_of([&] {
     read_head_info(tmp.path() / "joint_head.safetensors", tmp.path() / "joint_head_config.json");
   });

@@ -1,6 +1,6 @@
 // The safetensors writer and the head parameter specs it writes against the oracle head files
 // (tests/data/oracle/head/{tiny,small}): same names, shapes, header and bytes.
-#include "testmodel/safetensors_writer.hpp"
+#include "head/safetensors_writer.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
@@ -8,14 +8,19 @@
 #include <cstring>
 #include <map>
 
+#include "head/bf16.hpp"
 #include "head/head_parameters.hpp"
 #include "support/tiny_model.hpp"
-#include "testmodel/bf16.hpp"
 #include "testmodel/head_roles.hpp"
 #include "testmodel/head_writer.hpp"
 
 namespace clef::testmodel {
 namespace {
+
+using head::bf16_to_float;
+using head::float_to_bf16;
+using head::SafetensorsDtype;
+using head::SafetensorsWriter;
 
 const std::filesystem::path kOracle = std::filesystem::path(CLEF_TEST_DATA) / "oracle" / "head";
 
@@ -112,7 +117,7 @@ TEST_P(OracleHead, HeadParameterSpecsMatchOracleNamesAndShapes) {
     EXPECT_EQ(it->second.shape, p.shape) << p.name;
   }
   // The config file we write is byte-identical to the reference's json.dump(indent=2).
-  EXPECT_EQ(head_config_json(c), cfg);
+  EXPECT_EQ(head::head_config_json(c), cfg);
 }
 
 TEST_P(OracleHead, InitialisationRolesFollowTheShapes) {
