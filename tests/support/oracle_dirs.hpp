@@ -1,7 +1,7 @@
 #pragma once
 // Oracle directories named by environment variables (held-out cases run without code changes):
 // CLEF_EXTRA_RECORD_ORACLES (record encoder, *.jsonl files) and CLEF_EXTRA_HEAD_ORACLES (joint
-// schema head configs).
+// schema head configs) and CLEF_EXTRA_TUNE_ORACLES (head training cases).
 
 #include <algorithm>
 #include <cstdlib>
@@ -48,6 +48,32 @@ inline std::vector<std::filesystem::path> extra_head_config_dirs() {
     std::sort(configs.begin(), configs.end());
     if (configs.empty()) configs.push_back(dir);
     out.insert(out.end(), configs.begin(), configs.end());
+  }
+  return out;
+}
+
+/// Every case folder (one holding a tune.json) at or below `root`, sorted.
+inline std::vector<std::filesystem::path> tune_case_dirs(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> out;
+  if (fs::exists(root / "tune.json")) out.push_back(root);
+  if (fs::is_directory(root)) {
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (e.is_directory() && fs::exists(e.path() / "tune.json")) out.push_back(e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The head-training case folders below each directory of CLEF_EXTRA_TUNE_ORACLES. A listed path
+/// that holds no case is returned as is, so the test fails naming it.
+inline std::vector<std::filesystem::path> extra_tune_case_dirs() {
+  std::vector<std::filesystem::path> out;
+  for (const auto& dir : env_dirs("CLEF_EXTRA_TUNE_ORACLES")) {
+    auto cases = tune_case_dirs(dir);
+    if (cases.empty()) cases.push_back(dir);
+    out.insert(out.end(), cases.begin(), cases.end());
   }
   return out;
 }

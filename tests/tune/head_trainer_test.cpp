@@ -1,0 +1,158 @@
+// HeadTrainer beyond the oracle's cases: clipping that binds (what AdamW sees is the clipped
+// gradient), questions without a label, a resumed optimizer continuing bit for bit, and a head
+// with folded scales refused.
+#include "tune/head_trainer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "head/head_parameters.hpp"
+#include "head/oracle_reader.hpp"
+#include "util/error.hpp"
+
+namespace clef::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Records {
+  head::HeadWeights weights;
+  std::vector<head::testing::OracleRecord> records;
+  std::vector<std::vector<float>> lexical;
+  std::vector<std::vector<std::vector<float>>> targets;
+
+  HeadExample example(std::size_t r) const {
+    return {records[r].hidden, records[r].n_tokens, records[r].questions, lexical[r], targets[r]};
+  }
+};
+
+/// The tiny oracle head and its records rec00..rec03, each question's target one-hot on its
+/// last option.
+Records tiny() {
+  const fs::path dir = fs::path(CLEF_TEST_DATA) / "oracle" / "head" / "tiny";
+  Records out{
+      head::HeadWeights::load(dir / "joint_head_f32.safetensors", dir / "joint_head_config.json"),
+      {},
+      {},
+      {}};
+  const std::vector<float> table = head::testing::read_lexical_table(dir);
+  for (const char* name : {"rec00", "rec01", "rec02", "rec03"}) {
+    out.records.push_back(head::testing::read_record(dir / name));
+    out.lexical.push_back(
+        head::testing::lexical_vectors(out.records.back(), table, out.records.back().hidden_size));
+    std::vector<std::vector<float>> t;
+    for (const auto& q : out.records.back().questions) {
+      std::vector<float> one(q.options.size(), 0.0f);
+      one.back() = 1.0f;
+      t.push_back(one);
+    }
+    out.targets.push_back(t);
+  }
+  return out;
+}
+
+double accumulate_all(HeadTrainer& trainer, const Records& r) {
+  double loss = 0;
+  for (std::size_t i = 0; i < r.records.size(); ++i) {
+    loss += trainer.accumulate(r.example(i), 1.0 / static_cast<double>(r.records.size()));
+  }
+  return loss / static_cast<double>(r.records.size());
+}
+
+TEST(HeadTrainer, ABindingClipScalesTheGradientAdamSees) {
+  const Records r = tiny();
+  HeadTrainer trainer(r.weights, 2);
+  accumulate_all(trainer, r);
+  const auto specs = head::head_parameter_specs(r.weights.config());
+  std::vector<std::vector<float>> grads;
+  double sum_sq = 0;
+  for (const auto& s : specs) {
+    grads.push_back(trainer.gradient(s.name));
+    for (float g : grads.back()) sum_sq += static_cast<double>(g) * g;
+  }
+  const double norm = std::sqrt(sum_sq);
+  const StepReport report = trainer.step({1e-3, 0.9, 0.999, 1e-8, 0.0}, norm / 4);
+  EXPECT_NEAR(report.grad_norm, norm, 1e-5 * norm);
+  EXPECT_NEAR(report.clip_coefficient, 0.25, 1e-5);
+  // After one step exp_avg = (1 - beta1) x the clipped gradient.
+  const OptimizerState state = trainer.optimizer_state();
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    for (std::size_t k = 0; k < grads[i].size(); ++k) {
+      ASSERT_NEAR(state.m[i][k], 0.1 * report.clip_coefficient * grads[i][k],
+                  1e-6 * std::abs(grads[i][k]) + 1e-12)
+          << specs[i].name << " " << k;
+    }
+  }
+  // The accumulators start again from 0.
+  for (const auto& s : specs) {
+    for (float g : trainer.gradient(s.name)) ASSERT_EQ(g, 0.0f) << s.name;
+  }
+}
+
+TEST(HeadTrainer, AnUnlabeledQuestionAddsNothingToTheLoss) {
+  Records r = tiny();
+  HeadTrainer trainer(r.weights, 1);
+  // rec03 has five questions; label only the second.
+  auto& t = r.targets[3];
+  for (std::size_t q = 0; q < t.size(); ++q) {
+    if (q != 1) t[q].clear();
+  }
+  const double loss = trainer.accumulate(r.example(3), 1.0);
+  const auto logits = trainer.logits(r.example(3));
+  const auto& l = logits[1];
+  const float top = *std::max_element(l.begin(), l.end());
+  double z = 0;
+  for (float x : l) z += std::exp(static_cast<double>(x - top));
+  double brier = 0;
+  for (std::size_t j = 0; j < l.size(); ++j) {
+    const double p = std::exp(static_cast<double>(l[j] - top)) / z;
+    brier += (p - t[1][j]) * (p - t[1][j]);
+  }
+  EXPECT_NEAR(loss, brier, 1e-6);
+  // No labeled question at all is refused.
+  for (auto& q : t) q.clear();
+  EXPECT_THROW(trainer.accumulate(r.example(3), 1.0), Error);
+}
+
+TEST(HeadTrainer, ARestoredRunContinuesBitForBit) {
+  const Records r = tiny();
+  const AdamWSettings adamw{5e-3, 0.9, 0.999, 1e-8, 0.01};
+  HeadTrainer first(r.weights, 2);
+  for (int s = 0; s < 2; ++s) {
+    accumulate_all(first, r);
+    first.step(adamw, 1.0);
+  }
+  const head::HeadWeights saved = first.weights();
+  const OptimizerState state = first.optimizer_state();
+  for (int s = 0; s < 2; ++s) {
+    accumulate_all(first, r);
+    first.step(adamw, 1.0);
+  }
+  HeadTrainer resumed(saved, 2);
+  resumed.restore(state);
+  for (int s = 0; s < 2; ++s) {
+    accumulate_all(resumed, r);
+    const StepReport report = resumed.step(adamw, 1.0);
+    EXPECT_EQ(report.step, 3 + s);
+  }
+  const head::HeadWeights a = first.weights();
+  const head::HeadWeights b = resumed.weights();
+  for (const auto& [name, t] : a.tensors()) {
+    const auto& u = b.at(name).values;
+    ASSERT_EQ(t.values.size(), u.size());
+    EXPECT_EQ(std::memcmp(t.values.data(), u.data(), u.size() * sizeof(float)), 0) << name;
+  }
+  OptimizerState wrong = state;
+  wrong.m.pop_back();
+  EXPECT_THROW(resumed.restore(wrong), Error);
+}
+
+TEST(HeadTrainer, AHeadWithFoldedScalesIsRefused) {
+  const Records r = tiny();
+  EXPECT_THROW(HeadTrainer(r.weights.folded(), 1), Error);
+}
+
+}  // namespace
+}  // namespace clef::tune

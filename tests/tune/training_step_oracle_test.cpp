@@ -1,0 +1,200 @@
+// The head's training step against the authors' JointSchemaHead under torch autograd
+// (tests/data/oracle/tune/README.md): the Brier loss, every parameter's gradient at the initial
+// weights, the global gradient norm, and the loss and parameters after a few clipped AdamW steps.
+// Cases: the bundled ones, and every case folder below the directories of CLEF_EXTRA_TUNE_ORACLES.
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "head/head_weights.hpp"
+#include "head/oracle_reader.hpp"
+#include "head/safetensors.hpp"
+#include "support/oracle_dirs.hpp"
+#include "tune/head_trainer.hpp"
+
+namespace clef::tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// One case of tests/data/oracle/tune, with its records read.
+struct TuneCase {
+  fs::path head_dir;
+  std::vector<head::testing::OracleRecord> records;
+  std::vector<std::vector<float>> lexical;               ///< per record
+  std::vector<std::vector<std::vector<float>>> targets;  ///< per record, question, option
+  AdamWSettings adamw;
+  double max_norm = 1.0;
+  int steps = 0;
+  std::vector<double> loss_before_each_step;
+  std::vector<double> grad_norm_before_clip;
+  double loss_after = 0;
+};
+
+TuneCase read_case(const fs::path& dir) {
+  std::ifstream in(dir / "tune.json");
+  if (!in) throw std::runtime_error("cannot read " + (dir / "tune.json").string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  rapidjson::Document d;
+  d.Parse(ss.str().c_str());
+  if (d.HasParseError()) throw std::runtime_error("bad JSON in " + (dir / "tune.json").string());
+  TuneCase c;
+  c.head_dir = dir / d["head_folder"].GetString();
+  const std::vector<float> table = head::testing::read_lexical_table(c.head_dir);
+  for (const auto& name : d["records"].GetArray()) {
+    c.records.push_back(head::testing::read_record(c.head_dir / name.GetString()));
+    c.lexical.push_back(
+        head::testing::lexical_vectors(c.records.back(), table, c.records.back().hidden_size));
+    std::vector<std::vector<float>> per_question;
+    for (const auto& q : d["targets"][name.GetString()].GetArray()) {
+      std::vector<float> t;
+      for (const auto& x : q.GetArray()) t.push_back(static_cast<float>(x.GetDouble()));
+      per_question.push_back(std::move(t));
+    }
+    c.targets.push_back(std::move(per_question));
+  }
+  const auto& opt = d["optimizer"];
+  c.adamw.lr = opt["lr"].GetDouble();
+  c.adamw.beta1 = opt["betas"][0].GetDouble();
+  c.adamw.beta2 = opt["betas"][1].GetDouble();
+  c.adamw.eps = opt["eps"].GetDouble();
+  c.adamw.weight_decay = opt["weight_decay"].GetDouble();
+  c.max_norm = d["clip"]["max_norm"].GetDouble();
+  c.steps = d["steps"].GetInt();
+  for (const auto& x : d["loss_before_each_step"].GetArray())
+    c.loss_before_each_step.push_back(x.GetDouble());
+  for (const auto& x : d["grad_global_norm_before_clip"].GetArray())
+    c.grad_norm_before_clip.push_back(x.GetDouble());
+  c.loss_after = d["loss_after"].GetDouble();
+  return c;
+}
+
+HeadExample example(const TuneCase& c, std::size_t r) {
+  const auto& rec = c.records[r];
+  return {rec.hidden, rec.n_tokens, rec.questions, c.lexical[r], c.targets[r]};
+}
+
+/// One batch (every record, the recipe's mean over records): returns the batch loss.
+double accumulate_batch(HeadTrainer& trainer, const TuneCase& c) {
+  double loss = 0;
+  const double weight = 1.0 / static_cast<double>(c.records.size());
+  for (std::size_t r = 0; r < c.records.size(); ++r) {
+    loss += weight * trainer.accumulate(example(c, r), weight);
+  }
+  return loss;
+}
+
+/// Tensors whose true gradient is exactly 0 by the math (README): compared absolutely.
+bool truly_zero_gradient(const std::string& name) {
+  return name == "residual_scorer.3.bias";
+}
+
+void check_case(const fs::path& dir) {
+  SCOPED_TRACE(dir.string());
+  ASSERT_TRUE(fs::exists(dir / "tune.json")) << dir << " holds no tune.json";
+  const TuneCase c = read_case(dir);
+  ASSERT_EQ(static_cast<int>(c.loss_before_each_step.size()), c.steps);
+  const head::HeadWeights initial = head::HeadWeights::load(
+      c.head_dir / "joint_head_f32.safetensors", c.head_dir / "joint_head_config.json");
+  HeadTrainer trainer(initial, 2);
+
+  // Step 0: the loss and every gradient at the initial weights.
+  const double loss0 = accumulate_batch(trainer, c);
+  EXPECT_NEAR(loss0, c.loss_before_each_step[0], 1e-5 * c.loss_before_each_step[0]);
+  const head::SafetensorsFile grads(dir / "grad_step0.safetensors");
+  double worst = 0;  // largest |error| / tolerance over all tensors
+  for (const head::TensorInfo& t : grads.tensors()) {
+    SCOPED_TRACE(t.name);
+    const std::vector<float> want = grads.to_f32(t);
+    const std::vector<float> got = trainer.gradient(t.name);
+    ASSERT_EQ(got.size(), want.size());
+    double largest = 0;
+    for (float w : want) largest = std::max(largest, static_cast<double>(std::abs(w)));
+    // Each gradient within 1e-4 of its tensor's largest gradient; absolute (1e-6) where the
+    // true gradient is 0 and the reference holds only its rounding.
+    const double tol = truly_zero_gradient(t.name) ? 1e-6 : 1e-4 * largest;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double err = std::abs(static_cast<double>(got[i]) - want[i]);
+      worst = std::max(worst, err / tol);
+      ASSERT_LE(err, tol) << "element " << i << ": got " << got[i] << ", expected " << want[i];
+    }
+  }
+  ::testing::Test::RecordProperty("worst_gradient_error_over_tolerance", std::to_string(worst));
+
+  // The steps: loss before each, the global norm before clipping, then after the last step the
+  // loss and the parameters.
+  for (int s = 0; s < c.steps; ++s) {
+    if (s > 0) {
+      const double loss = accumulate_batch(trainer, c);
+      EXPECT_NEAR(loss, c.loss_before_each_step[s], 1e-5 * c.loss_before_each_step[s])
+          << "before step " << s;
+    }
+    const StepReport report = trainer.step(c.adamw, c.max_norm);
+    EXPECT_NEAR(report.grad_norm, c.grad_norm_before_clip[s], 1e-5 * c.grad_norm_before_clip[s])
+        << "step " << s;
+    EXPECT_EQ(report.step, s + 1);
+  }
+  double loss_after = 0;
+  for (std::size_t r = 0; r < c.records.size(); ++r) {
+    const auto logits = trainer.logits(example(c, r));
+    double record_loss = 0;
+    for (std::size_t q = 0; q < logits.size(); ++q) {
+      const float top = *std::max_element(logits[q].begin(), logits[q].end());
+      double z = 0;
+      for (float l : logits[q]) z += std::exp(static_cast<double>(l - top));
+      for (std::size_t j = 0; j < logits[q].size(); ++j) {
+        const double p = std::exp(static_cast<double>(logits[q][j] - top)) / z;
+        record_loss += (p - c.targets[r][q][j]) * (p - c.targets[r][q][j]);
+      }
+    }
+    loss_after +=
+        record_loss / static_cast<double>(logits.size()) / static_cast<double>(c.records.size());
+  }
+  EXPECT_NEAR(loss_after, c.loss_after, 1e-5 * c.loss_after);
+
+  const head::SafetensorsFile after(dir / "params_after.safetensors");
+  const head::HeadWeights tuned = trainer.weights();
+  const double tol = 0.1 * c.adamw.lr * c.steps;
+  double moved_most = 0;
+  for (const head::TensorInfo& t : after.tensors()) {
+    SCOPED_TRACE(t.name);
+    const std::vector<float> want = after.to_f32(t);
+    const head::HeadTensor& got = tuned.at(t.name);
+    EXPECT_EQ(got.shape, t.shape);
+    ASSERT_EQ(got.values.size(), want.size());
+    const std::vector<float>& before = initial.at(t.name).values;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      moved_most = std::max(moved_most, static_cast<double>(std::abs(want[i] - before[i])));
+      ASSERT_NEAR(got.values[i], want[i], tol) << "element " << i;
+    }
+  }
+  // The check means something only if the steps moved the parameters by more than it allows.
+  EXPECT_GT(moved_most, tol);
+}
+
+std::vector<fs::path> bundled_cases() {
+  return test::tune_case_dirs(fs::path(CLEF_TEST_DATA) / "oracle" / "tune");
+}
+
+TEST(TuneOracle, BundledCasesAreThere) {
+  EXPECT_EQ(bundled_cases().size(), 3u);
+}
+
+TEST(TuneOracle, EveryBundledCaseMatchesTheAuthorsStep) {
+  for (const fs::path& dir : bundled_cases()) check_case(dir);
+}
+
+TEST(TuneOracle, HeldOutCases) {
+  const auto dirs = test::extra_tune_case_dirs();
+  if (dirs.empty()) GTEST_SKIP() << "CLEF_EXTRA_TUNE_ORACLES is not set";
+  for (const fs::path& dir : dirs) check_case(dir);
+}
+
+}  // namespace
+}  // namespace clef::tune
