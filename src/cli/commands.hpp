@@ -20,6 +20,7 @@ void add_verify_command(CLI::App& app, ExitCode& exit_code);     ///< `clef veri
 void add_calibrate_command(CLI::App& app, ExitCode& exit_code);  ///< `clef calibrate`
 void add_batch_command(CLI::App& app, ExitCode& exit_code);      ///< `clef batch`
 void add_models_command(CLI::App& app, ExitCode& exit_code);     ///< `clef models`
+void add_tune_command(CLI::App& app, ExitCode& exit_code);       ///< `clef tune`
 
 /// The version `clef --version` and reports name.
 inline constexpr const char* kClefVersion = "0.1.0";

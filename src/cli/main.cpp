@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   clef::cli::add_ask_command(app, exit_code);
   clef::cli::add_verify_command(app, exit_code);
   clef::cli::add_calibrate_command(app, exit_code);
+  clef::cli::add_tune_command(app, exit_code);
   clef::cli::add_batch_command(app, exit_code);
   clef::cli::add_models_command(app, exit_code);
   clef::cli::add_serve_command(app, exit_code);

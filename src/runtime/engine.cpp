@@ -385,6 +385,9 @@ class EngineRunner final : public Runner {
                                             model_.answer_options);
     out.logits = logits;
     out.body = decision::response_body(out.response);
+    if (prepared.keep_head_rows) {
+      out.head_rows = std::make_shared<const HeadRows>(HeadRows{hidden.rows, hidden.data, inputs});
+    }
 
     const int resumed = p.hit.tokens;
     for (backbone::MemorySnapshot& m : hidden.snapshots) {

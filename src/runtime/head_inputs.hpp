@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "head/joint_schema_head.hpp"
+#include "head/head_question.hpp"
 #include "lexical/lexical_table.hpp"
 #include "record/record.hpp"
 

@@ -31,6 +31,8 @@ struct PreparedRequest {
   double tokenize_ms = 0;       ///< parse, validate and encode, wall time
   double image_prepare_ms = 0;  ///< image loading, decoding and resizing, wall time
   Clock::time_point prepared_at = Clock::now();  ///< when preparing finished
+  /// The decision also returns what the head read (Decision::head_rows): `clef tune`.
+  bool keep_head_rows = false;
 
   /// usage.input_tokens: the record's length.
   int input_tokens() const { return static_cast<int>(record.input_tokens()); }

@@ -12,6 +12,7 @@
 
 #include "cache/state_cache.hpp"
 #include "json/value.hpp"
+#include "runtime/head_inputs.hpp"
 #include "runtime/prepared_request.hpp"
 
 namespace clef::runtime {
@@ -25,6 +26,15 @@ struct StageTimings {
   double total_ms = 0;  ///< preparing + deciding (not the time spent waiting between the two)
   /// Time it was suspended while other decisions ran (not in backbone_ms or total_ms).
   double paused_ms = 0;
+};
+
+/// What the joint schema head read for one decision (PreparedRequest::keep_head_rows): the
+/// backbone's final-norm hidden states and the head's inputs, exactly as the serving path gave
+/// them to the head (what `clef tune` trains on).
+struct HeadRows {
+  int n_tokens = 0;
+  std::vector<float> hidden;  ///< [n_tokens, n_embd] row-major
+  HeadInputs inputs;          ///< spans, types and lexical prior rows
 };
 
 /// The outcome of one decision.
@@ -42,6 +52,8 @@ struct Decision {
   /// Request fields the contract does not know, ignored (request::Request::ignored_fields).
   std::vector<std::string> ignored_fields;
   int suspensions = 0;  ///< times it was suspended for shorter ones (Runner::suspend)
+  /// The head's inputs, when the request asked for them (PreparedRequest::keep_head_rows).
+  std::shared_ptr<const HeadRows> head_rows;
   StageTimings timings;
 };
 

@@ -1,0 +1,439 @@
+// `clef tune`: fit the joint schema head to a user's own labeled decisions on the frozen
+// backbone (the published recipe's head-only phase): the rows once, then epochs of the recipe's
+// training step, validation after every epoch, the best epoch written as a head `clef serve
+// --head` serves and the authors' loader reads.
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/engine_options.hpp"
+#include "cli/text_file.hpp"
+#include "head/bf16.hpp"
+#include "head/head_parameters.hpp"
+#include "json/render.hpp"
+#include "runtime/engine.hpp"
+#include "tune/checkpoint.hpp"
+#include "tune/frozen_rows.hpp"
+#include "tune/labeled_records.hpp"
+#include "tune/tune_run.hpp"
+#include "util/byte_size.hpp"
+#include "util/digest.hpp"
+#include "util/error.hpp"
+#include "util/physical_memory.hpp"
+
+namespace clef::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TuneCommandOptions {
+  EngineOptions engine;
+  std::string data;
+  std::string validation;
+  double holdout = 0.2;
+  std::string out;
+  tune::TuneSettings settings;
+  std::uint64_t rows_memory = 0;  ///< 0: half the machine's memory
+  std::string dtype = "f32";
+  bool resume = false;
+  bool force = false;
+};
+
+/// Ctrl-C asks the run to stop between batches (the last complete checkpoint stays); a second
+/// Ctrl-C stops the process at once. Signal handlers can only reach a static flag.
+std::atomic<int> g_interrupts{0};
+
+extern "C" void on_interrupt(int) {
+  if (g_interrupts.fetch_add(1) >= 1) std::_Exit(130);
+}
+
+/// Installs on_interrupt for SIGINT while it lives.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupts = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptGuard() { sigaction(SIGINT, &old_, nullptr); }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
+
+std::string fixed(double v, int digits = 4) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+std::string duration(double seconds) {
+  const auto s = static_cast<long>(std::lround(std::max(0.0, seconds)));
+  char b[32];
+  std::snprintf(b, sizeof b, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  return b;
+}
+
+/// The seeded split of `records` into training and validation (at least one of each).
+void split(std::vector<tune::LabeledRecord>& records, double fraction, std::uint64_t seed,
+           std::vector<tune::LabeledRecord>& validation) {
+  if (records.size() < 2) {
+    throw invalid_request("--data holds " + std::to_string(records.size()) +
+                              " record: --holdout needs at least 2 (or give --validation FILE)",
+                          "holdout");
+  }
+  auto n = static_cast<std::size_t>(std::lround(fraction * static_cast<double>(records.size())));
+  n = std::clamp<std::size_t>(n, 1, records.size() - 1);
+  const std::vector<std::size_t> order = tune::epoch_order(records.size(), seed, 0);
+  std::vector<bool> held(records.size(), false);
+  for (std::size_t k = 0; k < n; ++k) held[order[k]] = true;
+  std::vector<tune::LabeledRecord> train;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    (held[i] ? validation : train).push_back(std::move(records[i]));
+  }
+  records = std::move(train);
+}
+
+std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig& config) {
+  util::Digest d(util::Digest::Kind::sha256);
+  const auto add = [&](const std::string& s) {
+    d.update(std::span<const char>(s.data(), s.size()));
+    d.update(std::span<const char>("\n", 1));
+  };
+  add(util::sha256_file(o.data));
+  add(o.validation.empty() ? "holdout " + fixed(o.holdout, 6) : util::sha256_file(o.validation));
+  add(util::sha256_file(config.head_path));
+  add(util::sha256_file(config.backbone_path));
+  const tune::TuneSettings& s = o.settings;
+  add(fixed(s.adamw.lr, 12) + " " + fixed(s.adamw.weight_decay, 12) + " " +
+      std::to_string(s.batch_size) + " " + fixed(s.max_grad_norm, 12) + " " +
+      std::to_string(s.seed));
+  return d.hex();
+}
+
+void print_metrics_row(const std::string& name, const tune::TuneMetrics& before,
+                       const tune::TuneMetrics& after) {
+  std::cout << "  " << name << ": questions " << after.questions << ", Brier "
+            << fixed(before.brier) << " -> " << fixed(after.brier) << ", log loss "
+            << fixed(before.log_loss) << " -> " << fixed(after.log_loss);
+  if (after.single_answer > 0) {
+    std::cout << ", accuracy " << fixed(100 * before.accuracy, 1) << "% -> "
+              << fixed(100 * after.accuracy, 1) << "%, ECE " << fixed(before.ece) << " -> "
+              << fixed(after.ece) << ", confidently wrong "
+              << fixed(100 * before.confidently_wrong, 1) << "% -> "
+              << fixed(100 * after.confidently_wrong, 1) << "%";
+  }
+  if (after.collapse_ids > 0) {
+    std::cout << ", collapse " << fixed(100 * after.collapse, 1) << "% (near "
+              << fixed(100 * after.near_collapse, 1) << "%)";
+  }
+  std::cout << "\n";
+}
+
+/// Parameters that changed in training but round to the same BF16 as before it.
+std::pair<std::size_t, std::size_t> rounded_away(const head::HeadWeights& initial,
+                                                 const head::HeadWeights& tuned) {
+  std::size_t changed = 0;
+  std::size_t lost = 0;
+  for (const auto& [name, t] : tuned.tensors()) {
+    const auto& before = initial.at(name).values;
+    for (std::size_t i = 0; i < t.values.size(); ++i) {
+      if (t.values[i] == before[i]) continue;
+      ++changed;
+      if (head::float_to_bf16(t.values[i]) == head::float_to_bf16(before[i])) ++lost;
+    }
+  }
+  return {changed, lost};
+}
+
+int run_tune(TuneCommandOptions& o) {
+  const fs::path out(o.out);
+  const bool bf16 = o.dtype == "bf16";
+  // Refusals that need no model come first (a run may take hours).
+  if (fs::exists(out / head::HeadWeights::kWeightsFile) && !o.force && !o.resume) {
+    throw invalid_request("--out " + o.out +
+                              " already holds a joint_head.safetensors: give another folder, or "
+                              "--force to overwrite it",
+                          "out");
+  }
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) {
+    throw invalid_request("--out " + o.out + " cannot be made a folder: " + ec.message(), "out");
+  }
+  std::optional<tune::Checkpoint> resume_from;
+  if (o.resume) {
+    resume_from = tune::read_checkpoint(out);
+    if (!resume_from) {
+      throw invalid_request("--resume: " + o.out + " holds no checkpoint to continue", "resume");
+    }
+  } else if (fs::exists(tune::checkpoint_dir(out)) && !o.force) {
+    throw invalid_request("--out " + o.out +
+                              " holds the checkpoint of an earlier run: --resume continues it, "
+                              "--force starts anew over it",
+                          "out");
+  }
+
+  std::vector<tune::LabeledRecord> train = tune::load_labeled_records(o.data);
+  std::vector<tune::LabeledRecord> validation;
+  if (!o.validation.empty()) {
+    validation = tune::load_labeled_records(o.validation);
+  } else {
+    split(train, o.holdout, o.settings.seed, validation);
+  }
+  tune::check_disjoint(train, validation);
+
+  runtime::EngineConfig config = o.engine.loading_config();
+  config.calibration_path.clear();  // the head's own probabilities are trained and measured
+  if (config.head_path.empty()) {
+    throw invalid_request(
+        "clef tune trains joint_head.safetensors (the published head's raw parameters); this "
+        "model carries its head inside its GGUF: give --head FILE",
+        "head");
+  }
+  const std::string fp = fingerprint(o, config);
+  if (resume_from && resume_from->fingerprint != fp) {
+    throw invalid_request("--resume: the checkpoint in " + o.out +
+                              " was made with other data, model or settings; start anew "
+                              "(--force) or give the same ones",
+                          "resume");
+  }
+  runtime::Engine engine = runtime::make_engine(config);
+  const head::HeadWeights initial =
+      head::HeadWeights::load(config.head_path, config.head_config_path);
+
+  std::vector<tune::PreparedRecord> train_prepared = tune::prepare_records(*engine.model, train);
+  std::vector<tune::PreparedRecord> validation_prepared =
+      tune::prepare_records(*engine.model, validation);
+  std::vector<const tune::PreparedRecord*> all;
+  for (const auto& r : train_prepared) all.push_back(&r);
+  for (const auto& r : validation_prepared) all.push_back(&r);
+  const tune::RowsPlan plan = tune::plan_rows(all, initial.config().hidden_size);
+  std::size_t n_params = 0;
+  for (const auto& [name, t] : initial.tensors()) n_params += t.values.size();
+  const std::uint64_t head_bytes = static_cast<std::uint64_t>(n_params) * 4 * 4;
+  const std::uint64_t budget =
+      o.rows_memory > 0 ? o.rows_memory : util::physical_memory_bytes() / 2;
+  std::cout << "clef tune: " << train.size() << " training and " << validation.size()
+            << " validation records\n"
+            << "  rows, computed once: " << plan.describe() << "\n"
+            << "  head: " << n_params << " parameters x 4 B x 4 (weights, gradients, AdamW m and v)"
+            << " = " << util::human_bytes(head_bytes) << "\n"
+            << "  rows budget (--rows-memory): " << util::human_bytes(budget) << "\n";
+  if (plan.bytes > budget) {
+    throw invalid_request("the rows need " + util::human_bytes(plan.bytes) + " (" +
+                              plan.describe() + "), over --rows-memory " +
+                              util::human_bytes(budget) +
+                              ": raise it, or tune on fewer or shorter records",
+                          "rows_memory");
+  }
+
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  InterruptGuard interrupts;
+  const auto rows_started = std::chrono::steady_clock::now();
+  const auto rows_progress = [&](std::size_t done, std::size_t total) {
+    if (!tty) return;
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - rows_started).count();
+    const double rate = static_cast<double>(done) / std::max(s, 1e-9);
+    std::cerr << "\r[backbone rows] " << done << "/" << total << " records, " << fixed(rate, 1)
+              << " records/s, ETA " << duration(static_cast<double>(total - done) / rate) << "   "
+              << std::flush;
+    if (done == total) std::cerr << "\n";
+  };
+  std::vector<tune::RowsRecord> train_rows =
+      tune::compute_rows(engine, std::move(train_prepared), rows_progress);
+  std::vector<tune::RowsRecord> validation_rows =
+      tune::compute_rows(engine, std::move(validation_prepared), rows_progress);
+  engine.runner.reset();  // the backbone's memory is not needed while the head trains
+
+  const int threads = backbone::resolved_threads(config.backbone);
+  tune::HeadTrainer trainer(resume_from ? resume_from->weights : initial, threads);
+  if (resume_from) {
+    trainer.restore(resume_from->optimizer);
+    std::cout << "resuming after epoch " << resume_from->epoch << " (step "
+              << resume_from->optimizer.step << ")\n";
+  }
+  const auto print_epoch = [](const tune::EpochReport& e, bool best) {
+    std::cout << "epoch " << e.epoch << ": " << (e.epoch == 0 ? "initial head" : "train loss ")
+              << (e.epoch == 0 ? "" : fixed(e.train_loss)) << ", validation Brier "
+              << fixed(e.validation.brier) << ", log loss " << fixed(e.validation.log_loss);
+    if (e.validation.single_answer > 0) {
+      std::cout << ", accuracy " << fixed(100 * e.validation.accuracy, 1) << "%";
+    }
+    if (e.epoch > 0) std::cout << ", " << fixed(e.records_per_second, 1) << " records/s";
+    std::cout << (best ? " (best)" : "") << std::endl;
+  };
+  int printed = resume_from ? static_cast<int>(resume_from->history.items().size()) : 0;
+  double best_so_far = std::numeric_limits<double>::infinity();
+  const tune::TuneOutcome outcome = tune::run_training(
+      trainer, train_rows, validation_rows, o.settings, fp, std::move(resume_from),
+      [&](const tune::Checkpoint& c) {
+        tune::write_checkpoint(out, c);
+        const auto& history = c.history.items();
+        for (; printed < static_cast<int>(history.size()); ++printed) {
+          const tune::EpochReport e = tune::EpochReport::from_json(history[printed]);
+          if (printed == 0) {
+            print_epoch(e, false);
+            continue;
+          }
+          const bool best = e.validation.brier < best_so_far;
+          if (best) best_so_far = e.validation.brier;
+          print_epoch(e, best);
+        }
+      },
+      [] { return g_interrupts.load() > 0; },
+      [&](const tune::TuneProgress& p) {
+        if (!tty) return;
+        std::cerr << "\r[training] epoch " << p.epoch << "/" << p.epochs << ", " << p.records_done
+                  << "/" << p.records << " records, " << fixed(p.records_per_second, 1)
+                  << " records/s, ETA " << duration(p.eta_seconds) << "   " << std::flush;
+        if (p.records_done == p.records) std::cerr << "\r" << std::string(78, ' ') << "\r";
+      });
+  if (outcome.interrupted) {
+    const int done = static_cast<int>(outcome.epochs.size()) - 1;
+    std::cerr << "\nclef tune: interrupted; the checkpoint after epoch " << done << " is in "
+              << tune::checkpoint_dir(out).string() << " (--resume continues from it)\n";
+    return 130;
+  }
+  const tune::EpochReport& first = outcome.epochs.front();
+  if (outcome.best_epoch == 0) {
+    std::cerr << "clef tune: no epoch validated better than the initial head (Brier "
+              << fixed(first.validation.brier) << ")";
+    if (!o.force) {
+      std::cerr << "; nothing written (--force writes the last epoch's head anyway)\n";
+      return 1;
+    }
+    std::cerr << "; --force: the last epoch's head is written\n";
+  }
+  const head::HeadWeights& written = outcome.best_epoch == 0 ? trainer.weights() : outcome.best;
+  const int written_epoch =
+      outcome.best_epoch == 0 ? static_cast<int>(outcome.epochs.size()) - 1 : outcome.best_epoch;
+  if (bf16) {
+    const auto [changed, lost] = rounded_away(initial, written);
+    std::cerr << "clef tune: --dtype bf16 rounds away " << lost << " of the " << changed
+              << " parameter updates ("
+              << fixed(100.0 * static_cast<double>(lost) /
+                           static_cast<double>(std::max<std::size_t>(changed, 1)),
+                       1)
+              << "%): they are written as the initial values\n";
+  }
+  tune::write_head(out, written, bf16,
+                   {{"clef_tune", "epoch " + std::to_string(written_epoch)},
+                    {"clef_tuned_from", util::sha256_file(config.head_path)}});
+
+  // The report: the initial head against the written one, all and per question id.
+  tune::HeadTrainer scorer(written, threads);
+  const auto after = tune::measure_by_question(tune::score(scorer, validation_rows));
+  tune::HeadTrainer initial_scorer(initial, threads);
+  const auto before = tune::measure_by_question(tune::score(initial_scorer, validation_rows));
+  std::cout << "\nvalidation, initial head -> epoch " << written_epoch << ":\n";
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    print_metrics_row(after[i].first, before[i].second, after[i].second);
+  }
+  using json::Value;
+  std::vector<Value> epochs;
+  for (const auto& e : outcome.epochs) epochs.push_back(e.to_json());
+  std::vector<Value::Member> per_question;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    per_question.emplace_back(after[i].first,
+                              Value::object({{"initial", tune::metrics_json(before[i].second)},
+                                             {"tuned", tune::metrics_json(after[i].second)}}));
+  }
+  const Value report = Value::object({
+      {"training_records", Value::integer(static_cast<std::int64_t>(train_rows.size()))},
+      {"validation_records", Value::integer(static_cast<std::int64_t>(validation_rows.size()))},
+      {"rows", Value::string(plan.describe())},
+      {"lr", Value::floating(o.settings.adamw.lr)},
+      {"batch_size", Value::integer(o.settings.batch_size)},
+      {"weight_decay", Value::floating(o.settings.adamw.weight_decay)},
+      {"max_grad_norm", Value::floating(o.settings.max_grad_norm)},
+      {"seed", Value::integer(static_cast<std::int64_t>(o.settings.seed))},
+      {"written_epoch", Value::integer(written_epoch)},
+      {"stopped_early", Value::boolean(outcome.stopped_early)},
+      {"dtype", Value::string(o.dtype)},
+      {"epochs", Value::array(std::move(epochs))},
+      {"validation", Value::object(std::move(per_question))},
+  });
+  write_text_file((out / "tune_report.json").string(), json::dumps_unsorted(report) + "\n", "out");
+  std::cout << "\nhead of epoch " << written_epoch << " written to " << o.out
+            << " (serve it with: clef serve --head " << (out / "joint_head.safetensors").string()
+            << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, ExitCode& exit_code) {
+  auto [cmd, options] = add_engine_command<TuneCommandOptions>(
+      app, exit_code, "tune",
+      "fit the joint schema head to labeled decisions on the frozen backbone (the recipe's "
+      "head-only training): validate every epoch, write the best head",
+      run_tune);
+  cmd->add_option("--data", options->data,
+                  "labeled requests, JSON Lines: a SystemOne request plus \"gold\" {question id: "
+                  "option} and/or \"targets\" {question id: {option: probability}}, optional "
+                  "\"id\"")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--validation", options->validation,
+                  "labeled requests to validate on (default: a seeded --holdout share of --data)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--holdout", options->holdout,
+                  "share of --data held out for validation when --validation is not given")
+      ->capture_default_str()
+      ->check(finite_range(0.01, 0.9));
+  cmd->add_option("-o,--out", options->out,
+                  "folder to write joint_head.safetensors, joint_head_config.json, "
+                  "tune_report.json and the checkpoint to")
+      ->required();
+  cmd->add_option("--lr", options->settings.adamw.lr, "AdamW learning rate")
+      ->capture_default_str()
+      ->check(finite_range(1e-9, 1.0));
+  cmd->add_option("--batch-size", options->settings.batch_size, "records per optimizer step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--epochs", options->settings.epochs, "most passes over the training records")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--patience", options->settings.patience,
+                  "stop after this many epochs without a better validation Brier (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--max-grad-norm", options->settings.max_grad_norm,
+                  "global gradient norm clipping (the recipe's _clip_gradients)")
+      ->capture_default_str()
+      ->check(finite_range(1e-9, 1e9));
+  cmd->add_option("--weight-decay", options->settings.adamw.weight_decay,
+                  "AdamW decoupled weight decay")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 1.0));
+  cmd->add_option("--seed", options->settings.seed,
+                  "seed of the holdout split and of every epoch's batch order")
+      ->capture_default_str();
+  cmd->add_option("--rows-memory", options->rows_memory,
+                  "most memory the backbone's rows may take (default: half the machine's)")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--dtype", options->dtype,
+                  "dtype of the written head: f32, or bf16 (rounds away most small updates; it "
+                  "says how many)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd->add_flag("--resume", options->resume,
+                "continue the run whose checkpoint is in --out (same data, model and settings)");
+  cmd->add_flag("--force", options->force,
+                "overwrite a head or checkpoint in --out; write a head that validates no better "
+                "than the initial one");
+}
+
+}  // namespace clef::cli

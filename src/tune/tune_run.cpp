@@ -1,0 +1,204 @@
+#include "tune/tune_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "util/error.hpp"
+
+namespace clef::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double number_of(const json::Value& v, const char* key) {
+  const json::Value* x = v.find(key);
+  if (x == nullptr) throw invalid_request(std::string("checkpoint history lacks ") + key, "resume");
+  if (x->is_integer()) return std::stod(x->integer_digits());
+  return x->as_double();
+}
+
+/// The probabilities of one question's logits: softmax in double of the f32 logits.
+std::vector<double> softmax(const std::vector<float>& logits) {
+  const float top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  double z = 0;
+  for (std::size_t k = 0; k < logits.size(); ++k) {
+    p[k] = std::exp(static_cast<double>(logits[k]) - top);
+    z += p[k];
+  }
+  for (double& x : p) x /= z;
+  return p;
+}
+
+}  // namespace
+
+json::Value EpochReport::to_json() const {
+  using json::Value;
+  return Value::object({{"epoch", Value::integer(epoch)},
+                        {"train_loss", Value::floating(train_loss)},
+                        {"validation", metrics_json(validation)},
+                        {"seconds", Value::floating(seconds)},
+                        {"records_per_second", Value::floating(records_per_second)},
+                        {"step", Value::integer(step)}});
+}
+
+EpochReport EpochReport::from_json(const json::Value& v) {
+  EpochReport r;
+  r.epoch = static_cast<int>(number_of(v, "epoch"));
+  r.train_loss = number_of(v, "train_loss");
+  r.seconds = number_of(v, "seconds");
+  r.records_per_second = number_of(v, "records_per_second");
+  r.step = static_cast<std::int64_t>(number_of(v, "step"));
+  const json::Value* m = v.find("validation");
+  if (m == nullptr) throw invalid_request("checkpoint history lacks validation", "resume");
+  r.validation.questions = static_cast<std::size_t>(number_of(*m, "questions"));
+  r.validation.brier = number_of(*m, "brier");
+  r.validation.log_loss = number_of(*m, "log_loss");
+  r.validation.single_answer = static_cast<std::size_t>(number_of(*m, "single_answer"));
+  r.validation.accuracy = number_of(*m, "accuracy");
+  r.validation.ece = number_of(*m, "ece");
+  r.validation.confidently_wrong = number_of(*m, "confidently_wrong");
+  r.validation.collapse = number_of(*m, "collapse");
+  r.validation.near_collapse = number_of(*m, "near_collapse");
+  return r;
+}
+
+std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, int epoch) {
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(epoch));
+  // Fisher-Yates with our own index draw: std::shuffle's use of the engine is not specified.
+  for (std::size_t i = n; i > 1; --i) {
+    const std::size_t j = static_cast<std::size_t>(rng() % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+std::vector<ScoredLabel> score(HeadTrainer& trainer, const std::vector<RowsRecord>& records) {
+  std::vector<ScoredLabel> out;
+  for (const RowsRecord& r : records) {
+    const auto logits = trainer.logits(r.example());
+    for (std::size_t q = 0; q < logits.size(); ++q) {
+      if (r.targets[q].empty()) continue;
+      out.push_back({r.question_ids[q], softmax(logits[q]),
+                     std::vector<double>(r.targets[q].begin(), r.targets[q].end())});
+    }
+  }
+  return out;
+}
+
+TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& train,
+                         const std::vector<RowsRecord>& validation, const TuneSettings& settings,
+                         const std::string& fingerprint, std::optional<Checkpoint> resume_from,
+                         const std::function<void(const Checkpoint&)>& checkpoint,
+                         const std::function<bool()>& interrupted,
+                         const std::function<void(const TuneProgress&)>& on_progress) {
+  if (train.empty() || validation.empty()) {
+    throw invalid_request("tuning needs training and validation records", "data");
+  }
+  TuneOutcome out;
+  int done = 0;
+  if (resume_from) {
+    for (const json::Value& e : resume_from->history.items()) {
+      out.epochs.push_back(EpochReport::from_json(e));
+    }
+    out.best_epoch = resume_from->best_epoch;
+    out.best = std::move(resume_from->best);
+    done = resume_from->epoch;
+  } else {
+    const auto t0 = Clock::now();
+    EpochReport initial;
+    initial.validation = measure(score(trainer, validation));
+    initial.seconds = seconds_since(t0);
+    out.epochs.push_back(initial);
+    out.best = trainer.weights();
+  }
+  double best_brier = out.best_epoch >= 1
+                          ? out.epochs[static_cast<std::size_t>(out.best_epoch)].validation.brier
+                          : std::numeric_limits<double>::infinity();
+  const auto stop_early = [&](int epoch) {
+    return settings.patience > 0 && epoch - out.best_epoch >= settings.patience;
+  };
+  if (done > 0 && stop_early(done)) {
+    out.stopped_early = true;
+    return out;
+  }
+
+  const std::size_t batch = static_cast<std::size_t>(std::max(1, settings.batch_size));
+  double seconds_per_record = 0;
+  std::size_t timed_records = 0;
+  double timed_seconds = 0;
+  for (int epoch = done + 1; epoch <= settings.epochs; ++epoch) {
+    const auto t0 = Clock::now();
+    const std::vector<std::size_t> order = epoch_order(train.size(), settings.seed, epoch);
+    double loss_sum = 0;
+    std::size_t batches = 0;
+    std::int64_t step = 0;
+    for (std::size_t first = 0; first < order.size(); first += batch) {
+      const std::size_t last = std::min(order.size(), first + batch);
+      const double weight = 1.0 / static_cast<double>(last - first);
+      double batch_loss = 0;
+      const auto tb = Clock::now();
+      for (std::size_t k = first; k < last; ++k) {
+        if (interrupted && interrupted()) {
+          out.interrupted = true;
+          return out;
+        }
+        batch_loss += weight * trainer.accumulate(train[order[k]].example(), weight);
+      }
+      step = trainer.step(settings.adamw, settings.max_grad_norm).step;
+      loss_sum += batch_loss;
+      ++batches;
+      timed_seconds += seconds_since(tb);
+      timed_records += last - first;
+      seconds_per_record = timed_seconds / static_cast<double>(timed_records);
+      if (on_progress) {
+        TuneProgress p;
+        p.epoch = epoch;
+        p.epochs = settings.epochs;
+        p.records_done = last;
+        p.records = order.size();
+        p.records_per_second = seconds_per_record > 0 ? 1.0 / seconds_per_record : 0;
+        const double left = static_cast<double>(order.size() - last) +
+                            static_cast<double>(order.size()) * (settings.epochs - epoch);
+        p.eta_seconds = left * seconds_per_record;
+        on_progress(p);
+      }
+    }
+    EpochReport report;
+    report.epoch = epoch;
+    report.train_loss = loss_sum / static_cast<double>(batches);
+    report.validation = measure(score(trainer, validation));
+    report.seconds = seconds_since(t0);
+    report.records_per_second = static_cast<double>(train.size()) / report.seconds;
+    report.step = step;
+    out.epochs.push_back(report);
+    if (report.validation.brier < best_brier) {
+      best_brier = report.validation.brier;
+      out.best_epoch = epoch;
+      out.best = trainer.weights();
+    }
+    if (checkpoint) {
+      std::vector<json::Value> items;
+      for (const EpochReport& e : out.epochs) items.push_back(e.to_json());
+      checkpoint(Checkpoint{epoch, fingerprint, trainer.weights(), trainer.optimizer_state(),
+                            out.best_epoch, out.best, json::Value::array(std::move(items))});
+    }
+    if (stop_early(epoch)) {
+      out.stopped_early = epoch < settings.epochs;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace clef::tune

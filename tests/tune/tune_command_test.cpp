@@ -1,0 +1,244 @@
+// `clef tune` end to end on the tiny test model: it trains, validates, checkpoints and writes a
+// head that loads strictly and that `clef ask --head` serves; a resumed run gives the bytes of an
+// uninterrupted one; Ctrl-C leaves the last complete checkpoint; bad inputs are refused naming
+// the file and line, before the backbone runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "head/head_weights.hpp"
+#include "json/parse.hpp"
+#include "support/tiny_model.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;
+};
+
+/// `clef ARGS` (stdout and stderr together).
+Ran clef(const std::string& args, const fs::path& log) {
+  const std::string command =
+      std::string(CLEF_BINARY_DIR) + "/clef " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, clef::test::read_bytes(log)};
+}
+
+/// One labeled line of the keyword task (bench/tune_synthetic.py's, smaller): the state names the
+/// team and says whether there is an outage.
+std::string record(std::mt19937& rng, int i, const std::string& gold_team = "") {
+  static const char* teams[] = {"billing", "identity", "network", "storage"};
+  const std::string team = teams[rng() % 4];
+  const bool outage = rng() % 2 == 0;
+  const std::string state = "ticket " + std::to_string(i) + ": the customer says " + team + " is " +
+                            (outage ? "down, an outage" : "slow today") + " at work";
+  return R"({"id": "r)" + std::to_string(i) + R"(", "state": ")" + state +
+         R"(", "questions": {"team": {"type": "choice", "criteria": {"billing": "Billing", )"
+         R"("identity": "Identity", "network": "Network", "storage": "Storage"}}, )"
+         R"("outage": {"type": "noul"}}, "gold": {"team": ")" +
+         (gold_team.empty() ? team : gold_team) + R"(", "outage": )" + (outage ? "true" : "false") +
+         "}}\n";
+}
+
+class TuneCommand : public ::testing::Test {
+ protected:
+  clef::test::TempDir dir{"clef-tune-cli"};
+  fs::path train = dir.path() / "train.jsonl";
+  fs::path validation = dir.path() / "validation.jsonl";
+  std::string model;
+
+  void SetUp() override {
+    const auto& m = clef::test::tiny_model();
+    model = " --model " + m.backbone.string() + " --head " + m.head.string() + " --threads 1";
+    std::mt19937 rng(5);
+    std::ofstream t(train);
+    for (int i = 0; i < 24; ++i) t << record(rng, i);
+    std::ofstream v(validation);
+    for (int i = 100; i < 108; ++i) v << record(rng, i);
+  }
+
+  std::string data() const {
+    return " --data " + train.string() + " --validation " + validation.string();
+  }
+  fs::path log(const char* name) const { return dir.path() / name; }
+};
+
+TEST_F(TuneCommand, TrainsValidatesCheckpointsAndWritesAHeadThatServes) {
+  const fs::path out = dir.path() / "out";
+  const Ran r = clef("tune" + model + data() + " --out " + out.string() +
+                         " --epochs 3 --patience 0 --lr 3e-3 --batch-size 8 --force",
+                     log("tune.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rows, computed once: 32 records"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch 0: initial head, validation Brier"), std::string::npos);
+  EXPECT_NE(r.output.find("epoch 3: train loss"), std::string::npos) << r.output;
+  // The written head: the reference's names and shapes, strictly.
+  const clef::head::HeadWeights tuned = clef::head::HeadWeights::load_dir(out);
+  const clef::head::HeadWeights initial = clef::head::HeadWeights::load(
+      clef::test::tiny_model().head,
+      clef::test::tiny_model().head.parent_path() / "joint_head_config.json");
+  std::size_t changed = 0;
+  for (const auto& [name, t] : tuned.tensors()) {
+    if (t.values != initial.at(name).values) ++changed;
+  }
+  EXPECT_GT(changed, tuned.tensors().size() / 2);
+  const clef::json::Value report =
+      clef::json::parse(clef::test::read_bytes(out / "tune_report.json"));
+  EXPECT_EQ(report.find("epochs")->items().size(), 4u);
+  EXPECT_EQ(report.find("training_records")->integer_digits(), "24");
+  EXPECT_NE(report.find("validation")->find("team"), nullptr);
+  EXPECT_TRUE(fs::exists(out / "checkpoint" / "optimizer.safetensors"));
+
+  // clef ask serves it, and its answer is not the published head's.
+  const fs::path request = dir.path() / "request.json";
+  std::ofstream(request) << R"({"state": "the customer says network is down, an outage",)"
+                            R"( "questions": {"outage": {"type": "noul"}}})";
+  const auto& m = clef::test::tiny_model();
+  const Ran tuned_answer = clef("ask --model " + m.backbone.string() + " --head " +
+                                    (out / "joint_head.safetensors").string() +
+                                    " --threads 1 --request " + request.string(),
+                                log("ask1.txt"));
+  ASSERT_EQ(tuned_answer.exit_code, 0) << tuned_answer.output;
+  const Ran published = clef("ask" + model + " --request " + request.string(), log("ask2.txt"));
+  ASSERT_EQ(published.exit_code, 0) << published.output;
+  EXPECT_NE(tuned_answer.output, published.output);
+
+  // A second run into the same folder needs --force.
+  const Ran again = clef("tune" + model + data() + " --out " + out.string(), log("again.txt"));
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+}
+
+TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
+  const std::string settings = " --patience 0 --lr 3e-3 --batch-size 8 --force --seed 3";
+  const fs::path whole = dir.path() / "whole";
+  const fs::path split = dir.path() / "split";
+  ASSERT_EQ(clef("tune" + model + data() + " --out " + whole.string() + " --epochs 3" + settings,
+                 log("whole.txt"))
+                .exit_code,
+            0);
+  ASSERT_EQ(clef("tune" + model + data() + " --out " + split.string() + " --epochs 1" + settings,
+                 log("split1.txt"))
+                .exit_code,
+            0);
+  const Ran resumed =
+      clef("tune" + model + data() + " --out " + split.string() + " --epochs 3 --resume" + settings,
+           log("split2.txt"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming after epoch 1"), std::string::npos) << resumed.output;
+  for (const char* f : {"checkpoint/head.safetensors", "checkpoint/optimizer.safetensors",
+                        "joint_head.safetensors"}) {
+    EXPECT_EQ(clef::test::read_bytes(whole / f), clef::test::read_bytes(split / f)) << f;
+  }
+  // Other settings cannot resume it.
+  const Ran other = clef("tune" + model + data() + " --out " + split.string() +
+                             " --epochs 4 --resume --patience 0 --lr 1e-3 --batch-size 8",
+                         log("other.txt"));
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.output.find("other data, model or settings"), std::string::npos) << other.output;
+}
+
+TEST_F(TuneCommand, CtrlCLeavesTheLastCompleteCheckpoint) {
+  const fs::path out = dir.path() / "out";
+  const std::string args = "tune" + model + data() + " --out " + out.string() +
+                           " --epochs 100000 --patience 0 --batch-size 1";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string command = std::string(CLEF_BINARY_DIR) + "/clef " + args + " > " +
+                                log("ctrlc.txt").string() + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  int status = 0;
+  while (!fs::exists(out / "checkpoint" / "state.json") &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      FAIL() << "clef tune ended before its first checkpoint: "
+             << clef::test::read_bytes(log("ctrlc.txt"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!fs::exists(out / "checkpoint" / "state.json")) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(fs::exists(out / "checkpoint" / "state.json"));
+  ::kill(pid, SIGINT);
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string output = clef::test::read_bytes(log("ctrlc.txt"));
+  EXPECT_NE(output.find("interrupted; the checkpoint after epoch"), std::string::npos) << output;
+  EXPECT_NE(output.find("--resume"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out / "joint_head.safetensors"));
+  const clef::json::Value state =
+      clef::json::parse(clef::test::read_bytes(out / "checkpoint" / "state.json"));
+  EXPECT_GE(std::stoi(state.find("epoch")->integer_digits()), 1);
+}
+
+TEST_F(TuneCommand, BadInputsAreRefusedNamingTheFileAndLine) {
+  const fs::path out = dir.path() / "out";
+  std::mt19937 rng(9);
+  // A gold option the question does not have (line 2).
+  const fs::path bad_gold = dir.path() / "bad_gold.jsonl";
+  std::ofstream(bad_gold) << record(rng, 1) << record(rng, 2, "marketing");
+  Ran r = clef("tune" + model + " --data " + bad_gold.string() + " --validation " +
+                   validation.string() + " --out " + out.string(),
+               log("bad_gold.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(bad_gold.string() + " line 2: gold.team: \"marketing\" is not one of the "
+                                              "question's options (billing, identity, network, "
+                                              "storage)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("[backbone rows]"), std::string::npos);
+
+  // A record longer than the context is refused with its token count, never truncated.
+  const fs::path long_state = dir.path() / "long.jsonl";
+  {
+    std::string state;
+    for (int i = 0; i < 200; ++i) state += "the billing system is slow ";
+    std::ofstream f(long_state);
+    f << record(rng, 1);
+    f << R"({"state": ")" << state
+      << R"(", "questions": {"outage": {"type": "noul"}}, "gold": {"outage": false}})"
+      << "\n";
+  }
+  r = clef("tune" + model + " --context-size 512 --data " + long_state.string() + " --validation " +
+               validation.string() + " --out " + out.string(),
+           log("long.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(long_state.string() + " line 2: the record is "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tokens, over the context of 512"), std::string::npos) << r.output;
+
+  // Validation records that are training records.
+  r = clef("tune" + model + " --data " + train.string() + " --validation " + train.string() +
+               " --out " + out.string(),
+           log("overlap.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("is also a training record"), std::string::npos) << r.output;
+
+  // An empty file; --resume with nothing to resume.
+  const fs::path empty = dir.path() / "empty.jsonl";
+  std::ofstream(empty) << "\n";
+  r = clef("tune" + model + " --data " + empty.string() + " --out " + out.string(),
+           log("empty.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("no labeled records"), std::string::npos) << r.output;
+  r = clef("tune" + model + data() + " --out " + (dir.path() / "fresh").string() + " --resume",
+           log("resume.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("holds no checkpoint"), std::string::npos) << r.output;
+}
+
+}  // namespace
