@@ -7,6 +7,7 @@
 #include <ggml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <unordered_map>
 
@@ -89,7 +90,11 @@ struct HeadTrainer::Impl {
   TensorSet m;
   TensorSet v;
   std::unordered_map<const ggml_tensor*, ggml_tensor*> grad_of;
-  ggml_gallocr_ptr allocator;
+  /// One graph allocator per kind of graph (training, scoring, the norm, the optimizer step): each
+  /// keeps its compute buffer at its own kind's size instead of one buffer reallocated (and its
+  /// pages faulted in again) whenever the kinds alternate.
+  enum Graph { training, scoring, norm, optimizer, n_graphs };
+  std::array<ggml_gallocr_ptr, n_graphs> allocators;
   std::vector<std::uint8_t> graph_memory;
   std::int64_t step = 0;
 
@@ -99,7 +104,8 @@ struct HeadTrainer::Impl {
         grads(model.parameters(), "grad", backend.get()),
         m(model.parameters(), "adam_m", backend.get()),
         v(model.parameters(), "adam_v", backend.get()),
-        allocator(new_allocator(backend.get())) {
+        allocators{new_allocator(backend.get()), new_allocator(backend.get()),
+                   new_allocator(backend.get()), new_allocator(backend.get())} {
     const auto& params = model.parameters();
     for (std::size_t i = 0; i < params.size(); ++i) {
       ggml_set_param(params[i].tensor);
@@ -113,8 +119,8 @@ struct HeadTrainer::Impl {
     }
   }
 
-  void allocate(ggml_cgraph* gf) {
-    if (!ggml_gallocr_alloc_graph(allocator.get(), gf)) {
+  void allocate(ggml_cgraph* gf, Graph kind) {
+    if (!ggml_gallocr_alloc_graph(allocators[kind].get(), gf)) {
       throw internal("cannot allocate a training graph");
     }
   }
@@ -199,9 +205,20 @@ double HeadTrainer::accumulate(const HeadExample& e, double weight) {
   // 0, as are their targets), sum over options of (p - target)^2, then weight / n_questions each.
   ggml_tensor* targets = input(ctx.get(), n, nq, "targets");
   ggml_tensor* question_weights = input(ctx.get(), 1, nq, "question_weights");
-  ggml_tensor* logits = ggml_reshape_2d(ctx.get(), io.logits, n, 1);
-  ggml_tensor* probs = ggml_soft_max_ext(ctx.get(), ggml_repeat(ctx.get(), logits, targets),
-                                         io.summary_mask, 1.0f, 0.0f);
+  // Each question's logits are centered on their mean before the softmax: the softmax does not
+  // see the shift (the loss's value is the same), and its gradient then sums to 0 over a
+  // question's options up to the rounding of one subtraction. Without it, the softmax backward's
+  // rounding (p (g - p.g) summed, with sum(p) = 1 - eps) leaves ~1e-8 on parameters whose true
+  // gradient is 0 (residual_scorer.3.bias adds one number to every option), which AdamW's
+  // normalization turns into steps of order lr (tests/data/oracle/tune/README.md).
+  ggml_tensor* own = input(ctx.get(), n, nq, "own_options");
+  ggml_tensor* inv_count = input(ctx.get(), 1, nq, "inverse_option_counts");
+  ggml_tensor* logits =
+      ggml_repeat(ctx.get(), ggml_reshape_2d(ctx.get(), io.logits, n, 1), targets);  // [N, nq]
+  ggml_tensor* mean =
+      ggml_mul(ctx.get(), ggml_sum_rows(ctx.get(), ggml_mul(ctx.get(), logits, own)), inv_count);
+  ggml_tensor* probs =
+      ggml_soft_max_ext(ctx.get(), ggml_sub(ctx.get(), logits, mean), io.summary_mask, 1.0f, 0.0f);
   ggml_tensor* brier =
       ggml_sum_rows(ctx.get(), ggml_sqr(ctx.get(), ggml_sub(ctx.get(), probs, targets)));
   ggml_set_output(brier);
@@ -218,7 +235,7 @@ double HeadTrainer::accumulate(const HeadExample& e, double weight) {
   ggml_tensor* seed = ggml_graph_get_grad_acc(gf, loss);
   ggml_set_input(seed);
 
-  s.allocate(gf);
+  s.allocate(gf, Impl::training);
   head::set_inputs(io, p, e.hidden, e.lexical);
   // Targets in the [N, n_questions] layout of the softmax (0 outside each question's options);
   // an unlabeled question weighs 0, the labeled ones weight / (labeled questions) each.
@@ -237,8 +254,21 @@ double HeadTrainer::accumulate(const HeadExample& e, double weight) {
     }
     o += n_options;
   }
+  std::vector<float> own_options(static_cast<std::size_t>(n * nq), 0.0f);
+  std::vector<float> inverse_counts(static_cast<std::size_t>(nq), 0.0f);
+  o = 0;
+  for (std::size_t q = 0; q < e.questions.size(); ++q) {
+    const std::size_t n_options = e.questions[q].options.size();
+    for (std::size_t j = 0; j < n_options; ++j)
+      own_options[q * static_cast<std::size_t>(n) + o + j] = 1.0f;
+    inverse_counts[q] = 1.0f / static_cast<float>(n_options);
+    o += n_options;
+  }
   ggml_backend_tensor_set(targets, t.data(), 0, t.size() * sizeof(float));
   ggml_backend_tensor_set(question_weights, w.data(), 0, w.size() * sizeof(float));
+  ggml_backend_tensor_set(own, own_options.data(), 0, own_options.size() * sizeof(float));
+  ggml_backend_tensor_set(inv_count, inverse_counts.data(), 0,
+                          inverse_counts.size() * sizeof(float));
   const float one = 1.0f;
   ggml_backend_tensor_set(seed, &one, 0, sizeof(float));
   s.compute(gf);
@@ -259,7 +289,7 @@ std::vector<std::vector<float>> HeadTrainer::logits(const HeadExample& e) {
   ggml_context_ptr ctx = graph_context(s.graph_memory, size, false);
   ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), size, false);
   const head::GraphIo io = head::build_forward(ctx.get(), gf, s.model.tensors(), c, e.n_tokens, p);
-  s.allocate(gf);
+  s.allocate(gf, Impl::scoring);
   head::set_inputs(io, p, e.hidden, e.lexical);
   s.compute(gf);
   const std::vector<float> flat = read(io.logits);
@@ -290,7 +320,7 @@ StepReport HeadTrainer::step(const AdamWSettings& a, double max_grad_norm) {
     }
     ggml_set_output(total);
     ggml_build_forward_expand(gf, total);
-    s.allocate(gf);
+    s.allocate(gf, Impl::norm);
     s.compute(gf);
     float sum_sq = 0;
     ggml_backend_tensor_get(total, &sum_sq, 0, sizeof(float));
@@ -314,13 +344,15 @@ StepReport HeadTrainer::step(const AdamWSettings& a, double max_grad_norm) {
     ggml_context_ptr ctx = graph_context(s.graph_memory, size, false);
     ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), size, false);
     ggml_tensor* adamw = input(ctx.get(), 7, 1, "adamw_params");
-    ggml_tensor* clip = input(ctx.get(), 1, 1, "clip_coefficient");
+    ggml_tensor* clip = coefficient < 1.0f ? input(ctx.get(), 1, 1, "clip_coefficient") : nullptr;
     for (std::size_t i = 0; i < params.size(); ++i) {
-      ggml_tensor* g = ggml_mul(ctx.get(), s.grads.tensors[i], clip);
+      // A clip that does not bind (coefficient 1) multiplies by 1: the gradient goes as it is.
+      ggml_tensor* g =
+          clip != nullptr ? ggml_mul(ctx.get(), s.grads.tensors[i], clip) : s.grads.tensors[i];
       ggml_build_forward_expand(gf, ggml_opt_step_adamw(ctx.get(), params[i].tensor, g,
                                                         s.m.tensors[i], s.v.tensors[i], adamw));
     }
-    s.allocate(gf);
+    s.allocate(gf, Impl::optimizer);
     const double t = static_cast<double>(s.step);
     const float values[7] = {static_cast<float>(a.lr),
                              static_cast<float>(a.beta1),
@@ -330,7 +362,7 @@ StepReport HeadTrainer::step(const AdamWSettings& a, double max_grad_norm) {
                              static_cast<float>(1.0 / (1.0 - std::pow(a.beta1, t))),
                              static_cast<float>(1.0 / (1.0 - std::pow(a.beta2, t)))};
     ggml_backend_tensor_set(adamw, values, 0, sizeof(values));
-    ggml_backend_tensor_set(clip, &coefficient, 0, sizeof(float));
+    if (clip != nullptr) ggml_backend_tensor_set(clip, &coefficient, 0, sizeof(float));
     s.compute(gf);
   }
   ggml_backend_buffer_clear(s.grads.buffer.get(), 0);
@@ -351,6 +383,21 @@ head::HeadWeights HeadTrainer::weights() const {
   }
   return head::HeadWeights::from_tensors(config(), std::move(tensors), std::nullopt,
                                          "the tuned head");
+}
+
+void HeadTrainer::set_weights(const head::HeadWeights& w) {
+  const head::HeadConfig& c = config();
+  const head::HeadConfig& o = w.config();
+  if (w.folded_scales() || o.hidden_size != c.hidden_size || o.width != c.width ||
+      o.routing_layers != c.routing_layers || o.layers != c.layers || o.heads != c.heads ||
+      o.feedforward != c.feedforward) {
+    throw Error(ErrorKind::invalid_request, "invalid_request",
+                "set_weights: a head of another config (or with folded scales)");
+  }
+  for (const auto& p : impl_->model.parameters()) {
+    const auto& values = w.at(p.name).values;
+    ggml_backend_tensor_set(p.tensor, values.data(), 0, values.size() * sizeof(float));
+  }
 }
 
 OptimizerState HeadTrainer::optimizer_state() const {

@@ -87,6 +87,11 @@ class HeadTrainer {
   /// The current parameters as a head (raw scalars; config unchanged).
   head::HeadWeights weights() const;
 
+  /// Replaces the parameters by `weights` (the same config, raw scalars; the optimizer state is
+  /// kept): to score another head without a second copy of this one. Throws clef::Error
+  /// (invalid_request) for another config or folded scales.
+  void set_weights(const head::HeadWeights& weights);
+
   /// AdamW's moments and step count (for a checkpoint).
   OptimizerState optimizer_state() const;
   /// Restores what optimizer_state() returned (and weights through the constructor). Throws

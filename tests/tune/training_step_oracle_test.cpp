@@ -125,7 +125,8 @@ void check_case(const fs::path& dir) {
       ASSERT_LE(err, tol) << "element " << i << ": got " << got[i] << ", expected " << want[i];
     }
   }
-  ::testing::Test::RecordProperty("worst_gradient_error_over_tolerance", std::to_string(worst));
+  ::testing::Test::RecordProperty(dir.filename().string() + "_worst_gradient_error_over_tolerance",
+                                  std::to_string(worst));
 
   // The steps: loss before each, the global norm before clipping, then after the last step the
   // loss and the parameters.
@@ -162,6 +163,7 @@ void check_case(const fs::path& dir) {
   const head::HeadWeights tuned = trainer.weights();
   const double tol = 0.1 * c.adamw.lr * c.steps;
   double moved_most = 0;
+  double worst_param = 0;  // largest |error| / tolerance over all parameters
   for (const head::TensorInfo& t : after.tensors()) {
     SCOPED_TRACE(t.name);
     const std::vector<float> want = after.to_f32(t);
@@ -171,9 +173,13 @@ void check_case(const fs::path& dir) {
     const std::vector<float>& before = initial.at(t.name).values;
     for (std::size_t i = 0; i < want.size(); ++i) {
       moved_most = std::max(moved_most, static_cast<double>(std::abs(want[i] - before[i])));
+      worst_param =
+          std::max(worst_param, std::abs(static_cast<double>(got.values[i]) - want[i]) / tol);
       ASSERT_NEAR(got.values[i], want[i], tol) << "element " << i;
     }
   }
+  ::testing::Test::RecordProperty(dir.filename().string() + "_worst_parameter_error_over_tolerance",
+                                  std::to_string(worst_param));
   // The check means something only if the steps moved the parameters by more than it allows.
   EXPECT_GT(moved_most, tol);
 }
