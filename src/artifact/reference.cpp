@@ -31,10 +31,19 @@ std::array<std::pair<const char*, std::int64_t>, 6> fields(const head::HeadConfi
 
 }  // namespace
 
+const PublishedHead* published_head_with_sha256(std::string_view sha256) {
+  for (const PublishedHead& h : published_heads()) {
+    if (h.head_sha256 == sha256) return &h;
+  }
+  return nullptr;
+}
+
 std::span<const PublishedHead> published_heads() {
   static const std::array<PublishedHead, 2> heads{{
-      {"clef-flash", "clef-flash", "Cloudflare/clef-flash", published_config(4096)},
-      {"Clef 27B", "clef", "Cloudflare/clef", published_config(5120)},
+      {"clef-flash", "clef-flash", "Cloudflare/clef-flash", published_config(4096),
+       "19cdcec8c81dc9212be320fff47462ab342fbc1278be4368fb3da71241cf5ba0"},
+      {"Clef 27B", "clef", "Cloudflare/clef", published_config(5120),
+       "a010ac04f078e699988e4049cbea5e62c962393f59fec366640b64e8d69a4953"},
   }};
   return heads;
 }

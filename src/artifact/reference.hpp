@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "head/head_config.hpp"
@@ -17,6 +18,8 @@ struct PublishedHead {
   std::string id;          ///< the registry's and the server's model id: "clef-flash", "clef"
   std::string repository;  ///< its HF repository, "Cloudflare/clef-flash"
   head::HeadConfig config;
+  /// SHA-256 of its published joint_head.safetensors (the registry's pin of the same file).
+  std::string head_sha256;
 };
 
 /// clef-flash {"hidden_size":4096,"width":1024,"routing_layers":2,"layers":4,"heads":16,
@@ -30,6 +33,10 @@ struct HeadMatch {
   bool exact = false;                   ///< every field equal
 };
 HeadMatch match_published_head(const head::HeadConfig& config);
+
+/// The published head whose joint_head.safetensors has SHA-256 `sha256` (lowercase hex), or
+/// null: a head of one's own (a `clef tune` result, a converted or altered file).
+const PublishedHead* published_head_with_sha256(std::string_view sha256);
 
 /// The model id a server names a head with `config` by default: the published model's id when
 /// `config` is its head's exactly ("clef" for Clef 27B's), else "clef-flash".

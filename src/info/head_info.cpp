@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "artifact/head_identity.hpp"
 #include "head/head_parameters.hpp"
 #include "head/safetensors.hpp"
 #include "util/error.hpp"
@@ -40,6 +41,7 @@ HeadInfo read_head_info(const std::filesystem::path& weights,
   }
   const head::SafetensorsFile st(weights);
   h.file_size = std::filesystem::file_size(weights);
+  h.identity = artifact::identify_head(weights).describe();
   const std::string file = weights.string();
 
   std::vector<std::string> missing, misshapen, unexpected;

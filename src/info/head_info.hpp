@@ -20,6 +20,8 @@ struct HeadInfo {
   std::set<std::string> dtypes;
   std::size_t n_tensors = 0;
   std::uint64_t n_params = 0;
+  /// Which head the file is (its SHA-256, published or one's own); only for a safetensors file.
+  std::string identity;
 };
 
 /// Reads the config (head::read_head_config; `clef info` also refuses routing_layers or layers

@@ -195,6 +195,7 @@ std::string format_report(const ModelReport& r) {
     s << "  parameters          " << h.n_params << "\n";
     if (h.config_path != h.weights)
       s << "  file size           " << human_size(h.file_size) << "\n";
+    if (!h.identity.empty()) s << "  identity            " << h.identity << "\n";
     const artifact::HeadMatch match = artifact::match_published_head(c);
     s << "  published config    " << artifact::describe_head_config(match) << "\n";
     s << "  differences from " << match.head->model << "'s published head:\n";

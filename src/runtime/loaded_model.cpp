@@ -1,8 +1,11 @@
 #include "runtime/loaded_model.hpp"
 
+#include "artifact/head_identity.hpp"
+
 #include <algorithm>
 
 #include "artifact/backbone_loader.hpp"
+#include "artifact/head_identity.hpp"
 #include "artifact/open_model.hpp"
 #include "artifact/reference.hpp"
 #include "decision/confidence.hpp"
@@ -95,6 +98,13 @@ LoadedModel::LoadedModel(const EngineConfig& c, artifact::OpenedModel opened)
   if (config.model_name.empty())
     config.model_name = artifact::served_model_id(opened.head.config());
   answer_options.confidence = decision::parse_confidence_kind(c.confidence);
+  if (!c.head_path.empty()) {
+    const artifact::HeadIdentity id = artifact::identify_head(c.head_path);
+    head_identity = {id.sha256, id.published != nullptr ? id.published->id : "", id.tuned_from,
+                     id.describe()};
+  } else {
+    head_identity.description = "inside the model GGUF";
+  }
   if (!c.calibration_path.empty()) {
     calibration = decision::load_calibration(c.calibration_path);
     answer_options.calibration = &*calibration;
@@ -171,6 +181,7 @@ ServedModel LoadedModel::served() const {
   s.context_size = backbone.context_size();
   s.limits = served_limits(*this);
   s.answers = {config.calibration_path, config.confidence};
+  s.head = head_identity;
   s.placement = placement_text(*this);
   s.sequence_memory = sequence_memory_text(*this);
   return s;

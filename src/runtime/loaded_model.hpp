@@ -58,6 +58,7 @@ struct LoadedModel {
   std::unique_ptr<vision::VisionTower> tower;        ///< null without an mmproj
   std::optional<decision::Calibration> calibration;  ///< --calibration, if given
   decision::AnswerOptions answer_options;            ///< points into calibration
+  ServedHead head_identity;                          ///< which head (hashed once, at load)
 
  private:
   // `opened` is taken by value: the f32 head weights are freed once uploaded to the head's

@@ -39,12 +39,22 @@ struct AnswerSettings {
   std::string confidence = "reference";  ///< what `confidence` means
 };
 
+/// Which joint schema head is served (artifact::HeadIdentity): a published head, or one of the
+/// user's own (`clef tune`'s, with what it was tuned from).
+struct ServedHead {
+  std::string sha256;       ///< of joint_head.safetensors; "" for a head inside the model GGUF
+  std::string published;    ///< the published model whose head it is ("clef-flash"), or ""
+  std::string tuned_from;   ///< `clef tune`'s record of the head it started from, or ""
+  std::string description;  ///< HeadIdentity::describe(), or "inside the model GGUF"
+};
+
 /// The served model as logs, /v1/models and the metrics tell it; made once at load.
 struct ServedModel {
   std::string name;        ///< the served id, the default of the request's `model`
   int context_size = 0;    ///< tokens of one record (limits.context_size)
   ServedLimits limits;     ///< what preparation enforces
   AnswerSettings answers;  ///< calibration and confidence in use
+  ServedHead head;         ///< which joint schema head answers
   /// Where the model runs: the device, and on a GPU what went there ("CUDA0 (NVIDIA H200, ...):
   /// backbone 32/32 layers, vision tower, joint schema head on CUDA0"), or "CPU, N threads, ISA
   /// and weights" (device::describe_cpu_path). Empty: not said.

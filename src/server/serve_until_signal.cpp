@@ -133,6 +133,9 @@ int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factor
                                " tokens, loaded in " +
                                std::to_string(model ? model->load_seconds : 0.0) + " s");
       if (model && !model->placement.empty()) events.event("info", "device: " + model->placement);
+      if (model && !model->head.description.empty()) {
+        events.event("info", "joint schema head: " + model->head.description);
+      }
       if (model && !model->sequence_memory.empty()) {
         events.event("info", "memory: " + model->sequence_memory);
       }

@@ -930,6 +930,12 @@ TEST(ServeBinary, CalibrationAndConfidenceAreOptInAndSaid) {
   ASSERT_TRUE(plain_models);
   EXPECT_NE(plain_models->body.find(R"("answers":{"calibration":null,"confidence":"reference"})"),
             std::string::npos);
+  // Which head answers: the demo's random head is not a published one.
+  const json::Value head = *json::parse(plain_models->body).find("data")->items()[0].find("head");
+  EXPECT_EQ(head.find("sha256")->as_string().size(), 64u);
+  EXPECT_FALSE(head.find("published")->as_bool());
+  EXPECT_TRUE(head.find("published_as")->is_null());
+  EXPECT_NE(head.find("description")->as_string().find("not a published head"), std::string::npos);
   // The serve loop logs readiness within 100 ms of it.
   for (int i = 0; i < 100 && calibrated.log().find("calibration active") == std::string::npos;
        ++i) {
