@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "artifact/head_identity.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "cli/text_file.hpp"
@@ -41,6 +42,7 @@ struct TuneCommandOptions {
   tune::TuneSettings settings;
   std::uint64_t rows_memory = 0;  ///< 0: half the machine's memory
   std::string dtype = "f32";
+  std::string schedule = "constant";
   bool resume = false;
   bool force = false;
 };
@@ -117,7 +119,10 @@ std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig
   const tune::TuneSettings& s = o.settings;
   add(fixed(s.adamw.lr, 12) + " " + fixed(s.adamw.weight_decay, 12) + " " +
       std::to_string(s.batch_size) + " " + fixed(s.max_grad_norm, 12) + " " +
-      std::to_string(s.seed));
+      std::to_string(s.seed) + " " + o.schedule);
+  // A cosine schedule's rate at a step depends on the number of epochs; a constant one does not
+  // (a constant-rate run may be resumed for more epochs).
+  if (s.schedule == tune::TuneSettings::Schedule::cosine) add(std::to_string(s.epochs));
   return d.hex();
 }
 
@@ -157,6 +162,8 @@ std::pair<std::size_t, std::size_t> rounded_away(const head::HeadWeights& initia
 }
 
 int run_tune(TuneCommandOptions& o) {
+  o.settings.schedule = o.schedule == "constant" ? tune::TuneSettings::Schedule::constant
+                                                 : tune::TuneSettings::Schedule::cosine;
   const fs::path out(o.out);
   const bool bf16 = o.dtype == "bf16";
   // Refusals that need no model come first (a run may take hours).
@@ -255,7 +262,12 @@ int run_tune(TuneCommandOptions& o) {
       tune::compute_rows(engine, std::move(train_prepared), rows_progress);
   std::vector<tune::RowsRecord> validation_rows =
       tune::compute_rows(engine, std::move(validation_prepared), rows_progress);
-  engine.runner.reset();  // the backbone's memory is not needed while the head trains
+  // The backbone is not needed while the head trains: its memory goes back before training.
+  engine.runner.reset();
+  engine.model.reset();
+  // What training adds is measured from here: the rows are resident, the backbone is gone.
+  const std::uint64_t resident_before = util::resident_bytes();
+  const bool peak_measured = util::reset_peak_resident();
 
   const int threads = backbone::resolved_threads(config.backbone);
   tune::HeadTrainer trainer(resume_from ? resume_from->weights : initial, threads);
@@ -306,6 +318,14 @@ int run_tune(TuneCommandOptions& o) {
               << tune::checkpoint_dir(out).string() << " (--resume continues from it)\n";
     return 130;
   }
+  if (peak_measured) {
+    const std::uint64_t peak = util::peak_resident_bytes();
+    std::cout << "memory while training: peak " << util::human_bytes(peak) << " resident, "
+              << util::human_bytes(peak > resident_before ? peak - resident_before : 0)
+              << " over the " << util::human_bytes(resident_before)
+              << " resident before it (the rows, the program); plan: the head's 4 copies "
+              << util::human_bytes(head_bytes) << " plus one record's graph\n";
+  }
   const tune::EpochReport& first = outcome.epochs.front();
   if (outcome.best_epoch == 0) {
     std::cerr << "clef tune: no epoch validated better than the initial head (Brier "
@@ -316,7 +336,7 @@ int run_tune(TuneCommandOptions& o) {
     }
     std::cerr << "; --force: the last epoch's head is written\n";
   }
-  const head::HeadWeights& written = outcome.best_epoch == 0 ? trainer.weights() : outcome.best;
+  const head::HeadWeights written = outcome.best_epoch == 0 ? trainer.weights() : outcome.best;
   const int written_epoch =
       outcome.best_epoch == 0 ? static_cast<int>(outcome.epochs.size()) - 1 : outcome.best_epoch;
   if (bf16) {
@@ -329,14 +349,15 @@ int run_tune(TuneCommandOptions& o) {
               << "%): they are written as the initial values\n";
   }
   tune::write_head(out, written, bf16,
-                   {{"clef_tune", "epoch " + std::to_string(written_epoch)},
-                    {"clef_tuned_from", util::sha256_file(config.head_path)}});
+                   {{artifact::kTuneNoteKey, "epoch " + std::to_string(written_epoch)},
+                    {artifact::kTunedFromKey, util::sha256_file(config.head_path)}});
 
-  // The report: the initial head against the written one, all and per question id.
-  tune::HeadTrainer scorer(written, threads);
-  const auto after = tune::measure_by_question(tune::score(scorer, validation_rows));
-  tune::HeadTrainer initial_scorer(initial, threads);
-  const auto before = tune::measure_by_question(tune::score(initial_scorer, validation_rows));
+  // The report: the initial head against the written one, all and per question id (scored by
+  // the trainer itself, its weights swapped: no second copy of the head).
+  trainer.set_weights(written);
+  const auto after = tune::measure_by_question(tune::score(trainer, validation_rows));
+  trainer.set_weights(initial);
+  const auto before = tune::measure_by_question(tune::score(trainer, validation_rows));
   std::cout << "\nvalidation, initial head -> epoch " << written_epoch << ":\n";
   for (std::size_t i = 0; i < after.size(); ++i) {
     print_metrics_row(after[i].first, before[i].second, after[i].second);
@@ -400,6 +421,11 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--lr", options->settings.adamw.lr, "AdamW learning rate")
       ->capture_default_str()
       ->check(finite_range(1e-9, 1.0));
+  cmd->add_option("--schedule", options->schedule,
+                  "learning rate over the run: cosine (from --lr down to 0.1 x it at the last "
+                  "epoch) or constant")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cosine", "constant"}));
   cmd->add_option("--batch-size", options->settings.batch_size, "records per optimizer step")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
@@ -407,7 +433,8 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--patience", options->settings.patience,
-                  "stop after this many epochs without a better validation Brier (0: never)")
+                  "stop after this many epochs without a better validation Brier, once half of "
+                  "--epochs have run (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--max-grad-norm", options->settings.max_grad_norm,

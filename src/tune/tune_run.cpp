@@ -71,6 +71,16 @@ EpochReport EpochReport::from_json(const json::Value& v) {
   return r;
 }
 
+double learning_rate(const TuneSettings& settings, std::int64_t step, std::int64_t total_steps) {
+  if (settings.schedule == TuneSettings::Schedule::constant || total_steps <= 1) {
+    return settings.adamw.lr;
+  }
+  const double pi = 3.14159265358979323846;
+  const double progress =
+      std::clamp(static_cast<double>(step) / static_cast<double>(total_steps - 1), 0.0, 1.0);
+  return settings.adamw.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(pi * progress)));
+}
+
 std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, int epoch) {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -125,8 +135,11 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
   double best_brier = out.best_epoch >= 1
                           ? out.epochs[static_cast<std::size_t>(out.best_epoch)].validation.brier
                           : std::numeric_limits<double>::infinity();
+  // Not before half the epochs: a head often sits on a plateau near its initial loss for many
+  // epochs before it finds what the records say (docs/performance.md, "clef tune").
   const auto stop_early = [&](int epoch) {
-    return settings.patience > 0 && epoch - out.best_epoch >= settings.patience;
+    return settings.patience > 0 && 2 * epoch >= settings.epochs &&
+           epoch - out.best_epoch >= settings.patience;
   };
   if (done > 0 && stop_early(done)) {
     out.stopped_early = true;
@@ -134,6 +147,9 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
   }
 
   const std::size_t batch = static_cast<std::size_t>(std::max(1, settings.batch_size));
+  const auto batches_per_epoch = static_cast<std::int64_t>((train.size() + batch - 1) / batch);
+  const std::int64_t total_steps = batches_per_epoch * settings.epochs;
+  std::int64_t steps_taken = out.epochs.empty() ? 0 : out.epochs.back().step;
   double seconds_per_record = 0;
   std::size_t timed_records = 0;
   double timed_seconds = 0;
@@ -155,7 +171,10 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
         }
         batch_loss += weight * trainer.accumulate(train[order[k]].example(), weight);
       }
-      step = trainer.step(settings.adamw, settings.max_grad_norm).step;
+      AdamWSettings adamw = settings.adamw;
+      adamw.lr = learning_rate(settings, steps_taken, total_steps);
+      step = trainer.step(adamw, settings.max_grad_norm).step;
+      steps_taken = step;
       loss_sum += batch_loss;
       ++batches;
       timed_seconds += seconds_since(tb);

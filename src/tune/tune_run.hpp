@@ -24,13 +24,20 @@ namespace clef::tune {
 /// trained with its backbone.
 struct TuneSettings {
   AdamWSettings adamw{3e-3, 0.9, 0.999, 1e-8, 0.0};
-  int batch_size = 16;
-  int epochs = 20;
-  /// Stop after this many epochs without a better validation Brier (0: never stop early).
-  int patience = 5;
+  int batch_size = 8;
+  int epochs = 40;
+  /// Stop after this many epochs without a better validation Brier, once half the epochs have
+  /// run (0: never stop early).
+  int patience = 10;
   double max_grad_norm = 1.0;
   std::uint64_t seed = 0;
+  /// The learning rate over the run: constant, or cosine from `adamw.lr` at the first step down
+  /// to 0.1 x it at the last step of the last epoch.
+  enum class Schedule { constant, cosine } schedule = Schedule::constant;
 };
+
+/// The learning rate of optimizer step `step` (0-based) of `total_steps`.
+double learning_rate(const TuneSettings& settings, std::int64_t step, std::int64_t total_steps);
 
 /// Where a run is, for a progress display.
 struct TuneProgress {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -72,6 +73,38 @@ HostMemory available_host_memory() {
     out = {*limit, "the cgroup's memory limit"};
   }
   return out;
+}
+
+namespace {
+
+/// A "Key:   123 kB" line of /proc/self/status, bytes; 0 when absent.
+std::uint64_t status_bytes(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(key) + ":";
+  while (std::getline(status, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      return std::strtoull(line.c_str() + prefix.size(), nullptr, 10) * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::uint64_t resident_bytes() {
+  return status_bytes("VmRSS");
+}
+
+std::uint64_t peak_resident_bytes() {
+  return status_bytes("VmHWM");
+}
+
+bool reset_peak_resident() {
+  std::ofstream refs("/proc/self/clear_refs");
+  refs << "5";
+  refs.flush();
+  return static_cast<bool>(refs);
 }
 
 }  // namespace clef::util

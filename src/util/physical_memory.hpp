@@ -22,4 +22,14 @@ struct HostMemory {
 /// neither can be read.
 HostMemory available_host_memory();
 
+/// This process's resident memory now (VmRSS of /proc/self/status), bytes; 0 when unreadable.
+std::uint64_t resident_bytes();
+
+/// This process's peak resident memory (VmHWM of /proc/self/status), bytes; 0 when unreadable.
+std::uint64_t peak_resident_bytes();
+
+/// Starts peak_resident_bytes() again from the present resident memory (writes "5" to
+/// /proc/self/clear_refs): to measure one phase of a run. False when the kernel refuses.
+bool reset_peak_resident();
+
 }  // namespace clef::util

@@ -120,7 +120,9 @@ TEST_F(TuneCommand, TrainsValidatesCheckpointsAndWritesAHeadThatServes) {
 }
 
 TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
-  const std::string settings = " --patience 0 --lr 3e-3 --batch-size 8 --force --seed 3";
+  // A constant rate: the run may be resumed for more epochs than it first had.
+  const std::string settings =
+      " --patience 0 --lr 3e-3 --batch-size 8 --force --seed 3 --schedule constant";
   const fs::path whole = dir.path() / "whole";
   const fs::path split = dir.path() / "split";
   ASSERT_EQ(clef("tune" + model + data() + " --out " + whole.string() + " --epochs 3" + settings,
@@ -142,7 +144,8 @@ TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
   }
   // Other settings cannot resume it.
   const Ran other = clef("tune" + model + data() + " --out " + split.string() +
-                             " --epochs 4 --resume --patience 0 --lr 1e-3 --batch-size 8",
+                             " --epochs 4 --resume --patience 0 --lr 1e-3 --batch-size 8 "
+                             "--schedule constant",
                          log("other.txt"));
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.output.find("other data, model or settings"), std::string::npos) << other.output;
@@ -150,8 +153,8 @@ TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
 
 TEST_F(TuneCommand, CtrlCLeavesTheLastCompleteCheckpoint) {
   const fs::path out = dir.path() / "out";
-  const std::string args = "tune" + model + data() + " --out " + out.string() +
-                           " --epochs 100000 --patience 0 --batch-size 1";
+  const std::string settings = " --epochs 6 --patience 0 --batch-size 1 --seed 4 --schedule cosine";
+  const std::string args = "tune" + model + data() + " --out " + out.string() + settings;
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -183,6 +186,18 @@ TEST_F(TuneCommand, CtrlCLeavesTheLastCompleteCheckpoint) {
   const clef::json::Value state =
       clef::json::parse(clef::test::read_bytes(out / "checkpoint" / "state.json"));
   EXPECT_GE(std::stoi(state.find("epoch")->integer_digits()), 1);
+
+  // --resume finishes it with the bytes of a run never interrupted.
+  const Ran resumed = clef(args + " --resume", log("resumed.txt"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const fs::path whole = dir.path() / "whole";
+  ASSERT_EQ(clef("tune" + model + data() + " --out " + whole.string() + settings, log("whole.txt"))
+                .exit_code,
+            0);
+  for (const char* f : {"checkpoint/head.safetensors", "checkpoint/optimizer.safetensors",
+                        "checkpoint/best_head.safetensors", "joint_head.safetensors"}) {
+    EXPECT_EQ(clef::test::read_bytes(whole / f), clef::test::read_bytes(out / f)) << f;
+  }
 }
 
 TEST_F(TuneCommand, BadInputsAreRefusedNamingTheFileAndLine) {
