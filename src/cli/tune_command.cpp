@@ -19,6 +19,7 @@
 #include "head/head_parameters.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
+#include "tune/augment.hpp"
 #include "tune/checkpoint.hpp"
 #include "tune/frozen_rows.hpp"
 #include "tune/labeled_records.hpp"
@@ -43,6 +44,7 @@ struct TuneCommandOptions {
   std::uint64_t rows_memory = 0;  ///< 0: half the machine's memory
   std::string dtype = "f32";
   std::string schedule = "constant";
+  tune::AugmentSettings augment;
   bool resume = false;
   bool force = false;
 };
@@ -119,7 +121,8 @@ std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig
   const tune::TuneSettings& s = o.settings;
   add(fixed(s.adamw.lr, 12) + " " + fixed(s.adamw.weight_decay, 12) + " " +
       std::to_string(s.batch_size) + " " + fixed(s.max_grad_norm, 12) + " " +
-      std::to_string(s.seed) + " " + o.schedule);
+      std::to_string(s.seed) + " " + o.schedule + " " + (o.augment.shuffle_options ? "1" : "0") +
+      " " + fixed(o.augment.yes_no_share, 6));
   // A cosine schedule's rate at a step depends on the number of epochs; a constant one does not
   // (a constant-rate run may be resumed for more epochs).
   if (s.schedule == tune::TuneSettings::Schedule::cosine) add(std::to_string(s.epochs));
@@ -222,10 +225,15 @@ int run_tune(TuneCommandOptions& o) {
   std::vector<tune::PreparedRecord> train_prepared = tune::prepare_records(*engine.model, train);
   std::vector<tune::PreparedRecord> validation_prepared =
       tune::prepare_records(*engine.model, validation);
-  std::vector<const tune::PreparedRecord*> all;
-  for (const auto& r : train_prepared) all.push_back(&r);
-  for (const auto& r : validation_prepared) all.push_back(&r);
-  const tune::RowsPlan plan = tune::plan_rows(all, initial.config().hidden_size);
+  // Augmented training records are run at each visit (their tokens change): only the
+  // validation rows are kept then.
+  const bool augmenting = o.augment.any();
+  std::vector<const tune::PreparedRecord*> kept;
+  if (!augmenting) {
+    for (const auto& r : train_prepared) kept.push_back(&r);
+  }
+  for (const auto& r : validation_prepared) kept.push_back(&r);
+  const tune::RowsPlan plan = tune::plan_rows(kept, initial.config().hidden_size);
   std::size_t n_params = 0;
   for (const auto& [name, t] : initial.tensors()) n_params += t.values.size();
   const std::uint64_t head_bytes = static_cast<std::uint64_t>(n_params) * 4 * 4;
@@ -233,7 +241,11 @@ int run_tune(TuneCommandOptions& o) {
       o.rows_memory > 0 ? o.rows_memory : util::physical_memory_bytes() / 2;
   std::cout << "clef tune: " << train.size() << " training and " << validation.size()
             << " validation records\n"
-            << "  rows, computed once: " << plan.describe() << "\n"
+            << "  rows, computed once: " << plan.describe()
+            << (augmenting ? " (validation only: augmented training records are run at each "
+                             "visit, the state cache resuming their state)"
+                           : "")
+            << "\n"
             << "  head: " << n_params << " parameters x 4 B x 4 (weights, gradients, AdamW m and v)"
             << " = " << util::human_bytes(head_bytes) << "\n"
             << "  rows budget (--rows-memory): " << util::human_bytes(budget) << "\n";
@@ -258,13 +270,26 @@ int run_tune(TuneCommandOptions& o) {
               << std::flush;
     if (done == total) std::cerr << "\n";
   };
-  std::vector<tune::RowsRecord> train_rows =
-      tune::compute_rows(engine, std::move(train_prepared), rows_progress);
+  std::vector<tune::RowsRecord> train_rows;
+  if (!augmenting) {
+    train_rows = tune::compute_rows(engine, std::move(train_prepared), rows_progress);
+  }
   std::vector<tune::RowsRecord> validation_rows =
       tune::compute_rows(engine, std::move(validation_prepared), rows_progress);
-  // The backbone is not needed while the head trains: its memory goes back before training.
-  engine.runner.reset();
-  engine.model.reset();
+  if (!augmenting) {
+    // The backbone is not needed while the head trains: its memory goes back before training.
+    engine.runner.reset();
+    engine.model.reset();
+  }
+  tune::RowsRecord visited;  // an augmented visit's record, until the next visit
+  const tune::TrainingVisit visit = [&](std::size_t i, int epoch) -> const tune::RowsRecord& {
+    if (!augmenting) return train_rows[i];
+    const tune::LabeledRecord a = tune::augment(train[i], o.augment, o.settings.seed, epoch, i);
+    std::vector<tune::RowsRecord> rows =
+        tune::compute_rows(engine, tune::prepare_records(*engine.model, {a}), {});
+    visited = std::move(rows.front());
+    return visited;
+  };
   // What training adds is measured from here: the rows are resident, the backbone is gone.
   const std::uint64_t resident_before = util::resident_bytes();
   const bool peak_measured = util::reset_peak_resident();
@@ -289,7 +314,7 @@ int run_tune(TuneCommandOptions& o) {
   int printed = resume_from ? static_cast<int>(resume_from->history.items().size()) : 0;
   double best_so_far = std::numeric_limits<double>::infinity();
   const tune::TuneOutcome outcome = tune::run_training(
-      trainer, train_rows, validation_rows, o.settings, fp, std::move(resume_from),
+      trainer, train.size(), visit, validation_rows, o.settings, fp, std::move(resume_from),
       [&](const tune::Checkpoint& c) {
         tune::write_checkpoint(out, c);
         const auto& history = c.history.items();
@@ -372,7 +397,9 @@ int run_tune(TuneCommandOptions& o) {
                                              {"tuned", tune::metrics_json(after[i].second)}}));
   }
   const Value report = Value::object({
-      {"training_records", Value::integer(static_cast<std::int64_t>(train_rows.size()))},
+      {"training_records", Value::integer(static_cast<std::int64_t>(train.size()))},
+      {"shuffle_options", Value::boolean(o.augment.shuffle_options)},
+      {"yes_no_share", Value::floating(o.augment.yes_no_share)},
       {"validation_records", Value::integer(static_cast<std::int64_t>(validation_rows.size()))},
       {"rows", Value::string(plan.describe())},
       {"lr", Value::floating(o.settings.adamw.lr)},
@@ -448,6 +475,15 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--seed", options->settings.seed,
                   "seed of the holdout split and of every epoch's batch order")
       ->capture_default_str();
+  cmd->add_flag("--shuffle-options", options->augment.shuffle_options,
+                "the recipe's augmentation: at every visit, each choice question's descriptions "
+                "permuted among its option ids, the targets moved with them (runs the backbone "
+                "on each visit's schema)");
+  cmd->add_option("--yes-no-share", options->augment.yes_no_share,
+                  "the recipe's augmentation: this share of visits gets a yes/no question \"is "
+                  "option X the answer?\" with X's probability as its target")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 1.0));
   cmd->add_option("--rows-memory", options->rows_memory,
                   "most memory the backbone's rows may take (default: half the machine's)")
       ->transform(CLI::AsSizeValue(false));

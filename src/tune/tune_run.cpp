@@ -106,13 +106,13 @@ std::vector<ScoredLabel> score(HeadTrainer& trainer, const std::vector<RowsRecor
   return out;
 }
 
-TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& train,
+TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const TrainingVisit& visit,
                          const std::vector<RowsRecord>& validation, const TuneSettings& settings,
                          const std::string& fingerprint, std::optional<Checkpoint> resume_from,
                          const std::function<void(const Checkpoint&)>& checkpoint,
                          const std::function<bool()>& interrupted,
                          const std::function<void(const TuneProgress&)>& on_progress) {
-  if (train.empty() || validation.empty()) {
+  if (n_train == 0 || validation.empty()) {
     throw invalid_request("tuning needs training and validation records", "data");
   }
   TuneOutcome out;
@@ -147,7 +147,7 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
   }
 
   const std::size_t batch = static_cast<std::size_t>(std::max(1, settings.batch_size));
-  const auto batches_per_epoch = static_cast<std::int64_t>((train.size() + batch - 1) / batch);
+  const auto batches_per_epoch = static_cast<std::int64_t>((n_train + batch - 1) / batch);
   const std::int64_t total_steps = batches_per_epoch * settings.epochs;
   std::int64_t steps_taken = out.epochs.empty() ? 0 : out.epochs.back().step;
   double seconds_per_record = 0;
@@ -155,7 +155,7 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
   double timed_seconds = 0;
   for (int epoch = done + 1; epoch <= settings.epochs; ++epoch) {
     const auto t0 = Clock::now();
-    const std::vector<std::size_t> order = epoch_order(train.size(), settings.seed, epoch);
+    const std::vector<std::size_t> order = epoch_order(n_train, settings.seed, epoch);
     double loss_sum = 0;
     std::size_t batches = 0;
     std::int64_t step = 0;
@@ -169,7 +169,7 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
           out.interrupted = true;
           return out;
         }
-        batch_loss += weight * trainer.accumulate(train[order[k]].example(), weight);
+        batch_loss += weight * trainer.accumulate(visit(order[k], epoch).example(), weight);
       }
       AdamWSettings adamw = settings.adamw;
       adamw.lr = learning_rate(settings, steps_taken, total_steps);
@@ -198,7 +198,7 @@ TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& tr
     report.train_loss = loss_sum / static_cast<double>(batches);
     report.validation = measure(score(trainer, validation));
     report.seconds = seconds_since(t0);
-    report.records_per_second = static_cast<double>(train.size()) / report.seconds;
+    report.records_per_second = static_cast<double>(n_train) / report.seconds;
     report.step = step;
     out.epochs.push_back(report);
     if (report.validation.brier < best_brier) {

@@ -77,11 +77,16 @@ std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, int epoc
 /// The labeled questions of `records` scored by `trainer`'s current head.
 std::vector<ScoredLabel> score(HeadTrainer& trainer, const std::vector<RowsRecord>& records);
 
-/// Trains `trainer` on `train`, validating on `validation` (non-empty). `resume_from`: a
-/// checkpoint to continue (its weights and optimizer already restored into `trainer`), else
-/// nullopt. `checkpoint(c)` is called after every epoch; `interrupted()` is asked between
-/// batches; `on_progress` after every batch.
-TuneOutcome run_training(HeadTrainer& trainer, const std::vector<RowsRecord>& train,
+/// Training record `index` as visit `epoch` (1-based) shows it: its kept rows, or an augmented
+/// copy whose rows were computed for the visit (tune/augment.hpp). The reference is valid until
+/// the next call.
+using TrainingVisit = std::function<const RowsRecord&(std::size_t index, int epoch)>;
+
+/// Trains `trainer` on `n_train` records given by `visit`, validating on `validation`
+/// (non-empty). `resume_from`: a checkpoint to continue (its weights and optimizer already
+/// restored into `trainer`), else nullopt. `checkpoint(c)` is called after every epoch;
+/// `interrupted()` is asked between batches; `on_progress` after every batch.
+TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const TrainingVisit& visit,
                          const std::vector<RowsRecord>& validation, const TuneSettings& settings,
                          const std::string& fingerprint, std::optional<Checkpoint> resume_from,
                          const std::function<void(const Checkpoint&)>& checkpoint,

@@ -31,22 +31,46 @@ struct Result {
   std::vector<double> numeric_a, numeric_b;
 };
 
-double evaluate(const Op& op, const Check& c, const std::vector<float>& a,
-                const std::vector<float>& b, const std::vector<float>& r) {
-  ggml_init_params params{64 * 1024 * 1024, nullptr, false};
-  ggml_context_ptr ctx(ggml_init(params));
-  ggml_tensor* ta = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, c.a0, c.a1);
-  ggml_tensor* tb = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, c.b0, c.b1);
+/// f = sum(op(a, b) * r) over fresh tensors holding `a` and `b` (params when `trainable`), in
+/// `ctx`; `r` is drawn from `rng` when empty (its size is op's output's).
+struct Built {
+  ggml_tensor *a, *b, *f;
+};
+
+Built build(ggml_context* ctx, const Op& op, const Check& c, const std::vector<float>& a,
+            const std::vector<float>& b, std::vector<float>& r, std::mt19937* rng, bool trainable) {
+  ggml_tensor* ta = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.a0, c.a1);
+  ggml_tensor* tb = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c.b0, c.b1);
   std::copy(a.begin(), a.end(), static_cast<float*>(ta->data));
   std::copy(b.begin(), b.end(), static_cast<float*>(tb->data));
-  ggml_tensor* y = op(ctx.get(), ta, tb);
-  ggml_tensor* tr = ggml_new_tensor(ctx.get(), GGML_TYPE_F32, 4, y->ne);
+  if (trainable) {
+    ggml_set_param(ta);
+    if (c.b_trainable) ggml_set_param(tb);
+  }
+  ggml_tensor* y = op(ctx, ta, tb);
+  if (r.empty()) {
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    r.resize(static_cast<std::size_t>(ggml_nelements(y)));
+    for (float& x : r) x = n01(*rng);
+  }
+  ggml_tensor* tr = ggml_new_tensor(ctx, GGML_TYPE_F32, 4, y->ne);
   std::copy(r.begin(), r.end(), static_cast<float*>(tr->data));
-  ggml_tensor* f = ggml_sum(ctx.get(), ggml_mul(ctx.get(), y, tr));
+  return {ta, tb, ggml_sum(ctx, ggml_mul(ctx, y, tr))};
+}
+
+ggml_context_ptr context() {
+  ggml_init_params params{64 * 1024 * 1024, nullptr, false};
+  return ggml_context_ptr(ggml_init(params));
+}
+
+double evaluate(const Op& op, const Check& c, const std::vector<float>& a,
+                const std::vector<float>& b, std::vector<float>& r) {
+  ggml_context_ptr ctx = context();
+  const Built g = build(ctx.get(), op, c, a, b, r, nullptr, false);
   ggml_cgraph* gf = ggml_new_graph(ctx.get());
-  ggml_build_forward_expand(gf, f);
+  ggml_build_forward_expand(gf, g.f);
   ggml_graph_compute_with_ctx(ctx.get(), gf, 1);
-  return *static_cast<float*>(f->data);
+  return *static_cast<float*>(g.f->data);
 }
 
 Result run(const Op& op, const Check& c, std::uint32_t seed) {
@@ -57,20 +81,12 @@ Result run(const Op& op, const Check& c, std::uint32_t seed) {
   for (float& x : a) x = n01(rng);
   for (float& x : b) x = 1.5f + std::abs(n01(rng));  // away from 0 (a divisor)
 
-  ggml_init_params params{64 * 1024 * 1024, nullptr, false};
-  ggml_context_ptr ctx(ggml_init(params));
-  ggml_tensor* ta = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, c.a0, c.a1);
-  ggml_tensor* tb = ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, c.b0, c.b1);
-  std::copy(a.begin(), a.end(), static_cast<float*>(ta->data));
-  std::copy(b.begin(), b.end(), static_cast<float*>(tb->data));
-  ggml_set_param(ta);
-  if (c.b_trainable) ggml_set_param(tb);
-  ggml_tensor* y = op(ctx.get(), ta, tb);
-  std::vector<float> r(static_cast<std::size_t>(ggml_nelements(y)));
-  for (float& x : r) x = n01(rng);
-  ggml_tensor* tr = ggml_new_tensor(ctx.get(), GGML_TYPE_F32, 4, y->ne);
-  std::copy(r.begin(), r.end(), static_cast<float*>(tr->data));
-  ggml_tensor* f = ggml_sum(ctx.get(), ggml_mul(ctx.get(), y, tr));
+  ggml_context_ptr ctx = context();
+  std::vector<float> r;
+  const Built g = build(ctx.get(), op, c, a, b, r, &rng, true);
+  ggml_tensor* ta = g.a;
+  ggml_tensor* tb = g.b;
+  ggml_tensor* f = g.f;
   ggml_set_loss(f);
   ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), GGML_DEFAULT_GRAPH_SIZE, true);
   ggml_build_forward_expand(gf, f);

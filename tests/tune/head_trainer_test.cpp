@@ -10,6 +10,7 @@
 
 #include "head/head_parameters.hpp"
 #include "head/oracle_reader.hpp"
+#include "tune/oracle_batch.hpp"
 #include "util/error.hpp"
 
 namespace clef::tune {
@@ -17,48 +18,31 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Records {
+struct Records : testing::OracleBatch {
   head::HeadWeights weights;
-  std::vector<head::testing::OracleRecord> records;
-  std::vector<std::vector<float>> lexical;
-  std::vector<std::vector<std::vector<float>>> targets;
-
-  HeadExample example(std::size_t r) const {
-    return {records[r].hidden, records[r].n_tokens, records[r].questions, lexical[r], targets[r]};
-  }
 };
 
 /// The tiny oracle head and its records rec00..rec03, each question's target one-hot on its
 /// last option.
 Records tiny() {
   const fs::path dir = fs::path(CLEF_TEST_DATA) / "oracle" / "head" / "tiny";
-  Records out{
-      head::HeadWeights::load(dir / "joint_head_f32.safetensors", dir / "joint_head_config.json"),
-      {},
-      {},
-      {}};
-  const std::vector<float> table = head::testing::read_lexical_table(dir);
-  for (const char* name : {"rec00", "rec01", "rec02", "rec03"}) {
-    out.records.push_back(head::testing::read_record(dir / name));
-    out.lexical.push_back(
-        head::testing::lexical_vectors(out.records.back(), table, out.records.back().hidden_size));
-    std::vector<std::vector<float>> t;
-    for (const auto& q : out.records.back().questions) {
+  Records out;
+  static_cast<testing::OracleBatch&>(out) =
+      testing::OracleBatch::read(dir, {"rec00", "rec01", "rec02", "rec03"});
+  out.weights =
+      head::HeadWeights::load(dir / "joint_head_f32.safetensors", dir / "joint_head_config.json");
+  for (std::size_t r = 0; r < out.records.size(); ++r) {
+    for (const auto& q : out.records[r].questions) {
       std::vector<float> one(q.options.size(), 0.0f);
       one.back() = 1.0f;
-      t.push_back(one);
+      out.targets[r].push_back(one);
     }
-    out.targets.push_back(t);
   }
   return out;
 }
 
 double accumulate_all(HeadTrainer& trainer, const Records& r) {
-  double loss = 0;
-  for (std::size_t i = 0; i < r.records.size(); ++i) {
-    loss += trainer.accumulate(r.example(i), 1.0 / static_cast<double>(r.records.size()));
-  }
-  return loss / static_cast<double>(r.records.size());
+  return r.accumulate(trainer);
 }
 
 TEST(HeadTrainer, ABindingClipScalesTheGradientAdamSees) {

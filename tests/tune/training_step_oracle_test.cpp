@@ -16,6 +16,7 @@
 #include "head/safetensors.hpp"
 #include "support/oracle_dirs.hpp"
 #include "tune/head_trainer.hpp"
+#include "tune/oracle_batch.hpp"
 
 namespace clef::tune {
 namespace {
@@ -23,11 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 
 /// One case of tests/data/oracle/tune, with its records read.
-struct TuneCase {
+struct TuneCase : testing::OracleBatch {
   fs::path head_dir;
-  std::vector<head::testing::OracleRecord> records;
-  std::vector<std::vector<float>> lexical;               ///< per record
-  std::vector<std::vector<std::vector<float>>> targets;  ///< per record, question, option
   AdamWSettings adamw;
   double max_norm = 1.0;
   int steps = 0;
@@ -46,18 +44,15 @@ TuneCase read_case(const fs::path& dir) {
   if (d.HasParseError()) throw std::runtime_error("bad JSON in " + (dir / "tune.json").string());
   TuneCase c;
   c.head_dir = dir / d["head_folder"].GetString();
-  const std::vector<float> table = head::testing::read_lexical_table(c.head_dir);
-  for (const auto& name : d["records"].GetArray()) {
-    c.records.push_back(head::testing::read_record(c.head_dir / name.GetString()));
-    c.lexical.push_back(
-        head::testing::lexical_vectors(c.records.back(), table, c.records.back().hidden_size));
-    std::vector<std::vector<float>> per_question;
-    for (const auto& q : d["targets"][name.GetString()].GetArray()) {
+  std::vector<std::string> names;
+  for (const auto& name : d["records"].GetArray()) names.emplace_back(name.GetString());
+  static_cast<testing::OracleBatch&>(c) = testing::OracleBatch::read(c.head_dir, names);
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    for (const auto& q : d["targets"][names[r].c_str()].GetArray()) {
       std::vector<float> t;
       for (const auto& x : q.GetArray()) t.push_back(static_cast<float>(x.GetDouble()));
-      per_question.push_back(std::move(t));
+      c.targets[r].push_back(std::move(t));
     }
-    c.targets.push_back(std::move(per_question));
   }
   const auto& opt = d["optimizer"];
   c.adamw.lr = opt["lr"].GetDouble();
@@ -75,21 +70,6 @@ TuneCase read_case(const fs::path& dir) {
   return c;
 }
 
-HeadExample example(const TuneCase& c, std::size_t r) {
-  const auto& rec = c.records[r];
-  return {rec.hidden, rec.n_tokens, rec.questions, c.lexical[r], c.targets[r]};
-}
-
-/// One batch (every record, the recipe's mean over records): returns the batch loss.
-double accumulate_batch(HeadTrainer& trainer, const TuneCase& c) {
-  double loss = 0;
-  const double weight = 1.0 / static_cast<double>(c.records.size());
-  for (std::size_t r = 0; r < c.records.size(); ++r) {
-    loss += weight * trainer.accumulate(example(c, r), weight);
-  }
-  return loss;
-}
-
 /// Tensors whose true gradient is exactly 0 by the math (README): compared absolutely.
 bool truly_zero_gradient(const std::string& name) {
   return name == "residual_scorer.3.bias";
@@ -105,7 +85,7 @@ void check_case(const fs::path& dir) {
   HeadTrainer trainer(initial, 2);
 
   // Step 0: the loss and every gradient at the initial weights.
-  const double loss0 = accumulate_batch(trainer, c);
+  const double loss0 = c.accumulate(trainer);
   EXPECT_NEAR(loss0, c.loss_before_each_step[0], 1e-5 * c.loss_before_each_step[0]);
   const head::SafetensorsFile grads(dir / "grad_step0.safetensors");
   double worst = 0;  // largest |error| / tolerance over all tensors
@@ -132,7 +112,7 @@ void check_case(const fs::path& dir) {
   // loss and the parameters.
   for (int s = 0; s < c.steps; ++s) {
     if (s > 0) {
-      const double loss = accumulate_batch(trainer, c);
+      const double loss = c.accumulate(trainer);
       EXPECT_NEAR(loss, c.loss_before_each_step[s], 1e-5 * c.loss_before_each_step[s])
           << "before step " << s;
     }
@@ -143,7 +123,7 @@ void check_case(const fs::path& dir) {
   }
   double loss_after = 0;
   for (std::size_t r = 0; r < c.records.size(); ++r) {
-    const auto logits = trainer.logits(example(c, r));
+    const auto logits = trainer.logits(c.example(r));
     double record_loss = 0;
     for (std::size_t q = 0; q < logits.size(); ++q) {
       const float top = *std::max_element(logits[q].begin(), logits[q].end());

@@ -200,6 +200,29 @@ TEST_F(TuneCommand, CtrlCLeavesTheLastCompleteCheckpoint) {
   }
 }
 
+TEST_F(TuneCommand, TrainsWithTheRecipesAugmentations) {
+  const fs::path out = dir.path() / "augmented";
+  const std::string args = "tune" + model + data() + " --out " + out.string() +
+                           " --epochs 2 --patience 0 --force --shuffle-options --yes-no-share 0.5";
+  const Ran r = clef(args, log("augmented.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rows, computed once: 8 records"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("validation only"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch 2: train loss"), std::string::npos) << r.output;
+  const clef::json::Value report =
+      clef::json::parse(clef::test::read_bytes(out / "tune_report.json"));
+  EXPECT_TRUE(report.find("shuffle_options")->as_bool());
+  // The same run again gives the same bytes (each visit drawn from the seed, epoch and record).
+  const fs::path again = dir.path() / "again";
+  ASSERT_EQ(clef("tune" + model + data() + " --out " + again.string() +
+                     " --epochs 2 --patience 0 --force --shuffle-options --yes-no-share 0.5",
+                 log("again.txt"))
+                .exit_code,
+            0);
+  EXPECT_EQ(clef::test::read_bytes(out / "checkpoint" / "head.safetensors"),
+            clef::test::read_bytes(again / "checkpoint" / "head.safetensors"));
+}
+
 TEST_F(TuneCommand, BadInputsAreRefusedNamingTheFileAndLine) {
   const fs::path out = dir.path() / "out";
   std::mt19937 rng(9);
