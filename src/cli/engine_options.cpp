@@ -38,10 +38,11 @@ bool parse_switch_setting(const std::string& name, const std::string& value) {
 
 CLI::Validator finite_range(double lo, double hi) {
   const auto text = [](double v) {
-    std::string s = std::to_string(v);
-    s.erase(s.find_last_not_of('0') + 1);
-    if (s.back() == '.') s.pop_back();
-    return s;
+    // The shortest form that reads back: 1e-09, 0.01, 1000000000 (std::to_string's six decimals
+    // showed 1e-9 as 0).
+    char b[32];
+    std::snprintf(b, sizeof b, "%.10g", v);
+    return std::string(b);
   };
   const std::string range = text(lo) + ".." + text(hi);
   return CLI::Validator(

@@ -2,6 +2,8 @@
 // backbone (the published recipe's head-only phase): the rows once, then epochs of the recipe's
 // training step, validation after every epoch, the best epoch written as a head `clef serve
 // --head` serves and the authors' loader reads.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -45,6 +47,7 @@ struct TuneCommandOptions {
   std::string dtype = "f32";
   std::string schedule = "constant";
   tune::AugmentSettings augment;
+  std::int64_t seed = 0;  ///< --seed (settings.seed once checked)
   bool resume = false;
   bool force = false;
 };
@@ -73,6 +76,56 @@ class InterruptGuard {
 
  private:
   struct sigaction old_ {};
+};
+
+/// The --out folder while a run uses it: made when missing, locked (flock on OUT/.clef-tune.lock,
+/// so that a second run into the same folder is refused instead of swapping checkpoints under the
+/// first), and removed again at the end when the run made it and left nothing in it (a refused
+/// run leaves no empty folder behind).
+class OutFolder {
+ public:
+  explicit OutFolder(const fs::path& out) : out_(out), made_(!fs::exists(out)) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec || !fs::is_directory(out)) {
+      throw invalid_request("--out " + out.string() + " cannot be made a folder" +
+                                (ec ? ": " + ec.message() : std::string(": it is a file")),
+                            "out");
+    }
+    lock_ = out / ".clef-tune.lock";
+    fd_ = ::open(lock_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      remove_if_made();
+      throw invalid_request("--out " + out.string() + " cannot be written", "out");
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      throw invalid_request("--out " + out.string() +
+                                " is in use by another clef tune run: give another folder, or "
+                                "wait for it to end",
+                            "out");
+    }
+  }
+  ~OutFolder() {
+    if (fd_ < 0) return;
+    std::error_code ec;
+    fs::remove(lock_, ec);
+    ::close(fd_);
+    remove_if_made();
+  }
+  OutFolder(const OutFolder&) = delete;
+  OutFolder& operator=(const OutFolder&) = delete;
+
+ private:
+  void remove_if_made() {
+    std::error_code ec;
+    if (made_) fs::remove(out_, ec);  // only when empty
+  }
+  fs::path out_;
+  bool made_;
+  fs::path lock_;
+  int fd_ = -1;
 };
 
 std::string fixed(double v, int digits = 4) {
@@ -165,6 +218,7 @@ std::pair<std::size_t, std::size_t> rounded_away(const head::HeadWeights& initia
 }
 
 int run_tune(TuneCommandOptions& o) {
+  o.settings.seed = static_cast<std::uint64_t>(o.seed);
   o.settings.schedule = o.schedule == "constant" ? tune::TuneSettings::Schedule::constant
                                                  : tune::TuneSettings::Schedule::cosine;
   const fs::path out(o.out);
@@ -176,11 +230,7 @@ int run_tune(TuneCommandOptions& o) {
                               "--force to overwrite it",
                           "out");
   }
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) {
-    throw invalid_request("--out " + o.out + " cannot be made a folder: " + ec.message(), "out");
-  }
+  OutFolder folder(out);  // made now, removed again if the run ends before writing into it
   std::optional<tune::Checkpoint> resume_from;
   if (o.resume) {
     resume_from = tune::read_checkpoint(out);
@@ -195,9 +245,11 @@ int run_tune(TuneCommandOptions& o) {
   }
 
   std::vector<tune::LabeledRecord> train = tune::load_labeled_records(o.data);
+  tune::check_distinct(train);
   std::vector<tune::LabeledRecord> validation;
   if (!o.validation.empty()) {
     validation = tune::load_labeled_records(o.validation);
+    tune::check_distinct(validation);
   } else {
     split(train, o.holdout, o.settings.seed, validation);
   }
@@ -207,8 +259,11 @@ int run_tune(TuneCommandOptions& o) {
   config.calibration_path.clear();  // the head's own probabilities are trained and measured
   if (config.head_path.empty()) {
     throw invalid_request(
-        "clef tune trains joint_head.safetensors (the published head's raw parameters); this "
-        "model carries its head inside its GGUF: give --head FILE",
+        "clef tune trains a joint_head.safetensors (the published head's raw parameters, with "
+        "joint_head_config.json); this model carries its head inside its GGUF (llama.cpp's or "
+        "Ollama's layout, its scales folded), which cannot be trained: tune on the published "
+        "files (the backbone GGUF, the mmproj and joint_head.safetensors, e.g. clef pull "
+        "Cloudflare/clef-flash) and serve the tuned head with them",
         "head");
   }
   const std::string fp = fingerprint(o, config);
@@ -270,12 +325,20 @@ int run_tune(TuneCommandOptions& o) {
               << std::flush;
     if (done == total) std::cerr << "\n";
   };
+  const auto stop = [] { return g_interrupts.load() > 0; };
   std::vector<tune::RowsRecord> train_rows;
-  if (!augmenting) {
-    train_rows = tune::compute_rows(engine, std::move(train_prepared), rows_progress);
+  std::vector<tune::RowsRecord> validation_rows;
+  try {
+    if (!augmenting) {
+      train_rows = tune::compute_rows(engine, std::move(train_prepared), rows_progress, stop);
+    }
+    validation_rows =
+        tune::compute_rows(engine, std::move(validation_prepared), rows_progress, stop);
+  } catch (const tune::RowsInterrupted&) {
+    std::cerr << "\nclef tune: interrupted while the backbone ran, before training: nothing "
+                 "written\n";
+    return 130;
   }
-  std::vector<tune::RowsRecord> validation_rows =
-      tune::compute_rows(engine, std::move(validation_prepared), rows_progress);
   if (!augmenting) {
     // The backbone is not needed while the head trains: its memory goes back before training.
     engine.runner.reset();
@@ -312,7 +375,16 @@ int run_tune(TuneCommandOptions& o) {
     std::cout << (best ? " (best)" : "") << std::endl;
   };
   int printed = resume_from ? static_cast<int>(resume_from->history.items().size()) : 0;
+  // "(best)" marks the best trained epoch so far, the resumed run's epochs counted.
   double best_so_far = std::numeric_limits<double>::infinity();
+  if (resume_from) {
+    const auto& history = resume_from->history.items();
+    for (std::size_t e = 1; e < history.size(); ++e) {
+      const json::Value* v = history[e].find("validation");
+      const json::Value* b = v != nullptr ? v->find("brier") : nullptr;
+      if (b != nullptr && b->is_float()) best_so_far = std::min(best_so_far, b->as_double());
+    }
+  }
   const tune::TuneOutcome outcome = tune::run_training(
       trainer, train.size(), visit, validation_rows, o.settings, fp, std::move(resume_from),
       [&](const tune::Checkpoint& c) {
@@ -329,7 +401,7 @@ int run_tune(TuneCommandOptions& o) {
           print_epoch(e, best);
         }
       },
-      [] { return g_interrupts.load() > 0; },
+      stop,
       [&](const tune::TuneProgress& p) {
         if (!tty) return;
         std::cerr << "\r[training] epoch " << p.epoch << "/" << p.epochs << ", " << p.records_done
@@ -339,8 +411,13 @@ int run_tune(TuneCommandOptions& o) {
       });
   if (outcome.interrupted) {
     const int done = static_cast<int>(outcome.epochs.size()) - 1;
-    std::cerr << "\nclef tune: interrupted; the checkpoint after epoch " << done << " is in "
-              << tune::checkpoint_dir(out).string() << " (--resume continues from it)\n";
+    if (done == 0) {
+      std::cerr << "\nclef tune: interrupted during epoch 1: no epoch was complete, so there is "
+                   "no checkpoint; nothing written\n";
+    } else {
+      std::cerr << "\nclef tune: interrupted; the checkpoint after epoch " << done << " is in "
+                << tune::checkpoint_dir(out).string() << " (--resume continues from it)\n";
+    }
     return 130;
   }
   if (peak_measured) {
@@ -353,17 +430,23 @@ int run_tune(TuneCommandOptions& o) {
   }
   const tune::EpochReport& first = outcome.epochs.front();
   if (outcome.best_epoch == 0) {
+    std::cerr << "clef tune: no epoch was trained; nothing written\n";
+    return 1;
+  }
+  const tune::EpochReport& best = outcome.epochs[static_cast<std::size_t>(outcome.best_epoch)];
+  if (!outcome.improved()) {
     std::cerr << "clef tune: no epoch validated better than the initial head (Brier "
-              << fixed(first.validation.brier) << ")";
+              << fixed(first.validation.brier) << "; the best, epoch " << outcome.best_epoch << ", "
+              << fixed(best.validation.brier) << ")";
     if (!o.force) {
-      std::cerr << "; nothing written (--force writes the last epoch's head anyway)\n";
+      std::cerr << "; nothing written (--force writes epoch " << outcome.best_epoch
+                << "'s head anyway; a lower --lr or more records usually help)\n";
       return 1;
     }
-    std::cerr << "; --force: the last epoch's head is written\n";
+    std::cerr << "; --force: epoch " << outcome.best_epoch << "'s head is written\n";
   }
-  const head::HeadWeights written = outcome.best_epoch == 0 ? trainer.weights() : outcome.best;
-  const int written_epoch =
-      outcome.best_epoch == 0 ? static_cast<int>(outcome.epochs.size()) - 1 : outcome.best_epoch;
+  const head::HeadWeights& written = outcome.best;
+  const int written_epoch = outcome.best_epoch;
   if (bf16) {
     const auto [changed, lost] = rounded_away(initial, written);
     std::cerr << "clef tune: --dtype bf16 rounds away " << lost << " of the " << changed
@@ -414,9 +497,12 @@ int run_tune(TuneCommandOptions& o) {
       {"validation", Value::object(std::move(per_question))},
   });
   write_text_file((out / "tune_report.json").string(), json::dumps_unsorted(report) + "\n", "out");
+  std::string model_flags = !o.engine.model_dir.empty() ? "--model-dir " + o.engine.model_dir
+                                                        : "--model " + o.engine.model;
+  if (!o.engine.mmproj.empty()) model_flags += " --mmproj " + o.engine.mmproj;
   std::cout << "\nhead of epoch " << written_epoch << " written to " << o.out
-            << " (serve it with: clef serve --head " << (out / "joint_head.safetensors").string()
-            << ")\n";
+            << " (serve it with: clef serve " << model_flags << " --head "
+            << (out / "joint_head.safetensors").string() << ")\n";
   return 0;
 }
 
@@ -472,9 +558,10 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
                   "AdamW decoupled weight decay")
       ->capture_default_str()
       ->check(finite_range(0.0, 1.0));
-  cmd->add_option("--seed", options->settings.seed,
+  cmd->add_option("--seed", options->seed,
                   "seed of the holdout split and of every epoch's batch order")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
   cmd->add_flag("--shuffle-options", options->augment.shuffle_options,
                 "the recipe's augmentation: at every visit, each choice question's descriptions "
                 "permuted among its option ids, the targets moved with them (runs the backbone "
@@ -486,6 +573,12 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
       ->check(finite_range(0.0, 1.0));
   cmd->add_option("--rows-memory", options->rows_memory,
                   "most memory the backbone's rows may take (default: half the machine's)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return !v.empty() && v.front() == '-' ? "a size of 0 or more is needed, got " + v
+                                                  : std::string();
+          },
+          "SIZE"))
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--dtype", options->dtype,
                   "dtype of the written head: f32, or bf16 (rounds away most small updates; it "

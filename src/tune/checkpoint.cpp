@@ -134,6 +134,16 @@ std::optional<Checkpoint> read_checkpoint(const fs::path& out) {
     }
     c.fingerprint = fp->as_string();
     c.history = *epochs;
+    // The history holds epoch 0 (the initial head) to the last complete one.
+    const auto n = static_cast<std::int64_t>(epochs->items().size());
+    if (c.epoch < 1 || c.epoch + 1 != n || c.best_epoch < 0 || c.best_epoch > c.epoch ||
+        c.optimizer.step < 1) {
+      throw io_error("state.json: epoch " + std::to_string(c.epoch) + ", best_epoch " +
+                         std::to_string(c.best_epoch) + ", step " +
+                         std::to_string(c.optimizer.step) + " and " + std::to_string(n) +
+                         " epochs of history do not fit together",
+                     "resume");
+    }
     const fs::path config = dir / head::HeadWeights::kConfigFile;
     c.weights = head::HeadWeights::load(dir / kHead, config);
     c.best = head::HeadWeights::load(dir / kBest, config);
@@ -146,9 +156,10 @@ std::optional<Checkpoint> read_checkpoint(const fs::path& out) {
       c.optimizer.v.push_back(moments.to_f32(*v));
     }
     return c;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     throw invalid_request("the checkpoint in " + dir.string() + " cannot be read (" + e.what() +
-                              "); start anew without --resume",
+                              "); start anew over it with --force (without --resume), or give "
+                              "another --out",
                           "resume");
   }
 }

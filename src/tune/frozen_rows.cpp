@@ -119,12 +119,13 @@ RowsPlan plan_rows(const std::vector<const PreparedRecord*>& records, std::int64
   return plan;
 }
 
-std::vector<RowsRecord> compute_rows(
-    runtime::Engine& engine, std::vector<PreparedRecord> records,
-    const std::function<void(std::size_t, std::size_t)>& on_record) {
+std::vector<RowsRecord> compute_rows(runtime::Engine& engine, std::vector<PreparedRecord> records,
+                                     const std::function<void(std::size_t, std::size_t)>& on_record,
+                                     const std::function<bool()>& interrupted) {
   std::vector<RowsRecord> out;
   out.reserve(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
+    if (interrupted && interrupted()) throw RowsInterrupted{i, records.size()};
     PreparedRecord& p = records[i];
     runtime::Decision d;
     try {

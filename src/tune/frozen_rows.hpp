@@ -61,10 +61,18 @@ struct RowsPlan {
 /// The plan of keeping the rows of `records` (hidden size `hidden_size`).
 RowsPlan plan_rows(const std::vector<const PreparedRecord*>& records, std::int64_t hidden_size);
 
+/// Thrown by compute_rows when `interrupted()` said so (between two records).
+struct RowsInterrupted {
+  std::size_t done = 0;
+  std::size_t total = 0;
+};
+
 /// Runs the backbone once per record (`engine.decide`, the serving path) and keeps its rows.
-/// `on_record(done, total)` after each. Throws what Engine::decide throws, naming the record.
+/// `on_record(done, total)` after each; `interrupted()` (when set) is asked before each. Throws
+/// what Engine::decide throws, naming the record; RowsInterrupted.
 std::vector<RowsRecord> compute_rows(
     runtime::Engine& engine, std::vector<PreparedRecord> records,
-    const std::function<void(std::size_t, std::size_t)>& on_record);
+    const std::function<void(std::size_t, std::size_t)>& on_record,
+    const std::function<bool()>& interrupted = {});
 
 }  // namespace clef::tune

@@ -1,6 +1,7 @@
 #include "tune/labeled_records.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -28,10 +29,11 @@ std::string gold_id(const json::Value& v, const std::string& where, const std::s
   refuse(where, "gold." + question + " must be an option id, true/false, or a level index", "gold");
 }
 
-/// A JSON number as a double (integers by their digits), or nullopt.
+/// A JSON number as a double (integers by their digits; one too large for a double is +-inf), or
+/// nullopt.
 std::optional<double> number(const json::Value& v) {
   if (v.is_float()) return v.as_double();
-  if (v.is_integer()) return std::stod(v.integer_digits());
+  if (v.is_integer()) return std::strtod(v.integer_digits().c_str(), nullptr);
   return std::nullopt;
 }
 
@@ -137,6 +139,20 @@ std::vector<LabeledRecord> parse_labeled_records(std::string_view text, const st
 std::vector<LabeledRecord> load_labeled_records(const std::filesystem::path& file) {
   return parse_labeled_records(util::read_lines_file(file, json::ParseLimits{}.max_bytes, "data"),
                                file.string());
+}
+
+void check_distinct(const std::vector<LabeledRecord>& records) {
+  std::map<std::string, const LabeledRecord*> seen;
+  for (const LabeledRecord& r : records) {
+    const auto [it, fresh] = seen.emplace(json::dumps(r.request), &r);
+    if (!fresh) {
+      throw invalid_request(r.where + ": the same request as " + it->second->where +
+                                " (labels aside): give each request once; several people's "
+                                "labels of one request go into its \"targets\" (the share of "
+                                "each option)",
+                            "data");
+    }
+  }
 }
 
 void check_disjoint(const std::vector<LabeledRecord>& training,

@@ -42,6 +42,12 @@ std::vector<LabeledRecord> load_labeled_records(const std::filesystem::path& fil
 /// The same from text, `file` naming it in messages.
 std::vector<LabeledRecord> parse_labeled_records(std::string_view text, const std::string& file);
 
+/// Refuses (clef::Error invalid_request, naming both lines) a request (its labels aside) given
+/// twice in one file: with other labels the two would pull the head two ways, and with a holdout
+/// split one could be validated on the other. Several people's labels of one request go into one
+/// record's "targets" (the share of each option).
+void check_distinct(const std::vector<LabeledRecord>& records);
+
 /// Refuses (clef::Error invalid_request, naming both places) an id used in both sets, and a
 /// request (its labels aside) that is in both: a validation measured on training records says
 /// nothing.

@@ -118,8 +118,14 @@ TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const Traini
   TuneOutcome out;
   int done = 0;
   if (resume_from) {
-    for (const json::Value& e : resume_from->history.items()) {
-      out.epochs.push_back(EpochReport::from_json(e));
+    try {
+      for (const json::Value& e : resume_from->history.items()) {
+        out.epochs.push_back(EpochReport::from_json(e));
+      }
+    } catch (const std::exception& e) {
+      throw invalid_request(std::string("the checkpoint's history cannot be read (") + e.what() +
+                                "); start anew over it with --force (without --resume)",
+                            "resume");
     }
     out.best_epoch = resume_from->best_epoch;
     out.best = std::move(resume_from->best);

@@ -64,10 +64,18 @@ struct EpochReport {
 
 struct TuneOutcome {
   std::vector<EpochReport> epochs;  ///< epoch 0 first
-  int best_epoch = 0;               ///< by validation Brier among epochs >= 1
-  head::HeadWeights best;           ///< the head of best_epoch
+  /// By validation Brier among the trained epochs (>= 1; 0 only when none ran). Whether it is
+  /// better than the initial head: improved().
+  int best_epoch = 0;
+  head::HeadWeights best;  ///< the head of best_epoch
   bool stopped_early = false;
   bool interrupted = false;  ///< `interrupted()` said so: the last complete checkpoint stays
+
+  /// The best trained epoch validates better (a lower Brier) than the initial head.
+  bool improved() const {
+    return best_epoch >= 1 && epochs[static_cast<std::size_t>(best_epoch)].validation.brier <
+                                  epochs.front().validation.brier;
+  }
 };
 
 /// The training order of epoch `epoch` (1-based): a permutation of 0..n-1 drawn from `seed` and

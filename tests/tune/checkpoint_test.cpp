@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "head/head_parameters.hpp"
 #include "head/safetensors.hpp"
 #include "json/parse.hpp"
@@ -36,7 +38,7 @@ Checkpoint sample() {
     for (float& x : v) x = x * x;
     c.optimizer.v.push_back(v);
   }
-  c.history = json::parse(R"([{"epoch": 0}])");
+  c.history = json::parse(R"([{"epoch": 0}, {"epoch": 1}, {"epoch": 2}, {"epoch": 3}])");
   return c;
 }
 
@@ -81,6 +83,42 @@ TEST(Checkpoint, ADamagedOneIsRefusedSayingWhatToDo) {
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("without --resume"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Checkpoint, AStateThatDoesNotFitTogetherIsRefused) {
+  // Reported inputs: an empty history crashed the resume, a best_epoch past it read beyond the
+  // history, a huge step threw stoll's bare message.
+  test::TempDir dir("clef-tune-checkpoint");
+  Checkpoint c = sample();
+  c.history = json::parse(R"([{"epoch": 0}, {"epoch": 1}, {"epoch": 2}, {"epoch": 3}])");
+  write_checkpoint(dir.path(), c);
+  const fs::path state = checkpoint_dir(dir.path()) / "state.json";
+  const std::string good = test::read_bytes(state);
+  ASSERT_TRUE(read_checkpoint(dir.path()).has_value());
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"epochs\":[{", "\"epochs\":[],\"x\":[{"},
+      {"\"best_epoch\":2", "\"best_epoch\":99"},
+      {"\"epoch\":3,", "\"epoch\":-3,"},
+      {"\"epoch\":3,", "\"epoch\":99,"},
+      {"\"step\":24", "\"step\":-1"},
+      {"\"step\":24", "\"step\":1000000000000000000000000000000"},
+  };
+  for (const auto& [from, to] : edits) {
+    SCOPED_TRACE(to);
+    std::string bad = good;
+    const std::size_t at = bad.find(from);
+    ASSERT_NE(at, std::string::npos) << good;
+    bad.replace(at, from.size(), to);
+    std::ofstream(state, std::ios::trunc) << bad;
+    try {
+      read_checkpoint(dir.path());
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_request);
+      EXPECT_NE(std::string(e.what()).find("cannot be read"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+    }
   }
 }
 

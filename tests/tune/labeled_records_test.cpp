@@ -83,6 +83,11 @@ TEST(LabeledRecords, RefusesEachBadInputNamingTheLine) {
   EXPECT_NE(refusal(line(R"("gold": {"team": "a"}, "id": [1])")).find("\"id\" must be"),
             std::string::npos);
   EXPECT_NE(refusal(line(R"("gold": [1])")).find("\"gold\" must be an object"), std::string::npos);
+  // A reported input: a 400-digit integer target stopped the run with stod's bare message.
+  EXPECT_NE(
+      refusal(line(R"("targets": {"team": {"a": 1)" + std::string(400, '0') + R"(, "b": 0}})"))
+          .find("targets.team.a must be a finite number"),
+      std::string::npos);
   // A sum off by rounding only is accepted.
   EXPECT_EQ(refusal(line(R"("targets": {"team": {"a": 0.1, "b": 0.9000000001}})")), "");
 }
@@ -111,6 +116,21 @@ TEST(LabeledRecords, RefusesARecordInBothTrainingAndValidation) {
       "{\"team\": true}}\n",
       "val.jsonl");
   EXPECT_NO_THROW(check_disjoint(train, other));
+}
+
+TEST(LabeledRecords, TheSameRequestTwiceInOneFileIsRefused) {
+  const auto records = parse_labeled_records(
+      line(R"("gold": {"team": "a"})") + line(R"("gold": {"team": "b"}, "id": "other")"),
+      "data.jsonl");
+  try {
+    check_distinct(records);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("data.jsonl line 2: the same request as data.jsonl line 1"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(LabeledRecords, AMissingFileIsRefusedNamingIt) {

@@ -2,8 +2,10 @@
 // head that loads strictly and that `clef ask --head` serves; a resumed run gives the bytes of an
 // uninterrupted one; Ctrl-C leaves the last complete checkpoint; bad inputs are refused naming
 // the file and line, before the backbone runs.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,6 +144,19 @@ TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
                         "joint_head.safetensors"}) {
     EXPECT_EQ(clef::test::read_bytes(whole / f), clef::test::read_bytes(split / f)) << f;
   }
+  // A resumed run marks "(best)" as the whole run does (a reported input: it forgot the epochs
+  // before the resume).
+  const std::string whole_output = clef::test::read_bytes(log("whole.txt"));
+  for (const char* epoch : {"epoch 2:", "epoch 3:"}) {
+    const auto line_of = [&](const std::string& text) {
+      const std::size_t at = text.find(epoch);
+      return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+    };
+    ASSERT_FALSE(line_of(resumed.output).empty()) << resumed.output;
+    EXPECT_EQ(line_of(resumed.output).ends_with("(best)"),
+              line_of(whole_output).ends_with("(best)"))
+        << epoch;
+  }
   // Other settings cannot resume it.
   const Ran other = clef("tune" + model + data() + " --out " + split.string() +
                              " --epochs 4 --resume --patience 0 --lr 1e-3 --batch-size 8 "
@@ -223,6 +238,35 @@ TEST_F(TuneCommand, TrainsWithTheRecipesAugmentations) {
             clef::test::read_bytes(again / "checkpoint" / "head.safetensors"));
 }
 
+TEST_F(TuneCommand, AHeadNoBetterThanTheInitialOneIsNotWritten) {
+  // A reported input: every trained epoch validated worse than the initial head, yet the best of
+  // them was written and the run exited 0. An absurd rate makes every epoch worse.
+  const fs::path out = dir.path() / "worse";
+  const std::string args =
+      "tune" + model + data() + " --out " + out.string() + " --epochs 2 --patience 0 --lr 1";
+  Ran r = clef(args, log("worse.txt"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no epoch validated better than the initial head"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(out / "joint_head.safetensors"));
+  r = clef(args + " --force", log("worse_forced.txt"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--force: epoch"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(out / "joint_head.safetensors"));
+}
+
+TEST_F(TuneCommand, AFolderInUseByAnotherRunIsRefused) {
+  const fs::path out = dir.path() / "busy";
+  fs::create_directories(out);
+  const int fd = ::open((out / ".clef-tune.lock").c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const Ran r = clef("tune" + model + data() + " --out " + out.string(), log("busy.txt"));
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("in use by another clef tune run"), std::string::npos) << r.output;
+}
+
 TEST_F(TuneCommand, BadInputsAreRefusedNamingTheFileAndLine) {
   const fs::path out = dir.path() / "out";
   std::mt19937 rng(9);
@@ -277,6 +321,45 @@ TEST_F(TuneCommand, BadInputsAreRefusedNamingTheFileAndLine) {
            log("resume.txt"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("holds no checkpoint"), std::string::npos) << r.output;
+
+  // The same request twice in one file: refused whatever the seed (a reported input: the holdout
+  // split refused it or not by chance), naming both lines.
+  const fs::path twice = dir.path() / "twice.jsonl";
+  {
+    std::ifstream in(train);
+    std::string first;
+    std::getline(in, first);
+    std::ofstream f(twice);
+    // Line 3 repeats line 1's request without its id (ids are checked on their own).
+    std::string again = first;
+    again.erase(again.find(R"("id": "r0", )"), std::string(R"("id": "r0", )").size());
+    f << first << "\n" << record(rng, 50) << again << "\n";
+  }
+  for (const char* seed : {"0", "2", "5"}) {
+    r = clef(
+        "tune" + model + " --data " + twice.string() + " --seed " + seed + " --out " + out.string(),
+        log("twice.txt"));
+    EXPECT_EQ(r.exit_code, 2) << seed;
+    EXPECT_NE(r.output.find(twice.string() + " line 3: the same request as " + twice.string() +
+                            " line 1"),
+              std::string::npos)
+        << r.output;
+  }
+
+  // Flags out of range (reported inputs): a negative seed or memory size, and a range message that
+  // says its own bounds.
+  r = clef("tune" + model + data() + " --out " + out.string() + " --seed -1", log("seed.txt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = clef("tune" + model + data() + " --out " + out.string() + " --rows-memory -5",
+           log("rows.txt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = clef("tune" + model + data() + " --out " + out.string() + " --lr 1e-12", log("lr.txt"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("a number in 1e-09..1 is needed, got 1e-12"), std::string::npos)
+      << r.output;
+
+  // None of these refusals left the --out folder behind (a reported input: an empty one was).
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace
