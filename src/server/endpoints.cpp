@@ -133,16 +133,19 @@ std::string models_body(const runtime::ServedModel& model, bool random_weights) 
                                    {"videos", json::Value::boolean(l.max_videos > 0)}}));
   }
   if (!model.placement.empty()) entry.set("device", json::Value::string(model.placement));
-  // Which joint schema head answers: a published one, or the user's own (`clef tune`).
-  const auto or_null = [](const std::string& v) {
-    return v.empty() ? json::Value::null() : json::Value::string(v);
-  };
-  entry.set("head",
-            json::Value::object({{"sha256", or_null(model.head.sha256)},
-                                 {"published", json::Value::boolean(!model.head.published.empty())},
-                                 {"published_as", or_null(model.head.published)},
-                                 {"tuned_from", or_null(model.head.tuned_from)},
-                                 {"description", json::Value::string(model.head.description)}}));
+  // Which joint schema head answers: a published one, or the user's own (`clef tune`). Said when
+  // the model says it (a loaded engine always does).
+  if (!model.head.description.empty()) {
+    const auto or_null = [](const std::string& v) {
+      return v.empty() ? json::Value::null() : json::Value::string(v);
+    };
+    entry.set("head", json::Value::object(
+                          {{"sha256", or_null(model.head.sha256)},
+                           {"published", json::Value::boolean(!model.head.published.empty())},
+                           {"published_as", or_null(model.head.published)},
+                           {"tuned_from", or_null(model.head.tuned_from)},
+                           {"description", json::Value::string(model.head.description)}}));
+  }
   // Opt-in changes to the answers are said here; without them the answers are the reference's.
   entry.set("answers", json::Value::object(
                            {{"calibration", model.answers.calibration.empty()
