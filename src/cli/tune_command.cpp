@@ -425,8 +425,10 @@ int run_tune(TuneCommandOptions& o) {
     std::cout << "memory while training: peak " << util::human_bytes(peak) << " resident, "
               << util::human_bytes(peak > resident_before ? peak - resident_before : 0)
               << " over the " << util::human_bytes(resident_before)
-              << " resident before it (the rows, the program); plan: the head's 4 copies "
-              << util::human_bytes(head_bytes) << " plus one record's graph\n";
+              << " resident before it (the rows, the program); plan: the trainer's 4 copies "
+              << util::human_bytes(head_bytes) << ", the initial and the best head and, while a "
+              << "checkpoint is written, 4 more (" << util::human_bytes(head_bytes / 4)
+              << " each), and one record's graph\n";
   }
   const tune::EpochReport& first = outcome.epochs.front();
   if (outcome.best_epoch == 0) {
