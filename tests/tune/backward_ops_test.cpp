@@ -63,6 +63,18 @@ ggml_context_ptr context() {
   return ggml_context_ptr(ggml_init(params));
 }
 
+/// Marks `f` the loss, builds its forward and backward graph in `ctx` and computes it (one
+/// thread): ggml_graph_get_grad(result, param) holds d f / d param.
+ggml_cgraph* compute_gradients(ggml_context* ctx, ggml_tensor* f) {
+  ggml_set_loss(f);
+  ggml_cgraph* gf = ggml_new_graph_custom(ctx, GGML_DEFAULT_GRAPH_SIZE, true);
+  ggml_build_forward_expand(gf, f);
+  ggml_build_backward_expand(ctx, gf, nullptr);
+  ggml_graph_reset(gf);
+  ggml_graph_compute_with_ctx(ctx, gf, 1);
+  return gf;
+}
+
 double evaluate(const Op& op, const Check& c, const std::vector<float>& a,
                 const std::vector<float>& b, std::vector<float>& r) {
   ggml_context_ptr ctx = context();
@@ -87,12 +99,7 @@ Result run(const Op& op, const Check& c, std::uint32_t seed) {
   ggml_tensor* ta = g.a;
   ggml_tensor* tb = g.b;
   ggml_tensor* f = g.f;
-  ggml_set_loss(f);
-  ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), GGML_DEFAULT_GRAPH_SIZE, true);
-  ggml_build_forward_expand(gf, f);
-  ggml_build_backward_expand(ctx.get(), gf, nullptr);
-  ggml_graph_reset(gf);
-  ggml_graph_compute_with_ctx(ctx.get(), gf, 1);
+  ggml_cgraph* gf = compute_gradients(ctx.get(), f);
 
   Result out;
   const ggml_tensor* ga = ggml_graph_get_grad(gf, ta);
@@ -159,12 +166,7 @@ TEST(BackwardOps, GeluErfAtZero) {
   std::copy(values, values + 3, static_cast<float*>(x->data));
   ggml_set_param(x);
   ggml_tensor* f = ggml_sum(ctx.get(), ggml_gelu_erf(ctx.get(), x));
-  ggml_set_loss(f);
-  ggml_cgraph* gf = ggml_new_graph_custom(ctx.get(), GGML_DEFAULT_GRAPH_SIZE, true);
-  ggml_build_forward_expand(gf, f);
-  ggml_build_backward_expand(ctx.get(), gf, nullptr);
-  ggml_graph_reset(gf);
-  ggml_graph_compute_with_ctx(ctx.get(), gf, 1);
+  ggml_cgraph* gf = compute_gradients(ctx.get(), f);
   const float* g = static_cast<const float*>(ggml_graph_get_grad(gf, x)->data);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(g[i], 0.5, 1e-6) << values[i];
 }
