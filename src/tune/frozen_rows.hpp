@@ -70,9 +70,8 @@ struct RowsInterrupted {
 /// Runs the backbone once per record (`engine.decide`, the serving path) and keeps its rows.
 /// `on_record(done, total)` after each; `interrupted()` (when set) is asked before each. Throws
 /// what Engine::decide throws, naming the record; RowsInterrupted.
-std::vector<RowsRecord> compute_rows(
-    runtime::Engine& engine, std::vector<PreparedRecord> records,
-    const std::function<void(std::size_t, std::size_t)>& on_record,
-    const std::function<bool()>& interrupted = {});
+std::vector<RowsRecord> compute_rows(runtime::Engine& engine, std::vector<PreparedRecord> records,
+                                     const std::function<void(std::size_t, std::size_t)>& on_record,
+                                     const std::function<bool()>& interrupted = {});
 
 }  // namespace clef::tune
