@@ -161,7 +161,9 @@ void split(std::vector<tune::LabeledRecord>& records, double fraction, std::uint
   records = std::move(train);
 }
 
-std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig& config) {
+/// `head_sha256`: the starting head file's SHA-256 (hashed once, by the caller).
+std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig& config,
+                        const std::string& head_sha256) {
   util::Digest d(util::Digest::Kind::sha256);
   const auto add = [&](const std::string& s) {
     d.update(std::span<const char>(s.data(), s.size()));
@@ -169,7 +171,7 @@ std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig
   };
   add(util::sha256_file(o.data));
   add(o.validation.empty() ? "holdout " + fixed(o.holdout, 6) : util::sha256_file(o.validation));
-  add(util::sha256_file(config.head_path));
+  add(head_sha256);
   add(util::sha256_file(config.backbone_path));
   const tune::TuneSettings& s = o.settings;
   add(fixed(s.adamw.lr, 12) + " " + fixed(s.adamw.weight_decay, 12) + " " +
@@ -266,7 +268,9 @@ int run_tune(TuneCommandOptions& o) {
         "Cloudflare/clef-flash) and serve the tuned head with them",
         "head");
   }
-  const std::string fp = fingerprint(o, config);
+  // The starting head's hash, once: the fingerprint and the written head's metadata both hold it.
+  const std::string head_sha256 = util::sha256_file(config.head_path);
+  const std::string fp = fingerprint(o, config, head_sha256);
   if (resume_from && resume_from->fingerprint != fp) {
     throw invalid_request("--resume: the checkpoint in " + o.out +
                               " was made with other data, model or settings; start anew "
@@ -460,7 +464,7 @@ int run_tune(TuneCommandOptions& o) {
   }
   tune::write_head(out, written, bf16,
                    {{artifact::kTuneNoteKey, "epoch " + std::to_string(written_epoch)},
-                    {artifact::kTunedFromKey, util::sha256_file(config.head_path)}});
+                    {artifact::kTunedFromKey, head_sha256}});
 
   // The report: the initial head against the written one, all and per question id (scored by
   // the trainer itself, its weights swapped: no second copy of the head).

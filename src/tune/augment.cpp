@@ -9,12 +9,9 @@ namespace {
 
 using json::Value;
 
-/// The description text of an option (a JSON string as it is, anything else rendered compactly
-/// by its kind: what an option "says").
+/// The description text of an option: a JSON string as it is, nothing for any other value.
 std::string text_of(const Value& v) {
-  if (v.is_string()) return v.as_string();
-  if (v.is_null()) return "";
-  return "";
+  return v.is_string() ? v.as_string() : std::string();
 }
 
 /// Fisher-Yates with our own index draw (std::shuffle's use of the engine is unspecified).
