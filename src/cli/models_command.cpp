@@ -47,7 +47,15 @@ int list_models(const ModelsOptions& o) {
       // names what the hub will size (the backbone itself, for some variants).
       std::uint64_t size = 0;
       std::string unsized;
+      std::string locals;  // a user's own files, used where they are
       for (const auto& f : v.files) {
+        if (!f.local.empty()) {
+          std::error_code ec;
+          const auto bytes = std::filesystem::file_size(f.local, ec);
+          if (!ec) size += bytes;
+          locals += "  " + f.role + ": " + f.local.string() + (ec ? " (missing)" : " (local)");
+          continue;
+        }
         size += f.size.value_or(0);
         if (!f.size) unsized += (unsized.empty() ? "" : ", ") + f.role;
       }
@@ -65,7 +73,7 @@ int list_models(const ModelsOptions& o) {
                 << (stored ? "stored: " + registry::human_bytes(stored_bytes(dir)) + " in " +
                                  dir.string()
                            : "not downloaded")
-                << "\n";
+                << locals << "\n";
     }
   }
   return 0;

@@ -110,13 +110,40 @@ fs::path store_dir(const Resolved& resolved, const StoreOptions& options) {
   return root / resolved.model->name / resolved.variant->name;
 }
 
+namespace {
+
+/// A user's own file named by the registry ("local"): there, and of its pinned sha256 when the
+/// registry pins one. Throws clef::Error (model_error) naming the entry, the role and the file.
+void check_local(const Resolved& resolved, const RegistryFile& f) {
+  const std::string what = "registry entry " + resolved.reference + ": its " + f.role + " " +
+                           f.local.string() + " (\"local\")";
+  std::error_code ec;
+  if (!fs::is_regular_file(f.local, ec)) throw model_error(what + ": no such file");
+  if (f.sha256) {
+    const std::string digest = util::sha256_file(f.local);
+    if (digest != *f.sha256) {
+      throw model_error(what + " has sha256 " + digest + ", the registry pins " + *f.sha256);
+    }
+  }
+}
+
+bool has_hub_files(const Resolved& resolved) {
+  return std::any_of(resolved.variant->files.begin(), resolved.variant->files.end(),
+                     [](const RegistryFile& f) { return f.local.empty(); });
+}
+
+}  // namespace
+
 StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
                          std::ostream& progress) {
   StoredModel out;
   out.dir = store_dir(resolved, options);
+  for (const RegistryFile& f : resolved.variant->files) {
+    if (!f.local.empty()) check_local(resolved, f);
+  }
   std::error_code exists_ec;
   const bool stored = fs::exists(out.dir, exists_ec);
-  if (!stored && options.offline) {
+  if (has_hub_files(resolved) && !stored && options.offline) {
     throw invalid_request(resolved.reference + " is not in the model store (" + out.dir.string() +
                               ") and --offline forbids downloading: `clef pull " +
                               resolved.reference +
@@ -129,6 +156,7 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
   // Which files are there and verified (by their record, or by hashing once).
   std::vector<const RegistryFile*> missing;
   for (const RegistryFile& f : resolved.variant->files) {
+    if (!f.local.empty()) continue;  // checked above, used where it is
     const std::string name = file_name(f);
     const fs::path p = out.dir / name;
     std::error_code ec;
@@ -265,7 +293,7 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
     }
   }
   for (const RegistryFile& f : resolved.variant->files) {
-    const fs::path p = out.dir / file_name(f);
+    const fs::path p = f.local.empty() ? out.dir / file_name(f) : f.local;
     if (f.role == "model") out.model = p;
     if (f.role == "mmproj") out.mmproj = p;
     if (f.role == "head") out.head = p;
@@ -276,16 +304,36 @@ StoredModel ensure_model(const Resolved& resolved, const StoreOptions& options,
 
 std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOptions& options) {
   const fs::path dir = store_dir(resolved, options);
+  std::vector<std::string> out;
+  for (const RegistryFile& f : resolved.variant->files) {
+    if (f.local.empty()) continue;
+    std::error_code ec;
+    const std::string name = f.local.string() + " (local)";
+    if (!fs::is_regular_file(f.local, ec)) {
+      out.push_back(name + ": missing");
+      continue;
+    }
+    const std::string digest = util::sha256_file(f.local);
+    if (!f.sha256) {
+      out.push_back(name + ": not pinned (sha256 " + digest + ")");
+    } else if (digest == *f.sha256) {
+      out.push_back(name + ": ok (sha256 " + digest + ")");
+    } else {
+      out.push_back(name + ": CHANGED (sha256 " + digest + ", expected " + *f.sha256 + ")");
+    }
+  }
+  if (!has_hub_files(resolved)) return out;
   std::error_code missing;
   if (!fs::is_directory(dir, missing)) {
     // Never downloaded: nothing to hash, and nothing is written (it used to fail writing the
     // records into a folder that is not there).
-    return {resolved.reference + ": not downloaded (nothing stored at " + dir.string() +
-            "; `clef pull " + resolved.reference + "` downloads it)"};
+    out.push_back(resolved.reference + ": not downloaded (nothing stored at " + dir.string() +
+                  "; `clef pull " + resolved.reference + "` downloads it)");
+    return out;
   }
   std::map<std::string, Record> records = read_records(dir);
-  std::vector<std::string> out;
   for (const RegistryFile& f : resolved.variant->files) {
+    if (!f.local.empty()) continue;
     const std::string name = file_name(f);
     const fs::path p = dir / name;
     std::error_code ec;

@@ -90,7 +90,8 @@ std::string suggestions(const std::string& wanted, const std::vector<std::string
 
 }  // namespace
 
-void Registry::add(const json::Value& doc, const std::string& source) {
+void Registry::add(const json::Value& doc, const std::string& source,
+                   const std::filesystem::path& base_dir) {
   if (!doc.is_object()) bad(source, "the document", "is not a JSON object");
   if (text_of(doc, "format", source, "") != "clef-registry/1") {
     bad(source, "format", "must be \"clef-registry/1\"");
@@ -142,19 +143,35 @@ void Registry::add(const json::Value& doc, const std::string& source) {
             rf.role != "head_config") {
           bad(source, ffield + ".role", "must be model, mmproj, head or head_config");
         }
-        rf.repository = text_of(f, "repository", source, ffield);
-        rf.path = text_of(f, "path", source, ffield);
-        if (!usable_path(rf.path)) {
-          bad(source, ffield + ".path",
-              "must be a relative path of plain names inside the repository (no '.', '..', "
-              "hidden or empty parts)");
-        }
-        const std::string stored_name = rf.path.substr(rf.path.rfind('/') + 1);
-        for (const RegistryFile& other : variant.files) {
-          if (other.path.substr(other.path.rfind('/') + 1) == stored_name) {
-            bad(source, ffield + ".path", "has the file name of another file of the variant");
+        if (f.find("local") != nullptr) {
+          // A user's own file, used where it is.
+          if (f.find("repository") != nullptr || f.find("path") != nullptr) {
+            bad(source, ffield, "gives both \"local\" and a repository file: one or the other");
+          }
+          const std::string local = text_of(f, "local", source, ffield);
+          if (local.empty() || local.find('\0') != std::string::npos) {
+            bad(source, ffield + ".local", "is not a file path");
+          }
+          const std::filesystem::path where(local);
+          rf.local = std::filesystem::absolute(where.is_absolute() ? where : base_dir / where)
+                         .lexically_normal();
+        } else {
+          rf.repository = text_of(f, "repository", source, ffield);
+          rf.path = text_of(f, "path", source, ffield);
+          if (!usable_path(rf.path)) {
+            bad(source, ffield + ".path",
+                "must be a relative path of plain names inside the repository (no '.', '..', "
+                "hidden or empty parts)");
+          }
+          const std::string stored_name = rf.path.substr(rf.path.rfind('/') + 1);
+          for (const RegistryFile& other : variant.files) {
+            if (other.local.empty() &&
+                other.path.substr(other.path.rfind('/') + 1) == stored_name) {
+              bad(source, ffield + ".path", "has the file name of another file of the variant");
+            }
           }
         }
+
         if (auto size = integer_of(f, "size", source, ffield)) {
           rf.size = static_cast<std::uint64_t>(*size);
         }
@@ -200,7 +217,7 @@ void Registry::add_file(const std::filesystem::path& file) {
   } catch (const Error& e) {
     throw invalid_request("registry " + file.string() + ": " + e.what(), "registry");
   }
-  add(doc, file.string());
+  add(doc, file.string(), std::filesystem::absolute(file).parent_path());
 }
 
 Resolved Registry::resolve(const std::string& reference) const {

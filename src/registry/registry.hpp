@@ -7,6 +7,9 @@
 //    "repository": "owner/name", "path", "size"?, "sha256"?}], "engine": {"context_size"?,
 //    "gpu_layers"?}}}}}}
 // A file without "sha256" is unpinned: its size and hash are the hub's at download time.
+// A user's own file (a head fitted with `clef tune`, say) is {"role", "local": PATH, "sha256"?}
+// instead of repository and path: used where it is, never downloaded or copied into the store; a
+// relative PATH is relative to the registry file's folder; a "sha256" is checked at every start.
 
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +26,7 @@ struct RegistryFile {
   std::string role;  ///< "model", "mmproj", "head", "head_config"
   std::string repository;
   std::string path;
+  std::filesystem::path local;  ///< a file on this machine (absolute), or empty: a hub file
   std::optional<std::uint64_t> size;
   std::optional<std::string> sha256;  ///< lower-case hex; unset: unpinned
 };
@@ -52,8 +56,11 @@ struct Resolved {
 class Registry {
  public:
   /// Adds the entries of a registry document; an entry whose name exists replaces it whole.
-  /// Throws clef::Error (invalid_request) naming `source` and the field for a malformed document.
-  void add(const json::Value& document, const std::string& source);
+  /// Relative "local" paths are taken from `base_dir` (the document's folder; empty: the current
+  /// directory). Throws clef::Error (invalid_request) naming `source` and the field for a
+  /// malformed document.
+  void add(const json::Value& document, const std::string& source,
+           const std::filesystem::path& base_dir = {});
   /// add() of a file. Throws clef::Error (invalid_request) when it cannot be read or parsed.
   void add_file(const std::filesystem::path& file);
 

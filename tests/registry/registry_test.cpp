@@ -10,12 +10,14 @@
 #include <iterator>
 #include <sstream>
 
+#include "head/head_config.hpp"
 #include "json/parse.hpp"
 #include "pull/fake_hub.hpp"
 #include "registry/model_store.hpp"
 #include "registry/registry.hpp"
 #include "server/child_process.hpp"
 #include "support/tiny_model.hpp"
+#include "testmodel/head_writer.hpp"
 #include "util/error.hpp"
 
 namespace clef::registry {
@@ -398,6 +400,104 @@ TEST_F(StoreTest, ClefAskWithARegistryNameAnswersLikeTheFilesByPath) {
             0);
   EXPECT_FALSE(read(out).empty());
   EXPECT_EQ(read(out), read(by_path));
+}
+
+/// Issue 50: a registry entry of one's own names a head fitted with `clef tune`, a file on this
+/// machine ("local", relative to the registry file's folder), beside the hub's backbone and mmproj.
+TEST_F(StoreTest, AnEntryOfOnesOwnNamesALocalHeadUsedWhereItIs) {
+  const std::filesystem::path mine = dir_.path() / "mine";
+  const std::filesystem::path heads = mine / "heads";
+  std::filesystem::create_directories(heads);
+  testmodel::write_head(heads, head::read_head_config(test::tiny_model().head_config), 77,
+                        head::SafetensorsDtype::f32);
+  const std::string tuned = read(heads / "joint_head.safetensors");
+  const std::filesystem::path registry = mine / "registry.json";
+  const auto write = [&](const std::string& head_file, const std::string& pin) {
+    std::ofstream(registry) << R"({"format": "clef-registry/1", "models": {"tickets": {
+      "tags": {"latest": "v1"}, "variants": {"v1": {"files": [
+        {"role": "model", "repository": "fake/clef-gguf", "path": "clef-tiny-F16.gguf",
+         "size": )" + std::to_string(model_.size()) +
+                                   R"(, "sha256": ")" + sha256(model_) + R"("},
+        {"role": "mmproj", "repository": "fake/clef-gguf", "path": "mmproj-clef-tiny-f16.gguf"},
+        {"role": "head", "local": ")" +
+                                   head_file + R"(", "sha256": ")" + pin + R"("},
+        {"role": "head_config", "local": "heads/joint_head_config.json"}],
+      "engine": {"context_size": 2048}}}}}})";
+  };
+  write("heads/joint_head.safetensors", sha256(tuned));
+  Registry r;
+  r.add_file(registry);
+  const Resolved resolved = r.resolve("tickets");
+  std::ostringstream log;
+  const StoredModel stored = ensure_model(resolved, store_, log);
+  EXPECT_EQ(stored.head, std::filesystem::absolute(heads / "joint_head.safetensors"));
+  EXPECT_EQ(stored.head_config, std::filesystem::absolute(heads / "joint_head_config.json"));
+  EXPECT_EQ(stored.downloaded, 2u) << "the backbone and mmproj only: " << log.str();
+  EXPECT_FALSE(std::filesystem::exists(stored.dir / "joint_head.safetensors")) << "not copied";
+  const std::vector<std::string> lines = verify_stored(resolved, store_);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_NE(lines[0].find("(local): ok"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("(local): not pinned"), std::string::npos) << lines[1];
+
+  // `clef ask tickets` answers with the local head: as the same files by path, and not as the
+  // published head does.
+  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
+  const std::string common =
+      " --threads 1 --request " + std::string(CLEF_SOURCE_DIR) + "/examples/card.json";
+  const std::string by_name = (dir_.path() / "by-name.json").string();
+  const std::string by_path = (dir_.path() / "by-path.json").string();
+  const std::string published = (dir_.path() / "published.json").string();
+  ASSERT_EQ(std::system((clef + " ask tickets --registry " + registry.string() + " --models-dir " +
+                         store_.models_dir.string() + " --offline" + common + " > " + by_name +
+                         " 2>/dev/null")
+                            .c_str()),
+            0);
+  const std::string backbone = " --model " + stored.model.string() + " --mmproj " +
+                               stored.mmproj.string() + " --context-size 2048 --alias tickets";
+  ASSERT_EQ(std::system((clef + " ask" + backbone + " --head " +
+                         (heads / "joint_head.safetensors").string() + common + " > " + by_path +
+                         " 2>/dev/null")
+                            .c_str()),
+            0);
+  ASSERT_EQ(std::system((clef + " ask" + backbone + " --head " + test::tiny_model().head.string() +
+                         common + " > " + published + " 2>/dev/null")
+                            .c_str()),
+            0);
+  EXPECT_FALSE(read(by_name).empty());
+  EXPECT_EQ(read(by_name), read(by_path));
+  EXPECT_NE(read(by_name), read(published));
+
+  // A changed local head is refused by its pin, a missing one by its path, each naming it.
+  write("heads/joint_head.safetensors", std::string(64, 'a'));
+  Registry changed;
+  changed.add_file(registry);
+  try {
+    ensure_model(changed.resolve("tickets"), store_, log);
+    FAIL() << "a local file that does not match its pin must not be used";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the registry pins"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"local\""), std::string::npos) << e.what();
+  }
+  write("heads/gone.safetensors", sha256(tuned));
+  Registry gone;
+  gone.add_file(registry);
+  try {
+    ensure_model(gone.resolve("tickets"), store_, log);
+    FAIL() << "a missing local file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gone.safetensors"), std::string::npos) << e.what();
+  }
+  // A file that is both local and a repository's, or a local path that is empty, is refused.
+  for (const char* bad :
+       {R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "local": "m.gguf", "repository": "r/x", "path": "x"}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "local": ""}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "local": 3}]}}}}})"}) {
+    Registry b;
+    EXPECT_THROW(b.add(json::parse(bad), "bad"), Error) << bad;
+  }
 }
 
 }  // namespace
