@@ -3,10 +3,13 @@
 // width 1024, 121.8M parameters; random weights), the median time of
 //   forward   JointSchemaHead::forward (what serving runs),
 //   step      HeadTrainer::accumulate (forward + backward) + HeadTrainer::step (clip + AdamW),
-// their ratio, the training records/s once the rows are kept (batch 8: 8 accumulates + 1 step),
+//   batch     HeadTrainer::accumulate of --batch copies of the record, in graphs of up to
+//             TuneSettings::graph_rows rows as clef tune runs a batch, + one step,
+// their ratios, the training records/s once the rows are kept (a batch in one graph + 1 step),
 // and the process's peak RSS against the trainer's plan (4 copies of the head in f32).
 //
 //   build/bench/clef_tune_step_bench [--tokens 1000] [--threads 2] [--runs 5] [--hidden 4096]
+//   [--batch 8]
 
 #include <sys/resource.h>
 
@@ -23,6 +26,7 @@
 #include "head/joint_schema_head.hpp"
 #include "testmodel/head_writer.hpp"
 #include "tune/head_trainer.hpp"
+#include "tune/tune_run.hpp"
 #include "util/byte_size.hpp"
 
 namespace {
@@ -51,12 +55,14 @@ int main(int argc, char** argv) {
   int threads = 2;
   int runs = 5;
   std::int64_t hidden_size = 4096;
+  int batch_records = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--tokens") tokens = std::stoll(argv[i + 1]);
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--runs") runs = std::stoi(argv[i + 1]);
     if (flag == "--hidden") hidden_size = std::stoll(argv[i + 1]);
+    if (flag == "--batch") batch_records = std::stoi(argv[i + 1]);
   }
   using namespace clef;
   head::HeadConfig config = artifact::published_heads()[0].config;
@@ -115,23 +121,47 @@ int main(int argc, char** argv) {
       optimizer_ms.push_back(ms_since(t2));
     }
   }
+  // A batch in one graph (HeadTrainer::accumulate over several records), then one step.
+  const std::vector<tune::HeadExample> batch_examples(static_cast<std::size_t>(batch_records),
+                                                      example);
+  const std::vector<double> batch_weights(batch_examples.size(), 1.0 / batch_records);
+  // As clef tune runs a batch: its records in graphs of up to TuneSettings::graph_rows rows.
+  const std::int64_t graph_rows = tune::TuneSettings{}.graph_rows;
+  const std::size_t per_graph =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, graph_rows / tokens));
+  std::vector<double> batch_ms;
+  for (int r = 0; r <= runs; ++r) {
+    const auto t = Clock::now();
+    for (std::size_t first = 0; first < batch_examples.size(); first += per_graph) {
+      const std::size_t n = std::min(per_graph, batch_examples.size() - first);
+      trainer.accumulate(std::span(batch_examples).subspan(first, n),
+                         std::span(batch_weights).subspan(first, n));
+    }
+    if (r > 0) batch_ms.push_back(ms_since(t));
+    trainer.step({1e-5, 0.9, 0.999, 1e-8, 0.0}, 1.0);
+  }
   const double fwd = median(forward_ms);
   const double acc = median(accumulate_ms);
   const double opt = median(optimizer_ms);
-  const double batch = 8;
+  const double bat = median(batch_ms);
+  const double per_record = (bat + opt) / batch_records;
   const std::uint64_t plan = static_cast<std::uint64_t>(params) * 4 * 4;
   std::printf(
       "head: hidden %lld, width %lld, %zu parameters; record: %lld tokens, 12 options; "
       "%d threads; median of %d runs\n",
       static_cast<long long>(config.hidden_size), static_cast<long long>(config.width), params,
       static_cast<long long>(tokens), threads, runs);
-  std::printf("forward (serving)              %8.1f ms\n", fwd);
-  std::printf("forward + backward             %8.1f ms\n", acc);
-  std::printf("clip + AdamW step              %8.1f ms\n", opt);
-  std::printf("head step (fwd + bwd + AdamW)  %8.1f ms = %.2f x the forward\n", acc + opt,
+  std::printf("forward (serving)                        %8.1f ms\n", fwd);
+  std::printf("forward + backward, one record           %8.1f ms\n", acc);
+  std::printf("clip + AdamW step                        %8.1f ms\n", opt);
+  std::printf("one record's step (fwd + bwd + AdamW)    %8.1f ms = %.2f x the forward\n", acc + opt,
               (acc + opt) / fwd);
-  std::printf("training records/s, batch 8    %8.2f (8 x fwd+bwd + 1 step)\n",
-              1000.0 * batch / (batch * acc + opt));
+  std::printf("forward + backward, %d records (%zu a graph) %8.1f ms (%.1f ms a record)\n",
+              batch_records, std::min(per_graph, batch_examples.size()), bat, bat / batch_records);
+  std::printf("a record's share of a batch's step       %8.1f ms = %.2f x the forward\n",
+              per_record, per_record / fwd);
+  std::printf("training records/s, batch %d              %8.2f (its graphs + 1 step)\n",
+              batch_records, 1000.0 / per_record);
   std::printf(
       "peak RSS %s; the trainer's plan: 4 x %zu x 4 B = %s (weights, gradients, m, v), "
       "plus the served head's copy %s\n",

@@ -6,6 +6,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <ggml-backend.h>
+#include <ggml-cpp.h>
+
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -17,8 +20,9 @@
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "cli/text_file.hpp"
-#include "head/bf16.hpp"
+#include "device/device.hpp"
 #include "head/head_parameters.hpp"
+#include "head/head_weights.hpp"
 #include "json/render.hpp"
 #include "runtime/engine.hpp"
 #include "tune/augment.hpp"
@@ -203,20 +207,22 @@ void print_metrics_row(const std::string& name, const tune::TuneMetrics& before,
   std::cout << "\n";
 }
 
-/// Parameters that changed in training but round to the same BF16 as before it.
-std::pair<std::size_t, std::size_t> rounded_away(const head::HeadWeights& initial,
-                                                 const head::HeadWeights& tuned) {
-  std::size_t changed = 0;
-  std::size_t lost = 0;
-  for (const auto& [name, t] : tuned.tensors()) {
-    const auto& before = initial.at(name).values;
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      if (t.values[i] == before[i]) continue;
-      ++changed;
-      if (head::float_to_bf16(t.values[i]) == head::float_to_bf16(before[i])) ++lost;
-    }
+/// The trainer on the placement's device when that backend runs every op of the training graphs,
+/// else on the CPU with `threads`; `where` says which and why.
+tune::HeadTrainer make_trainer(const head::HeadConfig& config, const device::Placement& placement,
+                               int threads, std::string& where) {
+  std::optional<tune::HeadTrainer> on_gpu = device::on_gpu<tune::HeadTrainer>(
+      placement,
+      [&](ggml_backend_ptr backend) {
+        return tune::HeadTrainer(config, std::move(backend),
+                                 placement.info.quirks.stale_descriptor_reads);
+      },
+      where);
+  if (on_gpu) {
+    where += " (the head's 4 copies and its graphs in its memory)";
+    return std::move(*on_gpu);
   }
-  return {changed, lost};
+  return tune::HeadTrainer(config, threads);
 }
 
 int run_tune(TuneCommandOptions& o) {
@@ -233,7 +239,7 @@ int run_tune(TuneCommandOptions& o) {
                           "out");
   }
   OutFolder folder(out);  // made now, removed again if the run ends before writing into it
-  std::optional<tune::Checkpoint> resume_from;
+  std::optional<tune::CheckpointState> resume_from;
   if (o.resume) {
     resume_from = tune::read_checkpoint(out);
     if (!resume_from) {
@@ -278,8 +284,10 @@ int run_tune(TuneCommandOptions& o) {
                           "resume");
   }
   runtime::Engine engine = runtime::make_engine(config);
-  const head::HeadWeights initial =
-      head::HeadWeights::load(config.head_path, config.head_config_path);
+  // The starting head goes into the trainer from its file tensor by tensor (so do the checkpoint
+  // and the final report): no whole copy of the head stays beside the trainer's (the engine's
+  // own copy goes with the backbone before training).
+  const head::HeadConfig head_config = head::read_head_config(config.head_config_path);
 
   std::vector<tune::PreparedRecord> train_prepared = tune::prepare_records(*engine.model, train);
   std::vector<tune::PreparedRecord> validation_prepared =
@@ -292,9 +300,13 @@ int run_tune(TuneCommandOptions& o) {
     for (const auto& r : train_prepared) kept.push_back(&r);
   }
   for (const auto& r : validation_prepared) kept.push_back(&r);
-  const tune::RowsPlan plan = tune::plan_rows(kept, initial.config().hidden_size);
+  const tune::RowsPlan plan = tune::plan_rows(kept, head_config.hidden_size);
   std::size_t n_params = 0;
-  for (const auto& [name, t] : initial.tensors()) n_params += t.values.size();
+  for (const head::ParamSpec& p : head::head_parameter_specs(head_config)) {
+    std::size_t n = 1;
+    for (std::int64_t d : p.shape) n *= static_cast<std::size_t>(d);
+    n_params += n;
+  }
   const std::uint64_t head_bytes = static_cast<std::uint64_t>(n_params) * 4 * 4;
   const std::uint64_t budget =
       o.rows_memory > 0 ? o.rows_memory : util::physical_memory_bytes() / 2;
@@ -306,7 +318,9 @@ int run_tune(TuneCommandOptions& o) {
                            : "")
             << "\n"
             << "  head: " << n_params << " parameters x 4 B x 4 (weights, gradients, AdamW m and v)"
-            << " = " << util::human_bytes(head_bytes) << "\n"
+            << " = " << util::human_bytes(head_bytes) << ", and one training graph of up to "
+            << o.settings.graph_rows << " rows (a batch's records together; its size is said "
+            << "after the first batch)\n"
             << "  rows budget (--rows-memory): " << util::human_bytes(budget) << "\n";
   if (plan.bytes > budget) {
     throw invalid_request("the rows need " + util::human_bytes(plan.bytes) + " (" +
@@ -343,30 +357,35 @@ int run_tune(TuneCommandOptions& o) {
                  "written\n";
     return 130;
   }
+  // Where the head trains: the engine's device (as it places the served head) when its backend
+  // runs every op of the training graphs, else the CPU (make_trainer says which and why).
+  const device::Placement placement =
+      device::resolve(config.backbone.device, config.backbone.gpu_layers);
   if (!augmenting) {
     // The backbone is not needed while the head trains: its memory goes back before training.
     engine.runner.reset();
     engine.model.reset();
   }
-  tune::RowsRecord visited;  // an augmented visit's record, until the next visit
-  const tune::TrainingVisit visit = [&](std::size_t i, int epoch) -> const tune::RowsRecord& {
+  const tune::TrainingVisit visit = [&](std::size_t i, int epoch) -> tune::RowsRecord {
     if (!augmenting) return train_rows[i];
     const tune::LabeledRecord a = tune::augment(train[i], o.augment, o.settings.seed, epoch, i);
     std::vector<tune::RowsRecord> rows =
         tune::compute_rows(engine, tune::prepare_records(*engine.model, {a}), {});
-    visited = std::move(rows.front());
-    return visited;
+    return std::move(rows.front());
   };
   // What training adds is measured from here: the rows are resident, the backbone is gone.
   const std::uint64_t resident_before = util::resident_bytes();
   const bool peak_measured = util::reset_peak_resident();
 
   const int threads = backbone::resolved_threads(config.backbone);
-  tune::HeadTrainer trainer(resume_from ? resume_from->weights : initial, threads);
+  std::string where;
+  tune::HeadTrainer trainer = make_trainer(head_config, placement, threads, where);
+  std::cout << "  training on " << where << std::endl;
+  tune::load_weights(trainer, config.head_path);
   if (resume_from) {
-    trainer.restore(resume_from->optimizer);
-    std::cout << "resuming after epoch " << resume_from->epoch << " (step "
-              << resume_from->optimizer.step << ")\n";
+    tune::restore_checkpoint(out, trainer);
+    std::cout << "resuming after epoch " << resume_from->epoch << " (step " << resume_from->step
+              << ")\n";
   }
   const auto print_epoch = [](const tune::EpochReport& e, bool best) {
     std::cout << "epoch " << e.epoch << ": " << (e.epoch == 0 ? "initial head" : "train loss ")
@@ -389,10 +408,11 @@ int run_tune(TuneCommandOptions& o) {
       if (b != nullptr && b->is_float()) best_so_far = std::min(best_so_far, b->as_double());
     }
   }
+  bool graph_said = false;
   const tune::TuneOutcome outcome = tune::run_training(
       trainer, train.size(), visit, validation_rows, o.settings, fp, std::move(resume_from),
-      [&](const tune::Checkpoint& c) {
-        tune::write_checkpoint(out, c);
+      [&](const tune::CheckpointState& c, bool best_is_current) {
+        tune::write_checkpoint(out, c, trainer, best_is_current);
         const auto& history = c.history.items();
         for (; printed < static_cast<int>(history.size()); ++printed) {
           const tune::EpochReport e = tune::EpochReport::from_json(history[printed]);
@@ -407,6 +427,12 @@ int run_tune(TuneCommandOptions& o) {
       },
       stop,
       [&](const tune::TuneProgress& p) {
+        if (!graph_said) {
+          graph_said = true;
+          if (tty) std::cerr << "\r" << std::string(78, ' ') << "\r";
+          std::cout << "  training graph: " << util::human_bytes(trainer.graph_bytes())
+                    << " (the first batch's, ggml's allocators)" << std::endl;
+        }
         if (!tty) return;
         std::cerr << "\r[training] epoch " << p.epoch << "/" << p.epochs << ", " << p.records_done
                   << "/" << p.records << " records, " << fixed(p.records_per_second, 1)
@@ -424,15 +450,16 @@ int run_tune(TuneCommandOptions& o) {
     }
     return 130;
   }
-  if (peak_measured) {
+  if (peak_measured && trainer.backend_name() == "CPU") {
     const std::uint64_t peak = util::peak_resident_bytes();
+    const std::uint64_t over = peak > resident_before ? peak - resident_before : 0;
+    const std::uint64_t planned = head_bytes + trainer.graph_bytes();
     std::cout << "memory while training: peak " << util::human_bytes(peak) << " resident, "
-              << util::human_bytes(peak > resident_before ? peak - resident_before : 0)
-              << " over the " << util::human_bytes(resident_before)
+              << util::human_bytes(over) << " over the " << util::human_bytes(resident_before)
               << " resident before it (the rows, the program); plan: the trainer's 4 copies "
-              << util::human_bytes(head_bytes) << ", the initial and the best head and, while a "
-              << "checkpoint is written, 4 more (" << util::human_bytes(head_bytes / 4)
-              << " each), and one record's graph\n";
+              << util::human_bytes(head_bytes) << " + the largest training graph "
+              << util::human_bytes(trainer.graph_bytes()) << " = " << util::human_bytes(planned)
+              << "\n";
   }
   const tune::EpochReport& first = outcome.epochs.front();
   if (outcome.best_epoch == 0) {
@@ -451,10 +478,10 @@ int run_tune(TuneCommandOptions& o) {
     }
     std::cerr << "; --force: epoch " << outcome.best_epoch << "'s head is written\n";
   }
-  const head::HeadWeights& written = outcome.best;
   const int written_epoch = outcome.best_epoch;
+  const fs::path best_head = tune::checkpoint_best_head(out);
   if (bf16) {
-    const auto [changed, lost] = rounded_away(initial, written);
+    const auto [changed, lost] = tune::rounded_away(config.head_path, best_head, head_config);
     std::cerr << "clef tune: --dtype bf16 rounds away " << lost << " of the " << changed
               << " parameter updates ("
               << fixed(100.0 * static_cast<double>(lost) /
@@ -462,15 +489,15 @@ int run_tune(TuneCommandOptions& o) {
                        1)
               << "%): they are written as the initial values\n";
   }
-  tune::write_head(out, written, bf16,
+  tune::write_head(out, best_head, head_config, bf16,
                    {{artifact::kTuneNoteKey, "epoch " + std::to_string(written_epoch)},
                     {artifact::kTunedFromKey, head_sha256}});
 
   // The report: the initial head against the written one, all and per question id (scored by
-  // the trainer itself, its weights swapped: no second copy of the head).
-  trainer.set_weights(written);
+  // the trainer itself, its weights read in from the files: no second copy of the head).
+  tune::load_weights(trainer, best_head);
   const auto after = tune::measure_by_question(tune::score(trainer, validation_rows));
-  trainer.set_weights(initial);
+  tune::load_weights(trainer, config.head_path);
   const auto before = tune::measure_by_question(tune::score(trainer, validation_rows));
   std::cout << "\nvalidation, initial head -> epoch " << written_epoch << ":\n";
   for (std::size_t i = 0; i < after.size(); ++i) {

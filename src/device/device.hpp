@@ -5,11 +5,13 @@
 // schema head together, and the driver bugs clef works around, told here once (Quirks).
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ggml-backend.h"
+#include "ggml-cpp.h"
 
 namespace clef::device {
 
@@ -69,6 +71,32 @@ Placement resolve(std::string_view device, int gpu_layers);
 /// `gpu` followed by a null entry, for llama_model_params::devices; the array lives as long as
 /// the process (ggml's devices do too).
 ggml_backend_dev_t* as_device_list(ggml_backend_dev_t gpu);
+
+/// A component (the joint schema head, its trainer) built on `placement`'s GPU by
+/// `make(ggml_backend_ptr)`, when there is one and its backend runs every op the component needs
+/// (T::unsupported_ops() empty); else nullopt, for the caller to build it on the CPU. `where`
+/// says which: the backend's name (T::backend_name()), or "CPU" and why ("CPU (Vulkan0 lacks
+/// OP ...)", "CPU (Vulkan0 gave no backend)").
+template <typename T, typename Make>
+std::optional<T> on_gpu(const Placement& placement, const Make& make, std::string& where) {
+  where = "CPU";
+  if (placement.gpu == nullptr) return std::nullopt;
+  ggml_backend_t raw = ggml_backend_dev_init(placement.gpu, nullptr);
+  if (raw == nullptr) {
+    where = "CPU (" + placement.info.name + " gave no backend)";
+    return std::nullopt;
+  }
+  T built = make(ggml_backend_ptr(raw));
+  const std::vector<std::string> missing = built.unsupported_ops();
+  if (missing.empty()) {
+    where = built.backend_name();
+    return built;
+  }
+  where = "CPU (" + placement.info.name + " lacks";
+  for (const std::string& op : missing) where += " " + op;
+  where += ")";
+  return std::nullopt;
+}
 
 /// One line naming the placement, e.g. "CUDA0 (NVIDIA H200, 139.8 GiB, 139.2 GiB free)" or "CPU".
 std::string describe(const Placement& placement);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace clef::head {
 
@@ -53,22 +54,12 @@ ggml_tensor* feed_forward(ggml_context* ctx, ggml_tensor* x, const LinearTensors
   return linear(ctx, gelu(ctx, linear(ctx, x, first)), second);
 }
 
-ggml_tensor* multi_head_attention(ggml_context* ctx, ggml_tensor* x, ggml_tensor* m,
-                                  const AttentionTensors& p, std::int64_t n_heads,
-                                  ggml_tensor* sqrt_d) {
-  const std::int64_t e = x->ne[0];
-  const std::int64_t n_q = x->ne[1];
-  const std::int64_t n_kv = m->ne[1];
+ggml_tensor* attend(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                    std::int64_t n_heads, ggml_tensor* mask) {
+  const std::int64_t e = q->ne[0];
+  const std::int64_t n_q = q->ne[1];
+  const std::int64_t n_kv = k->ne[1];
   const std::int64_t d = e / n_heads;
-
-  ggml_tensor* q = ggml_add(ctx, ggml_mul_mat(ctx, packed_weight(ctx, p.in_proj_weight, 0), x),
-                            packed_bias(ctx, p.in_proj_bias, 0));
-  ggml_tensor* k = ggml_add(ctx, ggml_mul_mat(ctx, packed_weight(ctx, p.in_proj_weight, 1), m),
-                            packed_bias(ctx, p.in_proj_bias, 1));
-  ggml_tensor* v = ggml_add(ctx, ggml_mul_mat(ctx, packed_weight(ctx, p.in_proj_weight, 2), m),
-                            packed_bias(ctx, p.in_proj_bias, 2));
-  q = ggml_div(ctx, q, sqrt_d);  // torch 1.13: q = q / math.sqrt(d), before the matmul
-
   ggml_tensor* qh = split_heads(ctx, q, n_heads);  // [d, L, h]
   ggml_tensor* kh = split_heads(ctx, k, n_heads);  // [d, S, h]
   // V as [S, d, h] so that the second product contracts over S.
@@ -76,11 +67,38 @@ ggml_tensor* multi_head_attention(ggml_context* ctx, ggml_tensor* x, ggml_tensor
       ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, d, n_heads, n_kv), 1, 2, 0, 3));
 
   ggml_tensor* scores = ggml_mul_mat(ctx, kh, qh);                             // [S, L, h]
-  ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, nullptr, 1.0f, 0.0f);    // over S
+  ggml_tensor* probs = ggml_soft_max_ext(ctx, scores, mask, 1.0f, 0.0f);       // over S
   ggml_tensor* heads = ggml_mul_mat(ctx, vt, probs);                           // [d, L, h]
   ggml_tensor* merged = ggml_cont(ctx, ggml_permute(ctx, heads, 0, 2, 1, 3));  // [d, h, L]
-  merged = ggml_reshape_2d(ctx, merged, e, n_q);
-  return linear(ctx, merged, p.out_proj);
+  return ggml_reshape_2d(ctx, merged, e, n_q);
+}
+
+namespace {
+
+/// Q = (x Wq^T + bq) / sqrt(d) (torch 1.13 divides before the matmul).
+ggml_tensor* project_queries(ggml_context* ctx, ggml_tensor* x, const AttentionTensors& p,
+                             ggml_tensor* sqrt_d) {
+  ggml_tensor* q = ggml_add(ctx, ggml_mul_mat(ctx, packed_weight(ctx, p.in_proj_weight, 0), x),
+                            packed_bias(ctx, p.in_proj_bias, 0));
+  return ggml_div(ctx, q, sqrt_d);
+}
+
+/// K or V (i = 1, 2) of memory m: m W^T + b.
+ggml_tensor* project_memory(ggml_context* ctx, ggml_tensor* m, const AttentionTensors& p,
+                            std::int64_t i) {
+  return ggml_add(ctx, ggml_mul_mat(ctx, packed_weight(ctx, p.in_proj_weight, i), m),
+                  packed_bias(ctx, p.in_proj_bias, i));
+}
+
+}  // namespace
+
+ggml_tensor* multi_head_attention(ggml_context* ctx, ggml_tensor* x, ggml_tensor* m,
+                                  const AttentionTensors& p, std::int64_t n_heads,
+                                  ggml_tensor* sqrt_d, ggml_tensor* mask) {
+  ggml_tensor* q = project_queries(ctx, x, p, sqrt_d);
+  ggml_tensor* k = project_memory(ctx, m, p, 1);
+  ggml_tensor* v = project_memory(ctx, m, p, 2);
+  return linear(ctx, attend(ctx, q, k, v, n_heads, mask), p.out_proj);
 }
 
 ggml_tensor* l2_normalize(ggml_context* ctx, ggml_tensor* v) {

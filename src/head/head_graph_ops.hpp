@@ -46,14 +46,22 @@ ggml_tensor* gelu(ggml_context* ctx, ggml_tensor* x);
 ggml_tensor* feed_forward(ggml_context* ctx, ggml_tensor* x, const LinearTensors& first,
                           const LinearTensors& second);
 
-/// torch nn.MultiheadAttention (batch_first, no mask, dropout 0) as in torch 1.13's
+/// Scaled dot-product attention over heads, the middle of torch 1.13's
+/// F.multi_head_attention_forward: per head h of size d = E / n_heads, softmax_S(Q_h K_h^T + mask)
+/// V_h, heads concatenated. q: [E, L] (already divided by sqrt(d)), k, v: [E, S]; `mask`: [S, L]
+/// of 0 and -inf, or nullptr. Returns [E, L] (before out_proj).
+ggml_tensor* attend(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                    std::int64_t n_heads, ggml_tensor* mask);
+
+/// torch nn.MultiheadAttention (batch_first, dropout 0) as in torch 1.13's
 /// F.multi_head_attention_forward: Q = x Wq^T + bq, K = m Wk^T + bk, V = m Wv^T + bv;
-/// per head h of size d: softmax_S((Q_h / sqrt(d)) K_h^T) V_h; heads concatenated; out_proj.
-/// x: [E, L] queries, m: [E, S] keys/values; `sqrt_d`: a [1] tensor holding f32(sqrt(d)).
-/// Returns [E, L].
+/// per head h of size d: softmax_S((Q_h / sqrt(d)) K_h^T + mask) V_h; heads concatenated;
+/// out_proj. x: [E, L] queries, m: [E, S] keys/values; `sqrt_d`: a [1] tensor holding
+/// f32(sqrt(d)); `mask`: [S, L] of 0 and -inf (a batch's records kept apart), or nullptr (none,
+/// as the reference). Returns [E, L].
 ggml_tensor* multi_head_attention(ggml_context* ctx, ggml_tensor* x, ggml_tensor* m,
                                   const AttentionTensors& p, std::int64_t n_heads,
-                                  ggml_tensor* sqrt_d);
+                                  ggml_tensor* sqrt_d, ggml_tensor* mask = nullptr);
 
 /// F.normalize(v, dim=-1): v / max(||v||_2, 1e-12) per row. v: [n, rows].
 ggml_tensor* l2_normalize(ggml_context* ctx, ggml_tensor* v);

@@ -44,6 +44,32 @@ class Lookup {
 
 HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
     : config_(weights.config()) {
+  const bool folded = weights.folded_scales().has_value();
+  for (const auto& [name, t] : create(folded, backend)) {
+    if (folded && (t == tensors_.prior_logit_scale || t == tensors_.joint_logit_scale ||
+                   t == tensors_.residual_gate)) {
+      continue;
+    }
+    const HeadTensor& src = weights.at(name);
+    ggml_backend_tensor_set(t, src.values.data(), 0, src.values.size() * sizeof(float));
+  }
+  if (const auto& f = weights.folded_scales()) {
+    ggml_backend_tensor_set(tensors_.prior_logit_scale, &f->prior, 0, sizeof(float));
+    ggml_backend_tensor_set(tensors_.joint_logit_scale, &f->joint, 0, sizeof(float));
+    ggml_backend_tensor_set(tensors_.residual_gate, &f->gate, 0, sizeof(float));
+  }
+}
+
+HeadModel::HeadModel(const HeadConfig& config, ggml_backend_t backend) : config_(config) {
+  validate_head_config(config_, "the head's config");
+  create(false, backend);
+  ggml_backend_buffer_clear(buffer_.get(), 0);
+  // The derived constants, cleared with the rest, are set again.
+  set_constants();
+}
+
+std::map<std::string, ggml_tensor*, std::less<>> HeadModel::create(bool folded,
+                                                                   ggml_backend_t backend) {
   const auto specs = head_parameter_specs(config_);
   const std::size_t n_tensors = specs.size() + 2;
   ggml_init_params params{ggml_tensor_overhead() * n_tensors, nullptr, true};
@@ -55,7 +81,7 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
     // Folded scales take the raw scalars' places (same [1] shape, other values).
     const bool scalar =
         s.name == kScalarNames[0] || s.name == kScalarNames[1] || s.name == kScalarNames[2];
-    if (scalar && weights.folded_scales()) {
+    if (scalar && folded) {
       ggml_tensor* t = ggml_new_tensor_1d(ctx_.get(), GGML_TYPE_F32, 1);
       ggml_set_name(t, ("clef.folded." + s.name).c_str());
       by_name.emplace(s.name, t);
@@ -72,7 +98,7 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
   }
   const Lookup at(by_name);
   HeadTensors& w = tensors_;
-  w.scales_folded = weights.folded_scales().has_value();
+  w.scales_folded = folded;
   w.prior_logit_scale = at("prior_logit_scale");
   w.joint_logit_scale = at("joint_logit_scale");
   w.residual_gate = at("residual_gate");
@@ -113,25 +139,17 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
                     std::string(ggml_backend_name(backend)));
   }
   ggml_backend_buffer_set_usage(buffer_.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-  for (const auto& [name, t] : by_name) {
-    if (w.scales_folded &&
-        (t == w.prior_logit_scale || t == w.joint_logit_scale || t == w.residual_gate)) {
-      continue;
-    }
-    const HeadTensor& src = weights.at(name);
-    ggml_backend_tensor_set(t, src.values.data(), 0, src.values.size() * sizeof(float));
-  }
-  if (const auto& f = weights.folded_scales()) {
-    ggml_backend_tensor_set(w.prior_logit_scale, &f->prior, 0, sizeof(float));
-    ggml_backend_tensor_set(w.joint_logit_scale, &f->joint, 0, sizeof(float));
-    ggml_backend_tensor_set(w.residual_gate, &f->gate, 0, sizeof(float));
-  }
+  set_constants();
+  return by_name;
+}
+
+void HeadModel::set_constants() {
   // torch divides by math.sqrt(n) (a double) in f32 math: the divisor is f32(sqrt(n)).
   const float sqrt_d =
       static_cast<float>(std::sqrt(static_cast<double>(config_.width / config_.heads)));
   const float sqrt_e = static_cast<float>(std::sqrt(static_cast<double>(config_.width)));
-  ggml_backend_tensor_set(w.sqrt_head_dim, &sqrt_d, 0, sizeof(float));
-  ggml_backend_tensor_set(w.sqrt_width, &sqrt_e, 0, sizeof(float));
+  ggml_backend_tensor_set(tensors_.sqrt_head_dim, &sqrt_d, 0, sizeof(float));
+  ggml_backend_tensor_set(tensors_.sqrt_width, &sqrt_e, 0, sizeof(float));
 }
 
 }  // namespace clef::head

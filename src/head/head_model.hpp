@@ -6,6 +6,7 @@
 #include <ggml.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ class HeadModel {
   /// Throws clef::Error (internal) if the backend cannot allocate the buffer.
   HeadModel(const HeadWeights& weights, ggml_backend_t backend);
 
+  /// Every tensor of a head of `config` (raw scalars) on `backend`, zero: for weights uploaded
+  /// afterwards tensor by tensor (a training run reads its head from a file so). Throws as above.
+  HeadModel(const HeadConfig& config, ggml_backend_t backend);
+
   const HeadConfig& config() const noexcept { return config_; }
   const HeadTensors& tensors() const noexcept { return tensors_; }
 
@@ -70,6 +75,12 @@ class HeadModel {
   const std::vector<NamedTensor>& parameters() const noexcept { return parameters_; }
 
  private:
+  /// The tensors of `config` (the scalars' places holding folded values when `folded`),
+  /// allocated on `backend`, the derived constants set; by name.
+  std::map<std::string, ggml_tensor*, std::less<>> create(bool folded, ggml_backend_t backend);
+  /// Uploads the derived constants (f32 sqrt of the head and model widths).
+  void set_constants();
+
   HeadConfig config_;
   ggml_context_ptr ctx_;
   ggml_backend_buffer_ptr buffer_;

@@ -134,22 +134,11 @@ const HeadConfig& JointSchemaHead::config() const noexcept {
 }
 
 std::vector<std::string> JointSchemaHead::unsupported_ops() {
-  // One question of each type over a short record: every op forward() builds.
-  const std::int64_t n_tokens = 16;
-  const std::vector<HeadQuestion> questions = {{0, {1, 2}, {{3, 4}, {5, 6}}},
-                                               {1, {7, 8}, {{9, 10}, {10, 12}}},
-                                               {2, {12, 13}, {{13, 14}, {14, 15}}}};
   std::vector<std::uint8_t> memory;
-  const BuiltGraph g = impl_->build(n_tokens, pack_record(n_tokens, questions), memory);
-  ggml_cgraph* gf = g.gf;
+  const BuiltGraph g =
+      impl_->build(kEveryOpTokens, pack_record(kEveryOpTokens, every_op_questions()), memory);
   std::vector<std::string> out;
-  for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
-    const ggml_tensor* node = ggml_graph_node(gf, i);
-    if (!ggml_backend_supports_op(impl_->backend.get(), node)) {
-      const std::string op = ggml_op_desc(node);
-      if (std::find(out.begin(), out.end(), op) == out.end()) out.push_back(op);
-    }
-  }
+  add_unsupported_ops(impl_->backend.get(), g.gf, out);
   return out;
 }
 

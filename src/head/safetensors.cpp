@@ -246,6 +246,10 @@ std::span<const std::byte> SafetensorsFile::raw(const TensorInfo& t) const noexc
   return data_.subspan(t.begin, t.end - t.begin);
 }
 
+void SafetensorsFile::release(const TensorInfo& t) const noexcept {
+  file_.drop_pages(raw(t));
+}
+
 std::vector<float> SafetensorsFile::to_f32(const TensorInfo& t) const {
   const auto bytes = raw(t);
   const auto n = static_cast<std::size_t>(t.numel());

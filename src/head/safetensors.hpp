@@ -82,6 +82,9 @@ class SafetensorsFile {
   /// The elements of `t` widened exactly to f32, row-major. Supports F32, F16 and BF16;
   /// throws model_error for any other dtype.
   std::vector<float> to_f32(const TensorInfo& t) const;
+  /// Drops `t`'s mapped pages from resident memory once read (util::MappedFile::drop_pages):
+  /// reading a head tensor by tensor then holds one tensor at a time.
+  void release(const TensorInfo& t) const noexcept;
 
  private:
   std::filesystem::path path_;

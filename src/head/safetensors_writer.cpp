@@ -47,25 +47,38 @@ void SafetensorsWriter::set_metadata(std::string key, std::string value) {
   metadata_.emplace_back(std::move(key), std::move(value));
 }
 
-void SafetensorsWriter::add(std::string name, std::vector<std::int64_t> shape,
-                            std::vector<float> values) {
+std::int64_t SafetensorsWriter::check_new(const std::string& name,
+                                          const std::vector<std::int64_t>& shape) const {
   std::int64_t count = 1;
   for (std::int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("safetensors: negative dimension in " + name);
     count *= d;
   }
+  for (const auto& t : tensors_) {
+    if (t.name == name) throw std::invalid_argument("safetensors: duplicate tensor " + name);
+  }
+  return count;
+}
+
+void SafetensorsWriter::add(std::string name, std::vector<std::int64_t> shape,
+                            std::vector<float> values) {
+  const std::int64_t count = check_new(name, shape);
   if (count != static_cast<std::int64_t>(values.size())) {
     throw std::invalid_argument("safetensors: " + name + " has " + std::to_string(values.size()) +
                                 " values for " + std::to_string(count) + " elements");
   }
-  for (const auto& t : tensors_) {
-    if (t.name == name) throw std::invalid_argument("safetensors: duplicate tensor " + name);
-  }
-  tensors_.push_back({std::move(name), std::move(shape), std::move(values)});
+  tensors_.push_back({std::move(name), std::move(shape), count, std::move(values), nullptr});
 }
 
-std::string SafetensorsWriter::serialize(SafetensorsDtype dtype) const {
-  std::vector<const Tensor*> sorted;
+void SafetensorsWriter::add(std::string name, std::vector<std::int64_t> shape,
+                            ValuesSource source) {
+  const std::int64_t count = check_new(name, shape);
+  tensors_.push_back({std::move(name), std::move(shape), count, {}, std::move(source)});
+}
+
+std::string SafetensorsWriter::header(SafetensorsDtype dtype,
+                                      std::vector<const Tensor*>& sorted) const {
+  sorted.clear();
   for (const auto& t : tensors_) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(),
             [](const Tensor* a, const Tensor* b) { return a->name < b->name; });
@@ -90,35 +103,60 @@ std::string SafetensorsWriter::serialize(SafetensorsDtype dtype) const {
       if (i) header += ',';
       header += std::to_string(t->shape[i]);
     }
-    const std::uint64_t end = offset + t->values.size() * elem;
+    const std::uint64_t end = offset + static_cast<std::uint64_t>(t->count) * elem;
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
     offset = end;
   }
   header += "}";
   while (header.size() % 8 != 0) header += ' ';
-
   std::string out;
-  out.reserve(8 + header.size() + offset);
   append_le(out, header.size(), 8);
-  out += header;
+  return out + header;
+}
+
+void SafetensorsWriter::emit(SafetensorsDtype dtype,
+                             const std::function<void(const std::string&)>& sink) const {
+  std::vector<const Tensor*> sorted;
+  sink(header(dtype, sorted));
+  std::string bytes;
   for (const Tensor* t : sorted) {
-    for (float v : t->values) {
+    std::vector<float> produced;
+    if (t->source) {
+      produced = t->source();
+      if (static_cast<std::int64_t>(produced.size()) != t->count) {
+        throw std::invalid_argument("safetensors: " + t->name + " has " +
+                                    std::to_string(produced.size()) + " values for " +
+                                    std::to_string(t->count) + " elements");
+      }
+    }
+    const std::vector<float>& values = t->source ? produced : t->values;
+    bytes.clear();
+    bytes.reserve(values.size() * (dtype == SafetensorsDtype::f32 ? 4 : 2));
+    for (float v : values) {
       if (dtype == SafetensorsDtype::f32) {
         std::uint32_t bits;
         std::memcpy(&bits, &v, 4);
-        append_le(out, bits, 4);
+        append_le(bytes, bits, 4);
       } else {
-        append_le(out, float_to_bf16(v), 2);
+        append_le(bytes, float_to_bf16(v), 2);
       }
     }
+    sink(bytes);
   }
+}
+
+std::string SafetensorsWriter::serialize(SafetensorsDtype dtype) const {
+  std::string out;
+  emit(dtype, [&](const std::string& bytes) { out += bytes; });
   return out;
 }
 
 void SafetensorsWriter::write(const std::filesystem::path& path, SafetensorsDtype dtype) const {
-  const std::string bytes = serialize(dtype);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  emit(dtype, [&](const std::string& bytes) {
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+  f.close();
   if (!f) throw std::runtime_error("cannot write " + path.string());
 }
 

@@ -45,24 +45,13 @@ backbone::Backbone load_backbone(const artifact::OpenedModel& opened,
 head::JointSchemaHead make_head(const head::HeadWeights& weights,
                                 const device::Placement& placement, int threads,
                                 std::string& where) {
-  if (placement.gpu != nullptr) {
-    ggml_backend_ptr backend(ggml_backend_dev_init(placement.gpu, nullptr));
-    if (backend) {
-      head::JointSchemaHead head(weights, std::move(backend), placement.info.quirks);
-      const std::vector<std::string> missing = head.unsupported_ops();
-      if (missing.empty()) {
-        where = head.backend_name();
-        return head;
-      }
-      where = "CPU (" + placement.info.name + " lacks";
-      for (const std::string& op : missing) where += " " + op;
-      where += ")";
-    } else {
-      where = "CPU (" + placement.info.name + " gave no backend)";
-    }
-  } else {
-    where = "CPU";
-  }
+  std::optional<head::JointSchemaHead> on_gpu = device::on_gpu<head::JointSchemaHead>(
+      placement,
+      [&](ggml_backend_ptr backend) {
+        return head::JointSchemaHead(weights, std::move(backend), placement.info.quirks);
+      },
+      where);
+  if (on_gpu) return std::move(*on_gpu);
   return head::JointSchemaHead(weights, threads);
 }
 

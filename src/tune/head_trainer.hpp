@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <ggml-cpp.h>
+
 #include "head/head_graph.hpp"
 #include "head/head_weights.hpp"
 
@@ -44,14 +46,6 @@ struct StepReport {
   std::int64_t step = 0;  ///< optimizer steps taken so far (torch's `step`), this one included
 };
 
-/// The moments of AdamW for every parameter (head_parameter_specs order), and the step count:
-/// with the weights, all a run needs to continue bit for bit.
-struct OptimizerState {
-  std::int64_t step = 0;
-  std::vector<std::vector<float>> m;  ///< exp_avg per parameter
-  std::vector<std::vector<float>> v;  ///< exp_avg_sq per parameter
-};
-
 /// The head's parameters, their gradient accumulators and AdamW moments (4 copies of the head in
 /// f32) on the ggml CPU backend. Not thread-safe.
 class HeadTrainer {
@@ -59,6 +53,24 @@ class HeadTrainer {
   /// Starts from `initial` (raw scalars, as joint_head.safetensors holds them; a folded head
   /// cannot be trained: clef::Error invalid_request). `n_threads` >= 1.
   HeadTrainer(const head::HeadWeights& initial, int n_threads);
+
+  /// A head of `config` (raw scalars) whose weights are all 0, to be set with write (or
+  /// tune::load_weights, tensor by tensor from a file). Throws clef::Error for an invalid config.
+  HeadTrainer(const head::HeadConfig& config, int n_threads);
+
+  /// A zero head of `config` on `backend` (a device's: its buffers and graphs there). With
+  /// `keep_outgrown` (device::Quirks::stale_descriptor_reads) a compute buffer a larger graph
+  /// outgrows is kept until the trainer goes. On a backend other than the CPU a batch's records
+  /// go one graph each (accumulate over a span loops). Throws clef::Error (internal) without a
+  /// backend.
+  HeadTrainer(const head::HeadConfig& config, ggml_backend_ptr backend, bool keep_outgrown);
+
+  /// The ggml backend the trainer runs on ("CPU", "Vulkan0", ...).
+  std::string backend_name() const;
+
+  /// The ops of the training, norm and optimizer graphs (ggml_op_desc names, each once) that the
+  /// backend cannot run: empty where it trains the head.
+  std::vector<std::string> unsupported_ops() const;
   ~HeadTrainer();
   HeadTrainer(HeadTrainer&&) noexcept;
   HeadTrainer& operator=(HeadTrainer&&) noexcept;
@@ -72,6 +84,14 @@ class HeadTrainer {
   /// inconsistent sizes (as JointSchemaHead::forward), targets that do not match the options, or
   /// no labeled question.
   double accumulate(const HeadExample& example, double weight);
+
+  /// accumulate for several records in one graph (the same gradients up to the rounding of
+  /// products over the batch, and faster: the weight-sized work of the backward over questions
+  /// and options is done once, not once per record): adds weights[r] x d(loss_r)/d(parameter).
+  /// Returns each record's loss (unweighted). Memory: one graph for all of them. Throws as
+  /// accumulate, and clef::Error (internal) for no records or a weight count that differs.
+  std::vector<double> accumulate(std::span<const HeadExample> examples,
+                                 std::span<const double> weights);
 
   /// The current head's logits of `example` (its targets unused), as JointSchemaHead::forward.
   std::vector<std::vector<float>> logits(const HeadExample& example);
@@ -87,19 +107,29 @@ class HeadTrainer {
   /// The current parameters as a head (raw scalars; config unchanged).
   head::HeadWeights weights() const;
 
-  /// Replaces the parameters by `weights` (the same config, raw scalars; the optimizer state is
-  /// kept): to score another head without a second copy of this one. Throws clef::Error
-  /// (invalid_request) for another config or folded scales.
-  void set_weights(const head::HeadWeights& weights);
+  /// What the trainer holds per parameter: the weights and AdamW's two moments.
+  enum class Slot { weights, exp_avg, exp_avg_sq };
 
-  /// AdamW's moments and step count (for a checkpoint).
-  OptimizerState optimizer_state() const;
-  /// Restores what optimizer_state() returned (and weights through the constructor). Throws
-  /// clef::Error (invalid_request) when the sizes do not match this head.
-  void restore(const OptimizerState& state);
+  /// Parameter `i` (head_parameter_specs order) of `slot`, row-major: one tensor at a time, for a
+  /// checkpoint written without a copy of the whole head. Throws clef::Error (internal) for an
+  /// `i` out of range.
+  std::vector<float> read(Slot slot, std::size_t i) const;
+
+  /// Replaces parameter `i` of `slot` by `values`. Throws clef::Error (invalid_request) when the
+  /// count is not the parameter's, (internal) for an `i` out of range.
+  void write(Slot slot, std::size_t i, std::span<const float> values);
+
+  /// Optimizer steps taken (torch's `step`); set_steps restores a checkpoint's (>= 0).
+  std::int64_t steps() const noexcept;
+  void set_steps(std::int64_t steps);
+
+  /// Bytes of the graphs' compute buffers (ggml's graph allocators, each kept at its largest
+  /// graph so far; the largest training graph dominates).
+  std::size_t graph_bytes() const;
 
  private:
   struct Impl;
+  struct Graphs;
   std::unique_ptr<Impl> impl_;
 };
 

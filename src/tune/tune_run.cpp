@@ -108,8 +108,8 @@ std::vector<ScoredLabel> score(HeadTrainer& trainer, const std::vector<RowsRecor
 
 TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const TrainingVisit& visit,
                          const std::vector<RowsRecord>& validation, const TuneSettings& settings,
-                         const std::string& fingerprint, std::optional<Checkpoint> resume_from,
-                         const std::function<void(const Checkpoint&)>& checkpoint,
+                         const std::string& fingerprint, std::optional<CheckpointState> resume_from,
+                         const std::function<void(const CheckpointState&, bool)>& checkpoint,
                          const std::function<bool()>& interrupted,
                          const std::function<void(const TuneProgress&)>& on_progress) {
   if (n_train == 0 || validation.empty()) {
@@ -128,7 +128,6 @@ TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const Traini
                             "resume");
     }
     out.best_epoch = resume_from->best_epoch;
-    out.best = std::move(resume_from->best);
     done = resume_from->epoch;
   } else {
     const auto t0 = Clock::now();
@@ -136,7 +135,6 @@ TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const Traini
     initial.validation = measure(score(trainer, validation));
     initial.seconds = seconds_since(t0);
     out.epochs.push_back(initial);
-    out.best = trainer.weights();
   }
   double best_brier = out.best_epoch >= 1
                           ? out.epochs[static_cast<std::size_t>(out.best_epoch)].validation.brier
@@ -170,13 +168,36 @@ TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const Traini
       const double weight = 1.0 / static_cast<double>(last - first);
       double batch_loss = 0;
       const auto tb = Clock::now();
+      // The batch's records in graphs of up to graph_rows rows, in order.
+      std::vector<RowsRecord> visits;
+      std::vector<HeadExample> examples;  // spans into visits (reserved: never moved)
+      visits.reserve(last - first);
+      std::int64_t rows = 0;
+      const auto run_graph = [&] {
+        if (examples.empty()) return;
+        const std::vector<double> weights(examples.size(), weight);
+        for (double loss : trainer.accumulate(examples, weights)) batch_loss += weight * loss;
+        visits.clear();
+        examples.clear();
+        rows = 0;
+      };
       for (std::size_t k = first; k < last; ++k) {
         if (interrupted && interrupted()) {
           out.interrupted = true;
           return out;
         }
-        batch_loss += weight * trainer.accumulate(visit(order[k], epoch).example(), weight);
+        RowsRecord visit_k = visit(order[k], epoch);
+        const std::int64_t n = visit_k.rows->n_tokens;
+        if (!examples.empty() && rows + n > settings.graph_rows) run_graph();
+        visits.push_back(std::move(visit_k));
+        examples.push_back(visits.back().example());
+        rows += n;
       }
+      if (interrupted && interrupted()) {
+        out.interrupted = true;
+        return out;
+      }
+      run_graph();
       AdamWSettings adamw = settings.adamw;
       adamw.lr = learning_rate(settings, steps_taken, total_steps);
       step = trainer.step(adamw, settings.max_grad_norm).step;
@@ -207,16 +228,17 @@ TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const Traini
     report.records_per_second = static_cast<double>(n_train) / report.seconds;
     report.step = step;
     out.epochs.push_back(report);
-    if (report.validation.brier < best_brier) {
+    const bool best = report.validation.brier < best_brier;
+    if (best) {
       best_brier = report.validation.brier;
       out.best_epoch = epoch;
-      out.best = trainer.weights();
     }
     if (checkpoint) {
       std::vector<json::Value> items;
       for (const EpochReport& e : out.epochs) items.push_back(e.to_json());
-      checkpoint(Checkpoint{epoch, fingerprint, trainer.weights(), trainer.optimizer_state(),
-                            out.best_epoch, out.best, json::Value::array(std::move(items))});
+      checkpoint(CheckpointState{epoch, fingerprint, trainer.steps(), out.best_epoch,
+                                 json::Value::array(std::move(items))},
+                 best);
     }
     if (stop_early(epoch)) {
       out.stopped_early = epoch < settings.epochs;

@@ -34,6 +34,11 @@ struct TuneSettings {
   /// The learning rate over the run: constant, or cosine from `adamw.lr` at the first step down
   /// to 0.1 x it at the last step of the last epoch.
   enum class Schedule { constant, cosine } schedule = Schedule::constant;
+  /// The most rows one training graph holds: a batch's records go through the head in graphs of
+  /// up to this many rows together (a longer record in a graph of its own), so that the
+  /// backward's weight-sized work is shared by them (HeadTrainer::accumulate over a span). The
+  /// gradients are the same up to rounding; the memory of a graph grows with its rows.
+  std::int64_t graph_rows = 4096;
 };
 
 /// The learning rate of optimizer step `step` (0-based) of `total_steps`.
@@ -66,8 +71,7 @@ struct TuneOutcome {
   std::vector<EpochReport> epochs;  ///< epoch 0 first
   /// By validation Brier among the trained epochs (>= 1; 0 only when none ran). Whether it is
   /// better than the initial head: improved().
-  int best_epoch = 0;
-  head::HeadWeights best;  ///< the head of best_epoch
+  int best_epoch = 0;  ///< its head: the checkpoint's best head (tune/checkpoint.hpp)
   bool stopped_early = false;
   bool interrupted = false;  ///< `interrupted()` said so: the last complete checkpoint stays
 
@@ -85,19 +89,19 @@ std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, int epoc
 /// The labeled questions of `records` scored by `trainer`'s current head.
 std::vector<ScoredLabel> score(HeadTrainer& trainer, const std::vector<RowsRecord>& records);
 
-/// Training record `index` as visit `epoch` (1-based) shows it: its kept rows, or an augmented
-/// copy whose rows were computed for the visit (tune/augment.hpp). The reference is valid until
-/// the next call.
-using TrainingVisit = std::function<const RowsRecord&(std::size_t index, int epoch)>;
+/// Training record `index` as visit `epoch` (1-based) shows it: its kept rows (shared, not
+/// copied), or an augmented copy whose rows were computed for the visit (tune/augment.hpp).
+using TrainingVisit = std::function<RowsRecord(std::size_t index, int epoch)>;
 
 /// Trains `trainer` on `n_train` records given by `visit`, validating on `validation`
 /// (non-empty). `resume_from`: a checkpoint to continue (its weights and optimizer already
-/// restored into `trainer`), else nullopt. `checkpoint(c)` is called after every epoch;
+/// restored into `trainer`), else nullopt. `checkpoint(state, best_is_current)` is called after
+/// every epoch (best_is_current: that epoch is the best so far, its head the trainer's weights);
 /// `interrupted()` is asked between batches; `on_progress` after every batch.
 TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const TrainingVisit& visit,
                          const std::vector<RowsRecord>& validation, const TuneSettings& settings,
-                         const std::string& fingerprint, std::optional<Checkpoint> resume_from,
-                         const std::function<void(const Checkpoint&)>& checkpoint,
+                         const std::string& fingerprint, std::optional<CheckpointState> resume_from,
+                         const std::function<void(const CheckpointState&, bool)>& checkpoint,
                          const std::function<bool()>& interrupted,
                          const std::function<void(const TuneProgress&)>& on_progress);
 

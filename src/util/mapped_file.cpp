@@ -1,8 +1,11 @@
 #include "util/mapped_file.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -44,6 +47,17 @@ void MappedFile::release() noexcept {
   if (addr_ != nullptr) ::munmap(addr_, size_);
   addr_ = nullptr;
   size_ = 0;
+}
+
+void MappedFile::drop_pages(std::span<const std::byte> range) const noexcept {
+  if (range.empty() || addr_ == nullptr) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<std::uintptr_t>(addr_);
+  const auto first = reinterpret_cast<std::uintptr_t>(range.data()) / page * page;
+  const auto last =
+      std::min(reinterpret_cast<std::uintptr_t>(range.data()) + range.size(), base + size_);
+  if (first < base || last <= first) return;
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 }  // namespace clef::util

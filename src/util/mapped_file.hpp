@@ -24,6 +24,11 @@ class MappedFile {
     return {static_cast<const std::byte*>(addr_), size_};
   }
 
+  /// Drops the mapped pages that overlap `range` (a part of bytes()) from this process's
+  /// resident memory (madvise MADV_DONTNEED; they are read from the file again if touched): to
+  /// read a large file piece by piece without its pages adding up in RSS. Best effort.
+  void drop_pages(std::span<const std::byte> range) const noexcept;
+
  private:
   void release() noexcept;
   void* addr_ = nullptr;

@@ -1,6 +1,6 @@
 // HeadTrainer beyond the oracle's cases: clipping that binds (what AdamW sees is the clipped
-// gradient), questions without a label, a resumed optimizer continuing bit for bit, and a head
-// with folded scales refused.
+// gradient), questions without a label, a batch in one graph against its records one by one, a
+// resumed optimizer continuing bit for bit, and a head with folded scales refused.
 #include "tune/head_trainer.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include "head/head_parameters.hpp"
 #include "head/oracle_reader.hpp"
+#include "tune/checkpoint.hpp"
 #include "tune/oracle_batch.hpp"
 #include "util/error.hpp"
 
@@ -61,10 +62,10 @@ TEST(HeadTrainer, ABindingClipScalesTheGradientAdamSees) {
   EXPECT_NEAR(report.grad_norm, norm, 1e-5 * norm);
   EXPECT_NEAR(report.clip_coefficient, 0.25, 1e-5);
   // After one step exp_avg = (1 - beta1) x the clipped gradient.
-  const OptimizerState state = trainer.optimizer_state();
   for (std::size_t i = 0; i < specs.size(); ++i) {
+    const std::vector<float> m = trainer.read(HeadTrainer::Slot::exp_avg, i);
     for (std::size_t k = 0; k < grads[i].size(); ++k) {
-      ASSERT_NEAR(state.m[i][k], 0.1 * report.clip_coefficient * grads[i][k],
+      ASSERT_NEAR(m[k], 0.1 * report.clip_coefficient * grads[i][k],
                   1e-6 * std::abs(grads[i][k]) + 1e-12)
           << specs[i].name << " " << k;
     }
@@ -108,14 +109,25 @@ TEST(HeadTrainer, ARestoredRunContinuesBitForBit) {
     accumulate_all(first, r);
     first.step(adamw, 1.0);
   }
-  const head::HeadWeights saved = first.weights();
-  const OptimizerState state = first.optimizer_state();
+  // What a checkpoint keeps: the weights, both moments and the step count.
+  using Slot = HeadTrainer::Slot;
+  const auto specs = head::head_parameter_specs(r.weights.config());
+  std::vector<std::vector<std::vector<float>>> kept(3);
+  for (Slot slot : {Slot::weights, Slot::exp_avg, Slot::exp_avg_sq}) {
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      kept[static_cast<std::size_t>(slot)].push_back(first.read(slot, i));
+  }
+  const std::int64_t steps = first.steps();
   for (int s = 0; s < 2; ++s) {
     accumulate_all(first, r);
     first.step(adamw, 1.0);
   }
-  HeadTrainer resumed(saved, 2);
-  resumed.restore(state);
+  HeadTrainer resumed(r.weights, 2);
+  for (Slot slot : {Slot::weights, Slot::exp_avg, Slot::exp_avg_sq}) {
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      resumed.write(slot, i, kept[static_cast<std::size_t>(slot)][i]);
+  }
+  resumed.set_steps(steps);
   for (int s = 0; s < 2; ++s) {
     accumulate_all(resumed, r);
     const StepReport report = resumed.step(adamw, 1.0);
@@ -128,9 +140,59 @@ TEST(HeadTrainer, ARestoredRunContinuesBitForBit) {
     ASSERT_EQ(t.values.size(), u.size());
     EXPECT_EQ(std::memcmp(t.values.data(), u.data(), u.size() * sizeof(float)), 0) << name;
   }
-  OptimizerState wrong = state;
-  wrong.m.pop_back();
-  EXPECT_THROW(resumed.restore(wrong), Error);
+  // A tensor of another size is refused.
+  EXPECT_THROW(resumed.write(Slot::exp_avg, 0, std::vector<float>(3, 0.0f)), Error);
+}
+
+TEST(HeadTrainer, ABatchInOneGraphAddsWhatItsRecordsAddOneByOne) {
+  Records r = tiny();
+  r.targets[3][0].clear();  // an unlabeled question inside the batch
+  r.targets[1][1] =
+      std::vector<float>(r.targets[1][1].size(), 1.0f / static_cast<float>(r.targets[1][1].size()));
+  const std::vector<double> weights = {0.1, 0.2, 0.3, 0.4};
+  HeadTrainer alone(r.weights, 2);
+  std::vector<double> losses;
+  for (std::size_t k = 0; k < r.records.size(); ++k)
+    losses.push_back(alone.accumulate(r.example(k), weights[k]));
+  HeadTrainer together(r.weights, 2);
+  std::vector<HeadExample> examples;
+  for (std::size_t k = 0; k < r.records.size(); ++k) examples.push_back(r.example(k));
+  const std::vector<double> batch_losses = together.accumulate(examples, weights);
+  ASSERT_EQ(batch_losses.size(), losses.size());
+  for (std::size_t k = 0; k < losses.size(); ++k)
+    EXPECT_NEAR(batch_losses[k], losses[k], 1e-6 * losses[k]) << "record " << k;
+  // The records differ in length, questions and options: each gradient within 1e-5 of its
+  // tensor's largest (the batch's products round differently, nothing more).
+  for (const auto& s : head::head_parameter_specs(r.weights.config())) {
+    const std::vector<float> a = alone.gradient(s.name);
+    const std::vector<float> b = together.gradient(s.name);
+    ASSERT_EQ(a.size(), b.size());
+    double largest = 0;
+    for (float g : a) largest = std::max(largest, static_cast<double>(std::abs(g)));
+    for (std::size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(b[i], a[i], 1e-5 * largest + 1e-9) << s.name << " " << i;
+  }
+  // Sizes that do not pair up are refused.
+  EXPECT_THROW(together.accumulate(examples, std::vector<double>{1.0}), Error);
+  EXPECT_THROW(together.accumulate(std::span<const HeadExample>(), std::span<const double>()),
+               Error);
+}
+
+TEST(HeadTrainer, AHeadLoadedFromItsFileScoresAsTheHeadLoadedWhole) {
+  // clef tune starts a trainer from the head's config and reads the weights in from the file
+  // (tune::load_weights): the same parameters and the same logits as a trainer given the head.
+  const fs::path dir = fs::path(CLEF_TEST_DATA) / "oracle" / "head" / "tiny";
+  const Records r = tiny();
+  HeadTrainer a(r.weights, 1);
+  HeadTrainer b(r.weights.config(), 1);
+  load_weights(b, dir / "joint_head_f32.safetensors");
+  const auto specs = head::head_parameter_specs(r.weights.config());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(a.read(HeadTrainer::Slot::weights, i), b.read(HeadTrainer::Slot::weights, i))
+        << specs[i].name;
+  }
+  for (std::size_t k = 0; k < r.records.size(); ++k)
+    EXPECT_EQ(a.logits(r.example(k)), b.logits(r.example(k))) << k;
 }
 
 TEST(HeadTrainer, AHeadWithFoldedScalesIsRefused) {

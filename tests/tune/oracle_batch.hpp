@@ -34,10 +34,18 @@ struct OracleBatch {
     return {records[r].hidden, records[r].n_tokens, records[r].questions, lexical[r], targets[r]};
   }
 
-  /// The recipe's batch: every record, each weighted 1 / records; returns the batch loss.
-  double accumulate(HeadTrainer& trainer) const {
+  /// The recipe's batch: every record, each weighted 1 / records, one accumulate per record or
+  /// (`one_graph`) all of them in one; returns the batch loss.
+  double accumulate(HeadTrainer& trainer, bool one_graph = false) const {
     double loss = 0;
     const double weight = 1.0 / static_cast<double>(records.size());
+    if (one_graph) {
+      std::vector<HeadExample> examples;
+      for (std::size_t r = 0; r < records.size(); ++r) examples.push_back(example(r));
+      const std::vector<double> weights(records.size(), weight);
+      for (double l : trainer.accumulate(examples, weights)) loss += weight * l;
+      return loss;
+    }
     for (std::size_t r = 0; r < records.size(); ++r) {
       loss += weight * trainer.accumulate(example(r), weight);
     }
