@@ -1,6 +1,6 @@
-// `clef pull REPO[:QUANT] [--dir D] [--endpoint URL] [--revision R]`: downloads a clef-flash model
-// from a Hugging Face-style hub (src/pull/pull.hpp). Progress goes to stderr; the summary and the
-// directory to use with `clef ask` / `clef serve` go to stdout.
+// `clef pull REPO[:QUANT] [--dir D] [--hub-endpoint URL] [--revision R]`: downloads a clef-flash
+// model from a Hugging Face-style hub (src/pull/pull.hpp). Progress goes to stderr; the summary and
+// the directory to use with `clef ask` / `clef serve` go to stdout.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -38,7 +38,8 @@ void add_pull_command(CLI::App& app, ExitCode& exit_code) {
                   "(e.g. clef-flash:9b) into the model store")
       ->required();
   cmd->add_option("--dir", *dir, "download directory (default: ./NAME[-QUANT])");
-  cmd->add_option("--endpoint", options->endpoint, "hub URL (mirrors, tests)")
+  // --hub-endpoint as serve, ask and the store's hints spell it; --endpoint stays.
+  cmd->add_option("--hub-endpoint,--endpoint", options->endpoint, "hub URL (mirrors, tests)")
       ->capture_default_str();
   cmd->add_option("--revision", options->revision, "branch, tag or commit")->capture_default_str();
   cmd->add_option("--head-from", options->head_from,

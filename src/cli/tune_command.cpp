@@ -239,6 +239,9 @@ int run_tune(TuneCommandOptions& o) {
                           "out");
   }
   OutFolder folder(out);  // made now, removed again if the run ends before writing into it
+  // From here Ctrl-C is the run's: during the model's load it cancels the load (the folder made
+  // for the run goes again), later it stops at the next record or batch.
+  InterruptGuard interrupts;
   std::optional<tune::CheckpointState> resume_from;
   if (o.resume) {
     resume_from = tune::read_checkpoint(out);
@@ -283,7 +286,18 @@ int run_tune(TuneCommandOptions& o) {
                               "(--force) or give the same ones",
                           "resume");
   }
-  runtime::Engine engine = runtime::make_engine(config);
+  config.backbone.on_progress = [](float) { return g_interrupts.load() == 0; };
+  std::optional<runtime::Engine> loaded;
+  try {
+    loaded = runtime::make_engine(config);
+  } catch (const Error&) {
+    if (g_interrupts.load() == 0) throw;
+  }
+  if (g_interrupts.load() > 0) {
+    std::cerr << "\nclef tune: interrupted while the model loaded: nothing written\n";
+    return 130;
+  }
+  runtime::Engine& engine = *loaded;
   // The starting head goes into the trainer from its file tensor by tensor (so do the checkpoint
   // and the final report): no whole copy of the head stays beside the trainer's (the engine's
   // own copy goes with the backbone before training).
@@ -331,7 +345,6 @@ int run_tune(TuneCommandOptions& o) {
   }
 
   const bool tty = ::isatty(STDERR_FILENO) != 0;
-  InterruptGuard interrupts;
   const auto rows_started = std::chrono::steady_clock::now();
   const auto rows_progress = [&](std::size_t done, std::size_t total) {
     if (!tty) return;
@@ -533,6 +546,7 @@ int run_tune(TuneCommandOptions& o) {
   std::string model_flags = !o.engine.model_dir.empty() ? "--model-dir " + o.engine.model_dir
                                                         : "--model " + o.engine.model;
   if (!o.engine.mmproj.empty()) model_flags += " --mmproj " + o.engine.mmproj;
+  if (!o.engine.registry.empty()) model_flags += " --registry " + o.engine.registry;
   std::cout << "\nhead of epoch " << written_epoch << " written to " << o.out
             << " (serve it with: clef serve " << model_flags << " --head "
             << (out / "joint_head.safetensors").string() << ")\n";

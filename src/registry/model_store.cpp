@@ -118,7 +118,18 @@ void check_local(const Resolved& resolved, const RegistryFile& f) {
   const std::string what = "registry entry " + resolved.reference + ": its " + f.role + " " +
                            f.local.string() + " (\"local\")";
   std::error_code ec;
-  if (!fs::is_regular_file(f.local, ec)) throw model_error(what + ": no such file");
+  const fs::file_status st = fs::status(f.local, ec);
+  if (ec || !fs::exists(st)) {
+    throw model_error(what + ": " +
+                      (ec && ec != std::errc::no_such_file_or_directory
+                           ? ec.message()
+                           : std::string("no such file")));
+  }
+  if (!fs::is_regular_file(st)) throw model_error(what + " is not a regular file");
+  if (f.size && fs::file_size(f.local, ec) != *f.size) {
+    throw model_error(what + " has " + std::to_string(fs::file_size(f.local, ec)) +
+                      " bytes, the registry says " + std::to_string(*f.size));
+  }
   if (f.sha256) {
     const std::string digest = util::sha256_file(f.local);
     if (digest != *f.sha256) {
@@ -315,7 +326,7 @@ std::vector<std::string> verify_stored(const Resolved& resolved, const StoreOpti
     }
     const std::string digest = util::sha256_file(f.local);
     if (!f.sha256) {
-      out.push_back(name + ": not pinned (sha256 " + digest + ")");
+      out.push_back(name + ": ok, not pinned (sha256 " + digest + ")");
     } else if (digest == *f.sha256) {
       out.push_back(name + ": ok (sha256 " + digest + ")");
     } else {

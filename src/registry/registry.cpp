@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <span>
 
 #include "json/parse.hpp"
 #include "util/edit_distance.hpp"
 #include "util/error.hpp"
+#include "util/file_reader.hpp"
 #include "util/install_layout.hpp"
 
 namespace clef::registry {
@@ -172,6 +174,9 @@ void Registry::add(const json::Value& doc, const std::string& source,
           }
         }
 
+        for (const RegistryFile& other : variant.files) {
+          if (other.role == rf.role) bad(source, ffield + ".role", "is given twice in the variant");
+        }
         if (auto size = integer_of(f, "size", source, ffield)) {
           rf.size = static_cast<std::uint64_t>(*size);
         }
@@ -208,9 +213,32 @@ void Registry::add(const json::Value& doc, const std::string& source,
 }
 
 void Registry::add_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw invalid_request("cannot read the registry " + file.string(), "registry");
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // A regular file of at most 16 MiB, read by its size: /dev/zero or a FIFO given as the
+  // registry was read without end.
+  constexpr std::uint64_t kMaxBytes = std::uint64_t{16} << 20;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    throw invalid_request(
+        "the registry " + file.string() +
+            (std::filesystem::exists(file, ec) ? " is not a regular file" : ": no such file"),
+        "registry");
+  }
+  std::string text;
+  try {
+    const util::FileReader reader(file);
+    if (reader.size() > kMaxBytes) {
+      throw invalid_request("the registry " + file.string() + " is " +
+                                std::to_string(reader.size()) +
+                                " bytes; a registry is a JSON file of at most 16 MiB",
+                            "registry");
+    }
+    text.resize(static_cast<std::size_t>(reader.size()));
+    reader.read_at(0, std::as_writable_bytes(std::span(text)));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::invalid_request) throw;
+    throw invalid_request("cannot read the registry " + file.string() + " (" + e.what() + ")",
+                          "registry");
+  }
   json::Value doc;
   try {
     doc = json::parse(text);

@@ -1,5 +1,6 @@
 #include "tune/checkpoint.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -51,7 +52,7 @@ class HeadFile {
  public:
   HeadFile(const fs::path& path, const head::HeadConfig& config, const std::string& field,
            const std::string& prefix = "")
-      : file_(path), specs_(head::head_parameter_specs(config)), prefix_(prefix) {
+      : file_(path), specs_(head::head_parameter_specs(config)), prefix_(prefix), field_(field) {
     for (const head::ParamSpec& s : specs_) {
       const head::TensorInfo* t = file_.find(prefix_ + s.name);
       if (t == nullptr) {
@@ -66,11 +67,20 @@ class HeadFile {
 
   const std::vector<head::ParamSpec>& specs() const { return specs_; }
 
-  /// Parameter `i`'s values (f32), its pages released.
+  /// Parameter `i`'s values (f32), its pages released. Throws clef::Error (invalid_request)
+  /// naming the file and tensor for a value that is not finite (a damaged file: no head or
+  /// moment of a run holds one).
   std::vector<float> values(std::size_t i) const {
     const head::TensorInfo& t = *file_.find(prefix_ + specs_[i].name);
     std::vector<float> v = file_.to_f32(t);
     file_.release(t);
+    for (float x : v) {
+      if (!std::isfinite(x)) {
+        throw invalid_request(file_.path().string() + ": " + prefix_ + specs_[i].name +
+                                  " holds a value that is not finite (a damaged file?)",
+                              field_);
+      }
+    }
     return v;
   }
 
@@ -78,6 +88,7 @@ class HeadFile {
   head::SafetensorsFile file_;
   std::vector<head::ParamSpec> specs_;
   std::string prefix_;
+  std::string field_;
 };
 
 /// A writer of every parameter of `specs`, each given by `value_of(i)` when written.
@@ -128,9 +139,18 @@ CheckpointState read_state(const fs::path& dir) {
     if (v == nullptr || !v->is_integer()) throw std::runtime_error(std::string("no ") + key);
     return std::stoll(v->integer_digits());
   };
-  c.epoch = static_cast<int>(integer("epoch"));
+  // Epochs are counts a run can reach (an int): a larger value is damage, not wrapped around.
+  const auto epoch_count = [&](const char* key) {
+    const long long v = integer(key);
+    if (v < 0 || v > 1'000'000) {
+      throw std::runtime_error(std::string("state.json: ") + key + " " + std::to_string(v) +
+                               " is not an epoch count");
+    }
+    return static_cast<int>(v);
+  };
+  c.epoch = epoch_count("epoch");
   c.step = integer("step");
-  c.best_epoch = static_cast<int>(integer("best_epoch"));
+  c.best_epoch = epoch_count("best_epoch");
   const json::Value* fp = state.find("fingerprint");
   const json::Value* epochs = state.find("epochs");
   if (fp == nullptr || !fp->is_string() || epochs == nullptr || !epochs->is_array()) {

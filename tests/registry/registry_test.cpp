@@ -123,6 +123,20 @@ TEST(Registry, AUserEntryReplacesTheShippedOneByName) {
   }
 }
 
+// Reported input: `--registry /dev/zero` was read without end (a FIFO blocked for ever).
+TEST(Registry, ARegistryThatIsNotARegularFileIsRefusedUnread) {
+  Registry r;
+  for (const char* path : {"/dev/zero", "/tmp", "/nonexistent/registry.json"}) {
+    try {
+      r.add_file(path);
+      ADD_FAILURE() << path;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.param(), "registry") << path;
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
 /// The tiny test model served by the fake hub from two repositories, as the published files are.
 class StoreTest : public ::testing::Test {
  protected:
@@ -402,6 +416,22 @@ TEST_F(StoreTest, ClefAskWithARegistryNameAnswersLikeTheFilesByPath) {
   EXPECT_EQ(read(out), read(by_path));
 }
 
+/// Issue 53, found as a new user: the store's offline hint names --hub-endpoint, which `clef pull`
+/// refused (it only took --endpoint): pull takes both now.
+TEST_F(StoreTest, ClefPullTakesTheHubEndpointFlagTheHintsName) {
+  const std::string clef = std::string(CLEF_BINARY_DIR) + "/clef";
+  const std::string log = (dir_.path() / "pull.log").string();
+  ASSERT_EQ(std::system((clef + " pull tiny:latest --registry " + registry_file_.string() +
+                         " --models-dir " + store_.models_dir.string() + " --hub-endpoint " +
+                         hub_.endpoint() + " > " + log + " 2>&1")
+                            .c_str()),
+            0)
+      << read(log);
+  for (const std::string& line : verify_stored(resolve(), store_)) {
+    EXPECT_NE(line.find(": ok"), std::string::npos) << line;
+  }
+}
+
 /// Issue 50: a registry entry of one's own names a head fitted with `clef tune`, a file on this
 /// machine ("local", relative to the registry file's folder), beside the hub's backbone and mmproj.
 TEST_F(StoreTest, AnEntryOfOnesOwnNamesALocalHeadUsedWhereItIs) {
@@ -437,7 +467,7 @@ TEST_F(StoreTest, AnEntryOfOnesOwnNamesALocalHeadUsedWhereItIs) {
   const std::vector<std::string> lines = verify_stored(resolved, store_);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_NE(lines[0].find("(local): ok"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("(local): not pinned"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("(local): ok, not pinned"), std::string::npos) << lines[1];
 
   // `clef ask tickets` answers with the local head: as the same files by path, and not as the
   // published head does.
@@ -487,6 +517,47 @@ TEST_F(StoreTest, AnEntryOfOnesOwnNamesALocalHeadUsedWhereItIs) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("gone.safetensors"), std::string::npos) << e.what();
   }
+  // A head_config left out is taken beside the local head, as --head takes it (reported: the
+  // error said it was not beside the backbone).
+  {
+    write("heads/joint_head.safetensors", sha256(tuned));
+    std::string text = read(registry);
+    const std::string cfg = R"(,
+        {"role": "head_config", "local": "heads/joint_head_config.json"}])";
+    const auto at = text.find(cfg);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, cfg.size(), "]");
+    std::ofstream(mine / "no-config.json") << text;
+    const std::string log = (dir_.path() / "no-config.log").string();
+    EXPECT_EQ(std::system((clef + " ask tickets --registry " + (mine / "no-config.json").string() +
+                           " --models-dir " + store_.models_dir.string() + " --offline" + common +
+                           " > " + log + " 2>&1")
+                              .c_str()),
+              0)
+        << read(log);
+  }
+  // Reported inputs: a local path that is a folder or a device said "no such file"; a size that
+  // is wrong was taken; a role given twice took the last.
+  for (const auto& [head_file, says] : std::vector<std::pair<std::string, std::string>>{
+           {"heads", "is not a regular file"}, {"/dev/zero", "is not a regular file"}}) {
+    write(head_file, sha256(tuned));
+    Registry r2;
+    r2.add_file(registry);
+    try {
+      ensure_model(r2.resolve("tickets"), store_, log);
+      FAIL() << head_file;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  {
+    Registry sized;
+    sized.add(json::parse(R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v":
+        {"files": [{"role": "model", "local": ")" +
+                          (heads / "joint_head.safetensors").string() + R"(", "size": 5}]}}}}})"),
+              "sized");
+    EXPECT_THROW(ensure_model(sized.resolve("a"), store_, log), Error);
+  }
   // A file that is both local and a repository's, or a local path that is empty, is refused.
   for (const char* bad :
        {R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
@@ -494,7 +565,10 @@ TEST_F(StoreTest, AnEntryOfOnesOwnNamesALocalHeadUsedWhereItIs) {
         R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
             [{"role": "model", "local": ""}]}}}}})",
         R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
-            [{"role": "model", "local": 3}]}}}}})"}) {
+            [{"role": "model", "local": 3}]}}}}})",
+        R"({"format": "clef-registry/1", "models": {"a": {"variants": {"v": {"files":
+            [{"role": "model", "local": "m.gguf"}, {"role": "head", "local": "a.safetensors"},
+             {"role": "head", "local": "b.safetensors"}]}}}}})"}) {
     Registry b;
     EXPECT_THROW(b.add(json::parse(bad), "bad"), Error) << bad;
   }

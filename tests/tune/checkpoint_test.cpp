@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include "head/bf16.hpp"
 #include "head/head_parameters.hpp"
@@ -136,6 +137,34 @@ TEST(Checkpoint, ADamagedOneIsRefusedSayingWhatToDo) {
   }
 }
 
+// Reported input: a best head whose data was overwritten with 0xFF (NaN) was written as the
+// result, its report holding NaN. A head or moment read from a file holds only finite values.
+TEST(Checkpoint, AHeadFileHoldingNaNIsRefusedNamingItsTensor) {
+  test::TempDir dir("clef-tune-checkpoint");
+  const Sample c;
+  write_checkpoint(dir.path(), c.state, c.trainer, true);
+  const fs::path best = checkpoint_best_head(dir.path());
+  fs::remove(checkpoint_dir(dir.path()) / "head.safetensors");  // the best is a link to it
+  {
+    std::fstream f(best, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(best) - 64));
+    const std::string ff(64, '\xff');
+    f.write(ff.data(), static_cast<std::streamsize>(ff.size()));
+  }
+  HeadTrainer trainer(oracle_head(), 1);
+  for (const auto& load : std::vector<std::function<void()>>{
+           [&] { load_weights(trainer, best); },
+           [&] { write_head(dir.path(), best, trainer.config(), false); }}) {
+    try {
+      load();
+      ADD_FAILURE() << "a NaN head was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("best_head.safetensors"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Checkpoint, AStateThatDoesNotFitTogetherIsRefused) {
   // Reported inputs: an empty history crashed the resume, a best_epoch past it read beyond the
   // history, a huge step threw stoll's bare message.
@@ -150,6 +179,8 @@ TEST(Checkpoint, AStateThatDoesNotFitTogetherIsRefused) {
       {"\"best_epoch\":2", "\"best_epoch\":99"},
       {"\"epoch\":3,", "\"epoch\":-3,"},
       {"\"epoch\":3,", "\"epoch\":99,"},
+      // Reported input: 2^32 + 3 was taken as epoch 3.
+      {"\"epoch\":3,", "\"epoch\":4294967299,"},
       {"\"step\":24", "\"step\":-1"},
       {"\"step\":24", "\"step\":1000000000000000000000000000000"},
   };
