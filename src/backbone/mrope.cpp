@@ -1,27 +1,26 @@
-#include "vision/mrope.hpp"
+#include "backbone/mrope.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include "util/error.hpp"
 
-namespace clef::vision {
+namespace clef::backbone {
 namespace {
 
 Error bad_spans(const std::string& message) {
   return Error(ErrorKind::internal, "internal", "M-RoPE image spans: " + message);
 }
 
-MropePosition text_position(std::int64_t p) {
+RopePosition text_position(std::int64_t p) {
   const auto v = static_cast<std::int32_t>(p);
-  return MropePosition{v, v, v, v};
+  return RopePosition{v, v, v, v};
 }
 
 }  // namespace
 
-std::vector<MropePosition> mrope_positions(std::size_t n_tokens,
-                                           std::span<const ImageSpan> images) {
-  std::vector<MropePosition> out;
+std::vector<RopePosition> mrope_positions(std::size_t n_tokens, std::span<const ImageSpan> images) {
+  std::vector<RopePosition> out;
   out.reserve(n_tokens);
   std::int64_t shift = 0;  // how far positions lag behind indices after the images so far
   std::size_t next = 0;    // first index not yet placed
@@ -43,7 +42,7 @@ std::vector<MropePosition> mrope_positions(std::size_t n_tokens,
     // Position of <|vision_start|> (index first_token - 1) plus one.
     const std::int64_t base = static_cast<std::int64_t>(img.first_token) - shift;
     for (std::size_t k = 0; k < n; ++k) {
-      out.push_back(MropePosition{
+      out.push_back(RopePosition{
           static_cast<std::int32_t>(base),
           static_cast<std::int32_t>(base + static_cast<std::int64_t>(k / img.merged_w)),
           static_cast<std::int32_t>(base + static_cast<std::int64_t>(k % img.merged_w)), 0});
@@ -57,7 +56,7 @@ std::vector<MropePosition> mrope_positions(std::size_t n_tokens,
   return out;
 }
 
-std::vector<std::int32_t> llama_mrope_layout(std::span<const MropePosition> positions) {
+std::vector<std::int32_t> llama_mrope_layout(std::span<const RopePosition> positions) {
   const std::size_t n = positions.size();
   std::vector<std::int32_t> pos(4 * n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -69,4 +68,4 @@ std::vector<std::int32_t> llama_mrope_layout(std::span<const MropePosition> posi
   return pos;
 }
 
-}  // namespace clef::vision
+}  // namespace clef::backbone

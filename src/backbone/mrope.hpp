@@ -8,7 +8,9 @@
 #include <span>
 #include <vector>
 
-namespace clef::vision {
+#include "backbone/prefill_layout.hpp"
+
+namespace clef::backbone {
 
 /// Where one image's tokens sit in a record: `first_token` is the index of its first
 /// <|image_pad|> (right after <|vision_start|>), followed by merged_h * merged_w image tokens.
@@ -18,18 +20,6 @@ struct ImageSpan {
   int merged_w = 0;
 };
 
-/// One token's position on the M-RoPE sections: temporal t, row h, column w, and the fourth
-/// section z that libllama's IMROPE batch carries (unused by Qwen3.5's rope sections): text
-/// tokens repeat their position there (as llama_batch broadcasts a plain position), image tokens
-/// have 0 (as mtmd sets it).
-struct MropePosition {
-  std::int32_t t = 0;
-  std::int32_t h = 0;
-  std::int32_t w = 0;
-  std::int32_t z = 0;
-  bool operator==(const MropePosition&) const = default;
-};
-
 /// Positions of all n_tokens tokens of a record. Text token i gets (p, p, p) with p = i minus
 /// the shifts of the images before it; image token k of an image whose <|vision_start|> has
 /// position q gets (q+1, q+1 + k / W, q+1 + k % W); after an image of H x W = N tokens the
@@ -37,11 +27,11 @@ struct MropePosition {
 /// With no image this is 0..n_tokens-1. Throws clef::Error (internal) if the spans are not in
 /// order, overlap, start at index 0 (no room for <|vision_start|>), have an empty grid, or run
 /// past n_tokens.
-std::vector<MropePosition> mrope_positions(std::size_t n_tokens, std::span<const ImageSpan> images);
+std::vector<RopePosition> mrope_positions(std::size_t n_tokens, std::span<const ImageSpan> images);
 
 /// libllama's llama_batch.pos for a batch of these tokens with n_pos_per_embd = 4:
 /// section-major [t of every token][h ...][w ...][z ...], 4 * positions.size() values
 /// (row h is mtmd's y, column w its x).
-std::vector<std::int32_t> llama_mrope_layout(std::span<const MropePosition> positions);
+std::vector<std::int32_t> llama_mrope_layout(std::span<const RopePosition> positions);
 
-}  // namespace clef::vision
+}  // namespace clef::backbone

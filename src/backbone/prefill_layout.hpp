@@ -12,7 +12,7 @@ namespace clef::backbone {
 
 /// One token's M-RoPE position on libllama's four sections (t, h, w, z). A text token has the
 /// same value on all four (libllama broadcasts a token batch's one position); an image token
-/// has (q, q + row, q + column, 0) (contract section 4, vision/mrope.hpp).
+/// has (q, q + row, q + column, 0) (contract section 4, backbone/mrope.hpp).
 struct RopePosition {
   std::int32_t t = 0;
   std::int32_t h = 0;

@@ -95,7 +95,19 @@ int run_batch_command(BatchCommandOptions options) {
   if (undecided > summary.setup_errors) {
     std::cerr << undecided << " line(s) got no answer from any server; --resume tries them again\n";
   }
-  return undecided > 0 || unauthorized > 0 || summary.setup_errors > 0 ? 1 : 0;
+  // Lines a server answered with an error of its own (the request is wrong, or the server failed
+  // on it) have their records, and --resume does not send them again (it retries 0, 401, 429
+  // and 503 only: batch_output.cpp); the run still did not decide them, so it does not exit 0.
+  std::size_t refused = 0;
+  for (const auto& [status, count] : summary.by_status) {
+    if (status >= 400 && status != 401 && status != 429 && status != 503) refused += count;
+  }
+  if (refused > 0) {
+    std::cerr << refused
+              << " line(s) got an error answer (their records in OUT say why; --resume does not "
+                 "send them again)\n";
+  }
+  return undecided > 0 || unauthorized > 0 || summary.setup_errors > 0 || refused > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -108,9 +120,14 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
       run_batch_command);
   cmd->add_option("in", options->in, "input JSONL")->required()->check(CLI::ExistingFile);
   cmd->add_option("out", options->out, "output JSONL (appended with --resume)")->required();
+  // One URL per --endpoint: a repeatable vector option would otherwise swallow IN and OUT after
+  // it (`clef batch --endpoint URL IN OUT`).
   cmd->add_option("--endpoint", options->endpoints,
                   "a clef server or balancer, e.g. http://127.0.0.1:8080 (repeatable; without it "
-                  "the local model of --model-dir/--model decides)");
+                  "the local model of --model-dir/--model decides)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--api-key", options->api_key,
                   "send this key to the --endpoint servers (Authorization: Bearer KEY); the "
                   "environment's CLEF_API_KEY when not given")

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -229,7 +231,11 @@ runtime::EngineConfig EngineOptions::to_config() const {
     const registry::StoredModel stored = registry::ensure_model(resolved, store, std::cerr);
     model_file = stored.model.string();
     if (!stored.mmproj.empty()) config.mmproj_path = stored.mmproj.string();
-    if (!stored.head.empty()) config.head_path = stored.head.string();
+    if (!stored.head.empty()) {
+      config.head_path = stored.head.string();
+      // Without a head_config file the config beside the head, as --head takes it.
+      config.head_config_path = (stored.head.parent_path() / "joint_head_config.json").string();
+    }
     if (!stored.head_config.empty()) config.head_config_path = stored.head_config.string();
     if (alias.empty()) config.model_name = resolved.model->name;
     registry_context = resolved.variant->context_size;
@@ -243,6 +249,12 @@ runtime::EngineConfig EngineOptions::to_config() const {
         {"--mmproj", mmproj}}) {
     std::error_code ec;
     if (!path.empty() && !std::filesystem::is_regular_file(path, ec)) {
+      if (std::filesystem::is_directory(path, ec)) {
+        throw model_error(std::string(flag) + " " + path +
+                          " is a directory: a folder of model files is --model-dir " + path +
+                          " (a GGUF backbone, its mmproj, joint_head.safetensors and "
+                          "joint_head_config.json)");
+      }
       throw model_error(std::string(flag) + " " + path + ": no such file");
     }
   }
@@ -276,6 +288,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
   if (registry_gpu_layers && (gpu_layers_option == nullptr || gpu_layers_option->count() == 0)) {
     p.gpu_layers = *registry_gpu_layers;
   }
+  bool gpu_layers_given = gpu_layers_option != nullptr && gpu_layers_option->count() > 0;
   for (const std::string& s : settings) {
     const auto eq = s.find('=');
     if (eq == std::string::npos) throw invalid_request("--set expects name=value, got " + s, "set");
@@ -287,6 +300,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
       p.threads = parse_int_setting(name, value);
     } else if (name == "gpu_layers") {
       p.gpu_layers = parse_gpu_layers(value);
+      gpu_layers_given = true;
     } else if (name == "chunk_tokens") {
       p.chunk_tokens = parse_int_setting(name, value);
     } else if (name == "parallel") {
@@ -323,6 +337,16 @@ runtime::EngineConfig EngineOptions::to_config() const {
                                 "resume_snapshot_ms, mmproj_normalization, state_cache_mb)",
                             "set");
     }
+  }
+  // A layer count for the GPU with the CPU named as the device was taken silently (issue 53).
+  std::string device = p.device;
+  std::transform(device.begin(), device.end(), device.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (gpu_layers_given && device == "cpu" && p.gpu_layers > 0) {
+    throw invalid_request("--gpu-layers " + std::to_string(p.gpu_layers) +
+                              " with --device cpu: the CPU runs every layer; drop --gpu-layers, "
+                              "or name a GPU with --device",
+                          "gpu_layers");
   }
   return config;
 }

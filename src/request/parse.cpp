@@ -1,6 +1,7 @@
 #include "request/parse.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <initializer_list>
 #include <limits>
 #include <numeric>
@@ -31,21 +32,39 @@ Error too_large(const std::string& what, std::size_t count, std::size_t limit,
                param);
 }
 
-QuestionType parse_type(const json::Value& question, const std::string& path) {
-  const json::Value* type = question.find("type");
-  if (type != nullptr && type->is_string()) {
-    const std::string& t = type->as_string();
-    if (t == "noul") return QuestionType::noul;
-    if (t == "choice") return QuestionType::choice;
-    if (t == "score") return QuestionType::score;
-  }
-  throw invalid_request(path + ".type must be \"noul\", \"choice\" or \"score\"", path + ".type");
-}
-
 /// Whether `key` is close enough to `field` to be a misspelling of it (the edit distance the
 /// unknown-field refusal suggests a name at).
 bool close_to(std::string_view key, std::string_view field) {
   return util::edit_distance(key, field) <= std::max<std::size_t>(2, field.size() / 3);
+}
+
+QuestionType parse_type(const json::Value& question, const std::string& path) {
+  constexpr std::string_view kTypes[] = {"noul", "choice", "score"};
+  const json::Value* type = question.find("type");
+  const std::string expected = "must be \"noul\", \"choice\" or \"score\"";
+  if (type == nullptr)
+    throw invalid_request(path + ".type is missing: it " + expected, path + ".type");
+  if (!type->is_string()) throw invalid_request(path + ".type " + expected, path + ".type");
+  const std::string& t = type->as_string();
+  if (t == kTypes[0]) return QuestionType::noul;
+  if (t == kTypes[1]) return QuestionType::choice;
+  if (t == kTypes[2]) return QuestionType::score;
+  // The value as sent (quoted, at most 64 bytes of it), and the known type it misspells.
+  std::string quoted;
+  json::append_quoted(quoted, std::string_view(t).substr(0, 64));
+  std::string suggestion;
+  std::string lower = t;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (std::string_view known : kTypes) {
+    if (lower == known || close_to(lower, known)) {
+      suggestion = ": did you mean \"" + std::string(known) + "\"?";
+      break;
+    }
+  }
+  throw invalid_request(
+      path + ".type " + quoted + " is not a question type" + suggestion + " (it " + expected + ")",
+      path + ".type");
 }
 
 /// For a missing required `field` of `object`: "; the request has \"KEY\": did you mean FIELD?"
@@ -62,14 +81,24 @@ std::string misspelled(const json::Value& object, std::string_view field) {
   return {};
 }
 
-/// Each member of `object` that is not one of `known` is recorded as `prefix + key` in
+/// The path of member `key` below `prefix` (a dotted path ending in '.', or "" at the top):
+/// `prefix` + key, or, for an empty key, `""` in brackets (`questions[""]`), so that no path has
+/// an empty segment (`questions..type`).
+std::string member_path(const std::string& prefix, std::string_view key) {
+  if (!key.empty()) return prefix + std::string(key);
+  std::string base = prefix;
+  if (!base.empty() && base.back() == '.') base.pop_back();
+  return base + "[\"\"]";
+}
+
+/// Each member of `object` that is not one of `known` is recorded as member_path(prefix, key) in
 /// `ignored`, or refused (400 naming it and the nearest known key, when one is close).
 void check_fields(const json::Value& object, std::initializer_list<std::string_view> known,
                   const std::string& prefix, UnknownFields policy,
                   std::vector<std::string>& ignored) {
   for (const auto& [key, value] : object.members()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    const std::string path = prefix + key;
+    const std::string path = member_path(prefix, key);
     if (policy == UnknownFields::accept) {
       ignored.push_back(path);
       continue;
@@ -165,7 +194,7 @@ void score_options(const json::Value* criteria, const std::string& path,
 
 Question parse_question(const std::string& id, const json::Value& value,
                         const RequestLimits& limits, std::vector<std::string>& ignored) {
-  const std::string path = "questions." + id;
+  const std::string path = member_path("questions.", id);
   if (!value.is_object()) throw invalid_request(path + " must be an object", path);
   check_fields(value, {"type", "instructions", "criteria"}, path + ".", limits.unknown_fields,
                ignored);

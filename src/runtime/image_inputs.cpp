@@ -1,8 +1,8 @@
 #include "runtime/image_inputs.hpp"
 
+#include "backbone/mrope.hpp"
 #include "util/error.hpp"
 #include "vision/decode.hpp"
-#include "vision/mrope.hpp"
 #include "vision/probe.hpp"
 #include "vision/processor.hpp"
 #include "vision/smart_resize.hpp"
@@ -93,7 +93,7 @@ std::vector<backbone::RopePosition> record_positions(const record::Record& rec,
   if (grids.size() != rec.images.size()) {
     throw Error(ErrorKind::internal, "internal", "record_positions: one grid per image block");
   }
-  std::vector<vision::ImageSpan> spans;
+  std::vector<backbone::ImageSpan> spans;
   for (std::size_t i = 0; i < grids.size(); ++i) {
     if (static_cast<std::size_t>(grids[i].n_image_tokens()) != rec.images[i].n_tokens) {
       throw Error(ErrorKind::internal, "internal",
@@ -101,10 +101,7 @@ std::vector<backbone::RopePosition> record_positions(const record::Record& rec,
     }
     spans.push_back({rec.images[i].first_token, grids[i].merged_h, grids[i].merged_w});
   }
-  const std::vector<vision::MropePosition> m = vision::mrope_positions(rec.ids.size(), spans);
-  std::vector<backbone::RopePosition> out(m.size());
-  for (std::size_t i = 0; i < m.size(); ++i) out[i] = {m[i].t, m[i].h, m[i].w, m[i].z};
-  return out;
+  return backbone::mrope_positions(rec.ids.size(), spans);
 }
 
 }  // namespace clef::runtime

@@ -59,7 +59,7 @@ void prepare_pixels(RequestImage& image, const vision::ImageSourcePolicy& policy
                     const vision::ProcessorConfig& processor);
 
 /// M-RoPE position of every token of `rec` whose image blocks have `grids` (one per
-/// rec.images, same order): vision::mrope_positions over the image blocks (contract section 4).
+/// rec.images, same order): backbone::mrope_positions over the image blocks (contract section 4).
 /// A record without images gets plain positions 0..T-1. Throws clef::Error (internal) when the
 /// grids do not match the blocks.
 std::vector<backbone::RopePosition> record_positions(const record::Record& rec,

@@ -41,8 +41,9 @@ AgentCheck::AgentCheck(const std::string& host, int port, std::function<std::str
     const std::string why = std::strerror(errno);
     if (fd_ >= 0) ::close(fd_);
     throw Error(
-        ErrorKind::internal, "bind_failed",
-        "agent check: cannot " + what + " " + host + ":" + std::to_string(port) + " (" + why + ")");
+        ErrorKind::invalid_request, "bind_failed",
+        "agent check: cannot " + what + " " + host + ":" + std::to_string(port) + " (" + why + ")",
+        "agent_port");
   };
   // IPv4 or IPv6, as the HTTP port is bound (a break test: --host ::1 failed here).
   addrinfo hints{};

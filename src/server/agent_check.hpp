@@ -23,7 +23,8 @@ std::string agent_reply(Health health, std::size_t waiting, int running, std::si
 /// RAII: the destructor stops the thread and closes the socket.
 class AgentCheck {
  public:
-  /// Binds host:port (0: any free port). Throws clef::Error (internal, "bind_failed").
+  /// Binds host:port (0: any free port). Throws clef::Error (invalid_request, "bind_failed",
+  /// param "agent_port").
   AgentCheck(const std::string& host, int port, std::function<std::string()> reply);
   ~AgentCheck();
   AgentCheck(const AgentCheck&) = delete;

@@ -76,7 +76,7 @@ ErrorReply ErrorReply::for_status(int status) {
               ""};
     case 413:
       return {413, "invalid_request_error", "request_too_large",
-              "request body is larger than the server accepts", ""};
+              "request body is larger than the server accepts (--max-body)", ""};
     case 414:
       return {414, "invalid_request_error", "uri_too_long", "request URI is too long", ""};
     case 431:

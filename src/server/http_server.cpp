@@ -223,10 +223,12 @@ int HttpServer::bind() {
     ok = listener_->http.bind_to_port(config.host, port);
   }
   if (!ok) {
-    throw Error(ErrorKind::internal, "bind_failed",
+    // A start refusal like any other (exit 2): the port asked for cannot be had.
+    throw Error(ErrorKind::invalid_request, "bind_failed",
                 "cannot listen on " + config.host + ":" + std::to_string(config.port) +
                     " (address in use or not local?): another server may hold the port; "
-                    "--port N takes another, --port 0 any free one");
+                    "--port N takes another, --port 0 any free one",
+                "port");
   }
   if (config.agent_port >= 0) {
     ServerCore& core = *core_;

@@ -37,8 +37,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   /// Binds config.host:config.port, starts loading the model, and returns the bound port (the
-  /// picked one for port 0). Throws clef::Error (internal, code "bind_failed") when the address
-  /// cannot be bound; nothing is loaded then.
+  /// picked one for port 0). Throws clef::Error (invalid_request, code "bind_failed", param "port")
+  /// when the address cannot be bound; nothing is loaded then.
   int bind();
 
   /// The HAProxy agent-check port once bound (ServerConfig::agent_port), -1 when off.

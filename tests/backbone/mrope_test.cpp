@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "backbone/mrope.hpp"
 #include "util/error.hpp"
-#include "vision/mrope.hpp"
 
-namespace clef::vision {
+namespace clef::backbone {
 namespace {
 
-MropePosition text(std::int64_t p) {
+RopePosition text(std::int64_t p) {
   const auto v = static_cast<std::int32_t>(p);
   return {v, v, v, v};
 }
@@ -31,7 +31,7 @@ TEST(Mrope, OneImageEveryTokenMatchesTheClosedForm) {
     const auto pos = mrope_positions(static_cast<std::size_t>(T), spans);
     ASSERT_EQ(pos.size(), static_cast<std::size_t>(T));
     for (std::int64_t i = 0; i < T; ++i) {
-      MropePosition want;
+      RopePosition want;
       if (i <= P) {
         want = text(i);
       } else if (i <= P + N) {
@@ -61,7 +61,7 @@ TEST(Mrope, TwoImagesOneAfterAnother) {
   const std::int64_t shift1 = N1 - std::max(H1, W1);
   const std::int64_t shift2 = N2 - std::max(H2, W2);
   for (std::int64_t i = 0; i < T; ++i) {
-    MropePosition want;
+    RopePosition want;
     if (i < s1) {
       want = text(i);
     } else if (i < s1 + N1) {
@@ -96,7 +96,7 @@ TEST(Mrope, LlamaLayoutIsSectionMajor) {
     EXPECT_EQ(layout[30 + i], pos[i].z);
   }
   // Image token k = 4 (row 1, column 1) of the 2 x 3 grid starting at position 2.
-  EXPECT_EQ(pos[6], (MropePosition{2, 3, 3, 0}));
+  EXPECT_EQ(pos[6], (RopePosition{2, 3, 3, 0}));
   // Text after the image: index 8 -> 8 - (6 - 3) = 5 on every section, z included.
   EXPECT_EQ(pos[8], text(5));
 }
@@ -109,4 +109,4 @@ TEST(Mrope, BadSpansThrow) {
 }
 
 }  // namespace
-}  // namespace clef::vision
+}  // namespace clef::backbone

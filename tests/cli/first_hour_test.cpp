@@ -197,6 +197,35 @@ TEST_F(FirstHour, NumbersOutOfRangeAreRefusedNamingTheFlag) {
   }
 }
 
+/// Issue 53, found as a new user: `clef serve DIR` (a folder of model files given as the model)
+/// said "no such file" instead of pointing to --model-dir.
+TEST_F(FirstHour, AFolderGivenAsTheModelPointsToModelDir) {
+  clef::test::TempDir dir("clef-first-model-folder");
+  for (const std::string& args : {"serve " + dir.path().string() + " --port 0",
+                                  "ask --model " + dir.path().string() + " --request x.json"}) {
+    const Ran r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("is a directory: a folder of model files is --model-dir " +
+                            dir.path().string()),
+              std::string::npos)
+        << args << "\n"
+        << r.output;
+  }
+}
+
+/// Issue 53 (noticed in issues 43-45): `--device cpu --gpu-layers 5` was taken silently.
+TEST_F(FirstHour, ALayerCountForTheGpuWithTheCpuAsDeviceIsRefused) {
+  const auto& m = clef::test::tiny_model();
+  for (const char* layers : {"--gpu-layers 5", "--set gpu_layers=5"}) {
+    const Ran r = run("ask --model-dir " + m.backbone.parent_path().string() + " --device cpu " +
+                      layers + " --request x.json");
+    EXPECT_EQ(r.exit_code, 2) << layers << "\n" << r.output;
+    EXPECT_NE(r.output.find("with --device cpu: the CPU runs every layer"), std::string::npos)
+        << layers << "\n"
+        << r.output;
+  }
+}
+
 /// A reported input: a directory as verify's fixture exited 1 (a FAIL verdict's code) with a
 /// C++ stream error.
 TEST_F(FirstHour, AFixtureThatIsADirectoryIsAUsageError) {
@@ -243,7 +272,8 @@ TEST_F(FirstHour, ABusyPortNamesPortAndPortZero) {
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const Ran r = run("serve --demo --threads 1 --port " + std::to_string(ntohs(addr.sin_port)));
   ::close(fd);
-  EXPECT_NE(r.exit_code, 0) << r.output;
+  // Exit 2, as every other start refusal (issue 53: it was 1, an internal error's code).
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--port N takes another, --port 0 any free one"), std::string::npos)
       << r.output;
 }

@@ -167,6 +167,48 @@ TEST(ParseRequest, UnknownFieldsRefusedNameTheFieldAndTheNearestKnownOne) {
                         strict));
 }
 
+// Issue 53, found as a new user: "choise" and "Choice" got a 400 that neither echoed the value nor
+// named the type meant.
+TEST(ParseRequest, AnUnknownQuestionTypeIsEchoedWithTheTypeItMisspells) {
+  const Refusal choise = refusal(R"({"state": "s", "questions": {"q": {"type": "choise"}}})");
+  EXPECT_EQ(choise.status, 400);
+  EXPECT_EQ(choise.param, "questions.q.type");
+  EXPECT_EQ(choise.message,
+            "questions.q.type \"choise\" is not a question type: did you mean \"choice\"? (it "
+            "must be \"noul\", \"choice\" or \"score\")");
+  EXPECT_NE(refusal(R"({"state": "s", "questions": {"q": {"type": "Choice"}}})")
+                .message.find("did you mean \"choice\"?"),
+            std::string::npos);
+  const Refusal far = refusal(R"({"state": "s", "questions": {"q": {"type": "ranking"}}})");
+  EXPECT_EQ(far.message.find("did you mean"), std::string::npos) << far.message;
+  EXPECT_NE(far.message.find("\"ranking\" is not a question type"), std::string::npos)
+      << far.message;
+  EXPECT_EQ(refusal(R"({"state": "s", "questions": {"q": {}}})").message,
+            "questions.q.type is missing: it must be \"noul\", \"choice\" or \"score\"");
+  EXPECT_EQ(refusal(R"({"state": "s", "questions": {"q": {"type": 3}}})").param,
+            "questions.q.type");
+  // A long value is echoed cut to 64 bytes.
+  const Refusal longer = refusal(R"({"state": "s", "questions": {"q": {"type": ")" +
+                                 std::string(500, 'x') + R"("}}})");
+  EXPECT_LT(longer.message.size(), 200u) << longer.message;
+}
+
+// Issue 53 (noticed in issues 43-45): an empty key or question id gave an empty path segment
+// (`questions..type`).
+TEST(ParseRequest, AnEmptyKeyIsQuotedInTheFieldPath) {
+  EXPECT_EQ(refusal(R"({"state": "s", "questions": {"": {"type": "x"}}})").param,
+            "questions[\"\"].type");
+  request::RequestLimits strict;
+  strict.unknown_fields = request::UnknownFields::refuse;
+  EXPECT_EQ(refusal(R"({"state": "s", "questions": {"q": {"type": "noul", "": 1}}})", strict).param,
+            "questions.q[\"\"]");
+  EXPECT_EQ(refusal(R"({"state": "s", "": 1, "questions": {"q": {"type": "noul"}}})", strict).param,
+            "[\"\"]");
+  // Other keys keep their dotted path.
+  EXPECT_EQ(refusal(R"({"state": "s", "questions": {"q_1": {"type": "x"}}})").param,
+            "questions.q_1.type");
+}
+
 TEST(ParseRequest, InstructionsMissingNullOrEmptyBecomeTheId) {
   const auto r = parse(
       R"({"state": "s", "questions": {"m": {"type": "noul"},)"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backbone/backbone.hpp"
+#include "backbone/mrope.hpp"
 #include "gguf.h"
 #include "json/parse.hpp"
 #include "json/render.hpp"
@@ -31,7 +32,6 @@
 #include "vision/decode.hpp"
 #include "vision/grid.hpp"
 #include "vision/image_source.hpp"
-#include "vision/mrope.hpp"
 #include "vision/processor.hpp"
 #include "vision/tower.hpp"
 
@@ -268,13 +268,13 @@ TEST(ImagePositions, FedPositionsEqualTheClosedFormForOneAndTwoImages) {
            clef::backbone::prefill_batches(static_cast<int>(rec.ids.size()), spans, chunk)) {
         const auto pos = clef::backbone::batch_positions(batch, positions);
         const auto n = static_cast<std::size_t>(batch.n_tokens);
-        if (batch.embeddings) {  // the same layout as vision::llama_mrope_layout (mtmd's)
-          std::vector<clef::vision::MropePosition> m;
+        if (batch.embeddings) {  // the same layout as backbone::llama_mrope_layout (mtmd's)
+          std::vector<clef::backbone::RopePosition> m;
           for (std::size_t j = 0; j < n; ++j) {
             const auto& p = positions[batch.start + j];
             m.push_back({p.t, p.h, p.w, p.z});
           }
-          ASSERT_EQ(pos, clef::vision::llama_mrope_layout(m));
+          ASSERT_EQ(pos, clef::backbone::llama_mrope_layout(m));
         }
         for (std::size_t j = 0; j < n; ++j) {
           auto& f = fed[batch.start + j];

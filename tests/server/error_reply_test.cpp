@@ -58,6 +58,15 @@ TEST(ErrorReply, ContextLengthExceededIs413WhicheverPartOverflowed) {
   }
 }
 
+// Issue 53, found as a new user: a body over the limit that the HTTP layer refuses (chunked, no
+// Content-Length to check first) did not say which flag sets the limit.
+TEST(ErrorReply, ABodyTooLargeNamesTheFlagThatSetsTheLimit) {
+  const ErrorReply reply = ErrorReply::for_status(413);
+  EXPECT_EQ(reply.status, 413);
+  EXPECT_EQ(reply.code, "request_too_large");
+  EXPECT_NE(reply.message.find("--max-body"), std::string::npos) << reply.message;
+}
+
 TEST(ErrorReply, NotFoundMethodNotAllowedAndInternalNameWhatHappened) {
   ErrorReply nf = ErrorReply::not_found("GET", "/v2/nothing");
   EXPECT_EQ(nf.status, 404);
