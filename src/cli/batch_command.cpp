@@ -107,7 +107,10 @@ int run_batch_command(BatchCommandOptions options) {
               << " line(s) got an error answer (their records in OUT say why; --resume does not "
                  "send them again)\n";
   }
-  return undecided > 0 || unauthorized > 0 || summary.setup_errors > 0 || refused > 0 ? 1 : 0;
+  // 1: the run is unfinished (--resume goes on); 3: every line has its record, some of them an
+  // error answer; 0: every line decided.
+  if (undecided > 0 || unauthorized > 0 || summary.setup_errors > 0) return 1;
+  return refused > 0 ? 3 : 0;
 }
 
 }  // namespace
