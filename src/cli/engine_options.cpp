@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +10,7 @@
 #include <optional>
 
 #include "decision/calibration.hpp"
+#include "device/device.hpp"
 #include "registry/model_store.hpp"
 #include "registry/registry.hpp"
 #include "util/error.hpp"
@@ -339,10 +338,7 @@ runtime::EngineConfig EngineOptions::to_config() const {
     }
   }
   // A layer count for the GPU with the CPU named as the device was taken silently (issue 53).
-  std::string device = p.device;
-  std::transform(device.begin(), device.end(), device.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (gpu_layers_given && device == "cpu" && p.gpu_layers > 0) {
+  if (gpu_layers_given && device::names_cpu(p.device) && p.gpu_layers > 0) {
     throw invalid_request("--gpu-layers " + std::to_string(p.gpu_layers) +
                               " with --device cpu: the CPU runs every layer; drop --gpu-layers, "
                               "or name a GPU with --device",

@@ -44,6 +44,10 @@ ggml_backend_dev_t cpu_device() {
 
 }  // namespace
 
+bool names_cpu(std::string_view device) {
+  return lower(device) == "cpu";
+}
+
 std::vector<DeviceInfo> list() {
   load_backends();
   std::vector<DeviceInfo> out;
@@ -57,7 +61,7 @@ Placement resolve(std::string_view device, int gpu_layers) {
   Placement cpu;
   cpu.info = info_of(cpu_device());
   const std::string wanted = lower(device);
-  if (wanted == "cpu") return cpu;  // the CPU alone: no backend module is loaded for it
+  if (names_cpu(device)) return cpu;  // the CPU alone: no backend module is loaded for it
   load_backends();
   const bool software_ok = cpu_type_devices_allowed();
   ggml_backend_dev_t chosen = nullptr;

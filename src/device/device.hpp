@@ -58,6 +58,9 @@ struct Placement {
   int gpu_layers = 0;
 };
 
+/// Whether a `--device` value names the CPU ("cpu", any case).
+bool names_cpu(std::string_view device);
+
 /// The placement a `--device` value and `gpu_layers` give:
 ///  - "auto": the first GPU when there is one and gpu_layers != 0, else the CPU; a CPU-type
 ///    Vulkan device (lavapipe) only with CLEF_VK_ALLOW_CPU_DEVICE=1;

@@ -58,13 +58,13 @@ HeadModel::HeadModel(const HeadWeights& weights, ggml_backend_t backend)
     ggml_backend_tensor_set(tensors_.joint_logit_scale, &f->joint, 0, sizeof(float));
     ggml_backend_tensor_set(tensors_.residual_gate, &f->gate, 0, sizeof(float));
   }
+  set_constants();
 }
 
 HeadModel::HeadModel(const HeadConfig& config, ggml_backend_t backend) : config_(config) {
   validate_head_config(config_, "the head's config");
   create(false, backend);
   ggml_backend_buffer_clear(buffer_.get(), 0);
-  // The derived constants, cleared with the rest, are set again.
   set_constants();
 }
 
@@ -139,7 +139,6 @@ std::map<std::string, ggml_tensor*, std::less<>> HeadModel::create(bool folded,
                     std::string(ggml_backend_name(backend)));
   }
   ggml_backend_buffer_set_usage(buffer_.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-  set_constants();
   return by_name;
 }
 

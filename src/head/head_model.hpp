@@ -76,7 +76,7 @@ class HeadModel {
 
  private:
   /// The tensors of `config` (the scalars' places holding folded values when `folded`),
-  /// allocated on `backend`, the derived constants set; by name.
+  /// allocated on `backend` (the derived constants not yet set: set_constants); by name.
   std::map<std::string, ggml_tensor*, std::less<>> create(bool folded, ggml_backend_t backend);
   /// Uploads the derived constants (f32 sqrt of the head and model widths).
   void set_constants();

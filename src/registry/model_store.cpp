@@ -126,9 +126,12 @@ void check_local(const Resolved& resolved, const RegistryFile& f) {
                            : std::string("no such file")));
   }
   if (!fs::is_regular_file(st)) throw model_error(what + " is not a regular file");
-  if (f.size && fs::file_size(f.local, ec) != *f.size) {
-    throw model_error(what + " has " + std::to_string(fs::file_size(f.local, ec)) +
-                      " bytes, the registry says " + std::to_string(*f.size));
+  if (f.size) {
+    const std::uintmax_t size = fs::file_size(f.local, ec);
+    if (size != *f.size) {
+      throw model_error(what + " has " + std::to_string(size) + " bytes, the registry says " +
+                        std::to_string(*f.size));
+    }
   }
   if (f.sha256) {
     const std::string digest = util::sha256_file(f.local);

@@ -91,14 +91,21 @@ class HeadFile {
   std::string field_;
 };
 
-/// A writer of every parameter of `specs`, each given by `value_of(i)` when written.
-head::SafetensorsWriter streamed(const std::vector<head::ParamSpec>& specs,
-                                 const std::function<std::vector<float>(std::size_t)>& value_of,
-                                 const std::string& prefix = "") {
-  head::SafetensorsWriter w;
+/// Adds every parameter of `specs` to `w`, named `prefix` + its name, each given by
+/// `value_of(i)` when written.
+void add_streamed(head::SafetensorsWriter& w, const std::vector<head::ParamSpec>& specs,
+                  const std::function<std::vector<float>(std::size_t)>& value_of,
+                  const std::string& prefix = "") {
   for (std::size_t i = 0; i < specs.size(); ++i) {
     w.add(prefix + specs[i].name, specs[i].shape, [value_of, i] { return value_of(i); });
   }
+}
+
+/// A writer of every parameter of `specs`, each given by `value_of(i)` when written.
+head::SafetensorsWriter streamed(const std::vector<head::ParamSpec>& specs,
+                                 const std::function<std::vector<float>(std::size_t)>& value_of) {
+  head::SafetensorsWriter w;
+  add_streamed(w, specs, value_of);
   return w;
 }
 
@@ -226,11 +233,9 @@ void write_checkpoint(const fs::path& out, const CheckpointState& state, const H
   write_safetensors(streamed(specs, from(Slot::weights)), fresh / kHead, false);
   link_or_copy(best_is_current ? fresh / kHead : *last / kBest, fresh / kBest);
   write_text(fresh / head::HeadWeights::kConfigFile, head::head_config_json(config));
-  head::SafetensorsWriter moments = streamed(specs, from(Slot::exp_avg), "exp_avg.");
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    moments.add("exp_avg_sq." + specs[i].name, specs[i].shape,
-                [&trainer, i] { return trainer.read(Slot::exp_avg_sq, i); });
-  }
+  head::SafetensorsWriter moments;
+  add_streamed(moments, specs, from(Slot::exp_avg), "exp_avg.");
+  add_streamed(moments, specs, from(Slot::exp_avg_sq), "exp_avg_sq.");
   write_safetensors(moments, fresh / kOptimizer, false);
   using json::Value;
   const Value s = Value::object({
