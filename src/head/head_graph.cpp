@@ -145,7 +145,7 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
 
 /// The whole forward pass (README "The forward pass, precisely", steps 1-14) over a batch.
 GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, const HeadConfig& c,
-                      const PackedBatch& b) {
+                      const PackedBatch& b, Pass pass) {
   const PackedRecord& p = b.all;
   const std::int64_t h = c.hidden_size;
   const std::int64_t n_tokens = b.n_tokens();
@@ -174,13 +174,21 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
   ggml_tensor* option_q = ggml_view_1d(ctx, io.option_question, n, 0);
   ggml_tensor* types = ggml_view_1d(ctx, io.types, nq, 0);
 
-  // 1-3. Xn = LN(hidden); memory M = Xn Pmem^T; global g = Xn[T-1] (H-space), per record.
-  ggml_tensor* xn = layer_norm(ctx, io.hidden, w.hidden_norm);
-  ggml_tensor* memory = linear(ctx, xn, w.memory_projection);  // [E, T]
+  // 1-3. Xn = LN(hidden); memory M = Xn Pmem^T; global g = Xn[T-1] (H-space), per record. For
+  // training the LN's affine part goes into Pmem (Pass::training) and onto the gathered rows.
+  const bool folded = pass == Pass::training;
+  ggml_tensor* normed =
+      folded ? normalize(ctx, io.hidden) : layer_norm(ctx, io.hidden, w.hidden_norm);
+  const auto xn_of = [&](ggml_tensor* gathered) {
+    return folded ? layer_norm_affine(ctx, gathered, w.hidden_norm) : gathered;
+  };
+  ggml_tensor* memory = folded ? folded_linear(ctx, normed, w.hidden_norm, w.memory_projection)
+                               : linear(ctx, normed, w.memory_projection);  // [E, T]
   ggml_tensor* g =
-      batched ? ggml_get_rows(ctx, xn, ggml_view_1d(ctx, io.last_tokens, n_records, 0))  // [H, B]
-              : ggml_view_2d(ctx, xn, h, 1, xn->nb[1],
-                             static_cast<std::size_t>(n_tokens - 1) * xn->nb[1]);
+      xn_of(batched ? ggml_get_rows(ctx, normed,
+                                    ggml_view_1d(ctx, io.last_tokens, n_records, 0))  // [H, B]
+                    : ggml_view_2d(ctx, normed, h, 1, normed->nb[1],
+                                   static_cast<std::size_t>(n_tokens - 1) * normed->nb[1]));
   // Each question's g, its record's (one record's [H, 1] broadcasts as it is).
   const auto per_question = [&](ggml_tensor* per_record) {
     return batched ? ggml_get_rows(ctx, per_record, ggml_view_1d(ctx, io.question_record, nq, 0))
@@ -189,9 +197,16 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
 
   // 4-5. Span means of Xn: sum of the span's rows (a 0/1 selection product over the gathered
   // rows), then divided by the length, as torch's mean (sum, then div).
-  ggml_tensor* rows =
-      ggml_get_rows(ctx, xn, ggml_view_1d(ctx, io.span_tokens, n_rows, 0));  // [H, L]
-  ggml_tensor* rows_t = ggml_cont(ctx, ggml_transpose(ctx, rows));           // [L, H]
+  ggml_tensor* rows_t = ggml_cont(
+      ctx,
+      ggml_transpose(ctx, ggml_get_rows(ctx, normed,
+                                        ggml_view_1d(ctx, io.span_tokens, n_rows, 0))));  // [L, H]
+  if (folded) {
+    // The affine part after the transposition, its parameters as [1, H]: the gradient reaching
+    // it is then contiguous (ggml sums a broadcast operand's gradient from contiguous rows only).
+    rows_t = ggml_add(ctx, ggml_mul(ctx, rows_t, ggml_reshape_2d(ctx, w.hidden_norm.weight, 1, h)),
+                      ggml_reshape_2d(ctx, w.hidden_norm.bias, 1, h));
+  }
   ggml_tensor* means =
       ggml_div(ctx, ggml_mul_mat(ctx, rows_t, io.span_select), io.span_lengths);  // [H, n_spans]
   ggml_tensor* qv = ggml_view_2d(ctx, means, h, nq, means->nb[1], 0);

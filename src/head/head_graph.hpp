@@ -94,6 +94,13 @@ std::size_t forward_graph_size(const HeadConfig& c);
 GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, const HeadConfig& c,
                       std::int64_t n_tokens, const PackedRecord& p);
 
+/// What a forward graph is for. `serving`: README's steps as written. `training`: the hidden
+/// states' LayerNorm folded into the memory projection (folded_linear) and applied to the
+/// gathered rows alone, the same logits up to rounding, so that the backward runs no product
+/// over every token's H values for the norm (a third less work for the memory projection's
+/// backward, docs/tuning.md "One step").
+enum class Pass { serving, training };
+
 /// The forward pass of every record of `b` in one graph: each record's logits as its own forward
 /// gives them (up to the rounding of products over the batch), [1, N] in the batch's order. The
 /// projections run once over all the records' rows or options, so that the backward's
@@ -101,7 +108,7 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
 /// not per record; attention keeps each record to its own rows and questions with masks (a masked
 /// score weighs exactly 0). One record: exactly build_forward's graph.
 GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, const HeadConfig& c,
-                      const PackedBatch& b);
+                      const PackedBatch& b, Pass pass = Pass::serving);
 
 /// Uploads a record's inputs into an allocated graph: `hidden` [n_tokens, H] and `lexical` [N, H]
 /// row-major, and the index tensors of `p`.

@@ -34,10 +34,28 @@ ggml_tensor* split_heads(ggml_context* ctx, ggml_tensor* x, std::int64_t n_heads
 
 }  // namespace
 
+ggml_tensor* normalize(ggml_context* ctx, ggml_tensor* x) {
+  return ggml_norm(ctx, x, kLayerNormEps);
+}
+
+ggml_tensor* layer_norm_affine(ggml_context* ctx, ggml_tensor* y, const LayerNormTensors& p) {
+  return ggml_add(ctx, ggml_mul(ctx, y, p.weight), p.bias);
+}
+
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const LayerNormTensors& p) {
-  ggml_tensor* y = ggml_norm(ctx, x, kLayerNormEps);
-  y = ggml_mul(ctx, y, p.weight);
-  return ggml_add(ctx, y, p.bias);
+  return layer_norm_affine(ctx, normalize(ctx, x), p);
+}
+
+ggml_tensor* folded_linear(ggml_context* ctx, ggml_tensor* y, const LayerNormTensors& norm,
+                           const LinearTensors& p) {
+  // W is ggml [in, out]: the norm's weight [in] scales each of its rows of `in` values; W bias is
+  // each output's sum over `in` of W * bias (elementwise products and a row sum: their gradients
+  // need no transposed copy of W).
+  ggml_tensor* scaled = ggml_mul(ctx, p.weight, norm.weight);
+  ggml_tensor* shift = ggml_sum_rows(ctx, ggml_mul(ctx, p.weight, norm.bias));  // [1, out]
+  shift = ggml_reshape_1d(ctx, shift, p.weight->ne[1]);
+  if (p.bias != nullptr) shift = ggml_add(ctx, shift, p.bias);
+  return ggml_add(ctx, ggml_mul_mat(ctx, scaled, y), shift);
 }
 
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const LinearTensors& p) {

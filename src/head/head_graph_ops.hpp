@@ -34,6 +34,22 @@ struct AttentionTensors {
 /// x: [n, rows] -> [n, rows].
 ggml_tensor* layer_norm(ggml_context* ctx, ggml_tensor* x, const LayerNormTensors& p);
 
+/// (x - mean) / sqrt(var + 1e-5) over ne[0], biased variance: LayerNorm before its weight and
+/// bias. x: [n, rows] -> [n, rows].
+ggml_tensor* normalize(ggml_context* ctx, ggml_tensor* x);
+
+/// y * weight + bias, LayerNorm p's affine part (layer_norm(x) = affine(normalize(x))).
+/// y: [n, rows] -> [n, rows].
+ggml_tensor* layer_norm_affine(ggml_context* ctx, ggml_tensor* y, const LayerNormTensors& p);
+
+/// linear(layer_norm_affine(y, norm), p) with the norm folded into the projection:
+/// (W diag(weight)) y + (W bias + b), the same values up to rounding. For training: the gradient
+/// of the norm's weight and bias then comes from W's gradient product (weight: sum over outputs
+/// of W * dW') and the projection's bias, without the product W^T dY over every row of y (y,
+/// made from inputs alone, needs no gradient). y: [in, rows] -> [out, rows].
+ggml_tensor* folded_linear(ggml_context* ctx, ggml_tensor* y, const LayerNormTensors& norm,
+                           const LinearTensors& p);
+
 /// x * W^T (+ b). x: [in, rows] -> [out, rows].
 ggml_tensor* linear(ggml_context* ctx, ggml_tensor* x, const LinearTensors& p);
 

@@ -275,7 +275,7 @@ struct HeadTrainer::Graphs {
     g.ctx = graph_context(memory, size, true);
     ggml_context* ctx = g.ctx.get();
     g.gf = ggml_new_graph_custom(ctx, size, true);
-    g.io = head::build_forward(ctx, g.gf, model.tensors(), c, g.batch);
+    g.io = head::build_forward(ctx, g.gf, model.tensors(), c, g.batch, head::Pass::training);
 
     // The recipe's decision_loss for each record, times its weight: per question, the softmax
     // over its own options (the summary mask keeps each question's row to them; the others are

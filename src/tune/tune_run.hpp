@@ -38,7 +38,7 @@ struct TuneSettings {
   /// up to this many rows together (a longer record in a graph of its own), so that the
   /// backward's weight-sized work is shared by them (HeadTrainer::accumulate over a span). The
   /// gradients are the same up to rounding; the memory of a graph grows with its rows.
-  std::int64_t graph_rows = 4096;
+  std::int64_t graph_rows = 8192;
 };
 
 /// The learning rate of optimizer step `step` (0-based) of `total_steps`.

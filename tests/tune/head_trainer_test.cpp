@@ -162,15 +162,24 @@ TEST(HeadTrainer, ABatchInOneGraphAddsWhatItsRecordsAddOneByOne) {
   for (std::size_t k = 0; k < losses.size(); ++k)
     EXPECT_NEAR(batch_losses[k], losses[k], 1e-6 * losses[k]) << "record " << k;
   // The records differ in length, questions and options: each gradient within 1e-5 of its
-  // tensor's largest (the batch's products round differently, nothing more).
-  for (const auto& s : head::head_parameter_specs(r.weights.config())) {
+  // tensor's largest (the batch's products round differently, nothing more). A gradient that is
+  // truly 0 (residual_scorer.3.bias adds one number to every option) is rounding alone: within
+  // 1e-7 of the largest gradient of all, a few f32 roundings of it.
+  const auto specs = head::head_parameter_specs(r.weights.config());
+  double overall = 0;
+  for (const auto& s : specs) {
+    for (float g : alone.gradient(s.name))
+      overall = std::max(overall, static_cast<double>(std::abs(g)));
+  }
+  ASSERT_GT(overall, 1e-4);
+  for (const auto& s : specs) {
     const std::vector<float> a = alone.gradient(s.name);
     const std::vector<float> b = together.gradient(s.name);
     ASSERT_EQ(a.size(), b.size());
     double largest = 0;
     for (float g : a) largest = std::max(largest, static_cast<double>(std::abs(g)));
     for (std::size_t i = 0; i < a.size(); ++i)
-      ASSERT_NEAR(b[i], a[i], 1e-5 * largest + 1e-9) << s.name << " " << i;
+      ASSERT_NEAR(b[i], a[i], 1e-5 * largest + 1e-7 * overall) << s.name << " " << i;
   }
   // Sizes that do not pair up are refused.
   EXPECT_THROW(together.accumulate(examples, std::vector<double>{1.0}), Error);
