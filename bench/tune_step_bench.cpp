@@ -5,7 +5,8 @@
 //   step      HeadTrainer::accumulate (forward + backward) + HeadTrainer::step (clip + AdamW),
 //   batch     HeadTrainer::accumulate of --batch copies of the record, in graphs of up to
 //             TuneSettings::graph_rows rows as clef tune runs a batch, + one step,
-// their ratios, the training records/s once the rows are kept (a batch in one graph + 1 step),
+// their ratios (each run times them one after another; the median of the runs' ratios), the
+// training records/s once the rows are kept (a batch in one graph + 1 step),
 // and the process's peak RSS against the trainer's plan (4 copies of the head in f32).
 //
 //   build/bench/clef_tune_step_bench [--tokens 1000] [--threads 2] [--runs 5] [--hidden 4096]
@@ -100,51 +101,52 @@ int main(int argc, char** argv) {
   const tune::HeadExample example{hidden, tokens, questions, lexical, targets};
 
   head::JointSchemaHead served(weights, threads);
-  std::vector<double> forward_ms;
-  for (int r = 0; r <= runs; ++r) {
-    const auto t = Clock::now();
-    served.forward(hidden, tokens, questions, lexical);
-    if (r > 0) forward_ms.push_back(ms_since(t));  // the first run warms up
-  }
-
   tune::HeadTrainer trainer(weights, threads);
-  std::vector<double> accumulate_ms;
-  std::vector<double> optimizer_ms;
-  for (int r = 0; r <= runs; ++r) {
-    const auto t = Clock::now();
-    trainer.accumulate(example, 1.0);
-    const double a = ms_since(t);
-    const auto t2 = Clock::now();
-    trainer.step({1e-5, 0.9, 0.999, 1e-8, 0.0}, 1.0);
-    if (r > 0) {
-      accumulate_ms.push_back(a);
-      optimizer_ms.push_back(ms_since(t2));
-    }
-  }
-  // A batch in one graph (HeadTrainer::accumulate over several records), then one step.
+  // A batch as clef tune runs it: its records in graphs of up to TuneSettings::graph_rows rows
+  // (HeadTrainer::accumulate over a span), then one step.
   const std::vector<tune::HeadExample> batch_examples(static_cast<std::size_t>(batch_records),
                                                       example);
   const std::vector<double> batch_weights(batch_examples.size(), 1.0 / batch_records);
-  // As clef tune runs a batch: its records in graphs of up to TuneSettings::graph_rows rows.
   const std::int64_t graph_rows = tune::TuneSettings{}.graph_rows;
   const std::size_t per_graph =
       static_cast<std::size_t>(std::max<std::int64_t>(1, graph_rows / tokens));
-  std::vector<double> batch_ms;
+  const tune::AdamWSettings adamw{1e-5, 0.9, 0.999, 1e-8, 0.0};
+
+  // Each run times all of them one after another, so that a run's ratios compare times taken
+  // side by side (a shared machine's load moves between runs); the first run warms up.
+  std::vector<double> forward_ms, accumulate_ms, optimizer_ms, batch_ms, single_ratio, share_ratio;
   for (int r = 0; r <= runs; ++r) {
-    const auto t = Clock::now();
+    auto t = Clock::now();
+    served.forward(hidden, tokens, questions, lexical);
+    const double fwd = ms_since(t);
+    t = Clock::now();
+    trainer.accumulate(example, 1.0);
+    const double acc = ms_since(t);
+    t = Clock::now();
+    trainer.step(adamw, 1.0);
+    const double opt = ms_since(t);
+    t = Clock::now();
     for (std::size_t first = 0; first < batch_examples.size(); first += per_graph) {
       const std::size_t n = std::min(per_graph, batch_examples.size() - first);
       trainer.accumulate(std::span(batch_examples).subspan(first, n),
                          std::span(batch_weights).subspan(first, n));
     }
-    if (r > 0) batch_ms.push_back(ms_since(t));
-    trainer.step({1e-5, 0.9, 0.999, 1e-8, 0.0}, 1.0);
+    const double bat = ms_since(t);
+    trainer.step(adamw, 1.0);
+    if (r == 0) continue;
+    forward_ms.push_back(fwd);
+    accumulate_ms.push_back(acc);
+    optimizer_ms.push_back(opt);
+    batch_ms.push_back(bat);
+    single_ratio.push_back((acc + opt) / fwd);
+    share_ratio.push_back((bat + opt) / batch_records / fwd);
   }
   const double fwd = median(forward_ms);
   const double acc = median(accumulate_ms);
   const double opt = median(optimizer_ms);
   const double bat = median(batch_ms);
   const double per_record = (bat + opt) / batch_records;
+  const auto [low, high] = std::minmax_element(share_ratio.begin(), share_ratio.end());
   const std::uint64_t plan = static_cast<std::uint64_t>(params) * 4 * 4;
   std::printf(
       "head: hidden %lld, width %lld, %zu parameters; record: %lld tokens, 12 options; "
@@ -155,11 +157,12 @@ int main(int argc, char** argv) {
   std::printf("forward + backward, one record           %8.1f ms\n", acc);
   std::printf("clip + AdamW step                        %8.1f ms\n", opt);
   std::printf("one record's step (fwd + bwd + AdamW)    %8.1f ms = %.2f x the forward\n", acc + opt,
-              (acc + opt) / fwd);
+              median(single_ratio));
   std::printf("forward + backward, %d records (%zu a graph) %8.1f ms (%.1f ms a record)\n",
               batch_records, std::min(per_graph, batch_examples.size()), bat, bat / batch_records);
-  std::printf("a record's share of a batch's step       %8.1f ms = %.2f x the forward\n",
-              per_record, per_record / fwd);
+  std::printf(
+      "a record's share of a batch's step       %8.1f ms = %.2f x the forward (runs %.2f-%.2f)\n",
+      per_record, median(share_ratio), *low, *high);
   std::printf("training records/s, batch %d              %8.2f (its graphs + 1 step)\n",
               batch_records, 1000.0 / per_record);
   std::printf(
