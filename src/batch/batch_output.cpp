@@ -85,13 +85,24 @@ std::size_t drop_retryable_records(const std::filesystem::path& out) {
   std::string kept;
   std::size_t dropped = 0;
   std::size_t at = 0;
-  while (at < text.size()) {
+  for (int line_no = 1; at < text.size(); ++line_no) {
     const std::size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line = std::string_view(text).substr(at, end - at);
     bool retry = false;
+    bool record = false;
     try {
-      retry = undecided(json::parse(line));
+      const json::Value v = json::parse(line);
+      record = v.is_object();
+      retry = record && undecided(v);
     } catch (const Error&) {
+    }
+    if (!record && end < text.size()) {
+      // A complete line that is not a JSON object is no record of clef batch: OUT is another
+      // file, or was edited. Nothing is changed (a torn last line from a killed run is cut).
+      throw invalid_request(out.string() + " line " + std::to_string(line_no) +
+                                " is not a record of clef batch (a JSON object a line): resume "
+                                "into the output of an earlier run, or give another OUT",
+                            "out");
     }
     if (retry) {
       ++dropped;

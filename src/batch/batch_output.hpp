@@ -36,7 +36,10 @@ std::string error_record(const json::Value& id, int line, int status, const std:
 std::set<int> answered_lines(const std::filesystem::path& out);
 
 /// Removes the records of lines no server decided (status 0, 401, 429, 503) from `out`, so --resume
-/// writes one record per line when it decides them again. Returns how many were removed.
+/// writes one record per line when it decides them again. Returns how many were removed. Throws
+/// clef::Error (invalid_request naming "out") for a complete line that is not a JSON object (OUT
+/// is not the output of a run, or was edited), changing nothing; a torn last line is left for
+/// cut_torn_line.
 std::size_t drop_retryable_records(const std::filesystem::path& out);
 
 /// Cuts a torn last line (no newline) from `out`, so appended records start on a line of their

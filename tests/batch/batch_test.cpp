@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "batch/batch_input.hpp"
@@ -99,6 +100,36 @@ TEST(BatchOutput, ResumeRetriesLinesNoServerDecidedAndKeepsOneRecordPerLine) {
   int records = 0;
   while (std::getline(in, line)) ++records;
   EXPECT_EQ(records, 3) << "the three undecided lines' records are gone, the others stay";
+}
+
+/// Issue 53: --resume kept lines of OUT that are no records (another file given as OUT, or an
+/// edited one) and appended to it. Refused naming the line; the file is left as it was.
+TEST(BatchOutput, ResumeRefusesAnOutputWithLinesThatAreNoRecords) {
+  test::TempDir dir("clef-batch-resume-junk");
+  const auto out = dir.path() / "out.jsonl";
+  std::string text =
+      answer_record(json::Value::integer(std::int64_t{1}), 1, 200, R"({"answers":{}})");
+  text += error_record(json::Value::integer(std::int64_t{2}), 2, 503, "queue_full", "x");
+  text += "state,question,answer\n";  // a CSV given as OUT
+  text += R"({"id":3,"line":3,"sta)";  // torn
+  std::ofstream(out, std::ios::binary) << text;
+  try {
+    drop_retryable_records(out);
+    ADD_FAILURE() << "resumed into a file with a line that is no record";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.param(), "out");
+    EXPECT_NE(std::string(e.what()).find("out.jsonl line 3 is not a record of clef batch"),
+              std::string::npos)
+        << e.what();
+  }
+  std::ifstream in(out, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
+            text)
+      << "nothing changed";
+  // A torn last line alone is a killed run's: no refusal.
+  std::ofstream(out, std::ios::binary) << R"({"id":1,"line":1,"status":503,"error":{}})" << "\n"
+                                       << R"({"id":3,"li)";
+  EXPECT_EQ(drop_retryable_records(out), 1u);
 }
 
 TEST(HttpSender, ABrokenEndpointGivesErrorRecordsNotForgedOnes) {
