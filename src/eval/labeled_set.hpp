@@ -20,17 +20,17 @@ struct LabeledRequest {
   std::vector<std::pair<std::string, std::string>> gold;
 };
 
-/// The labeled requests of a file, and the lines that carry no labels.
+/// The labeled requests of a file, and the lines that could not be used.
 struct LabeledSet {
   std::vector<LabeledRequest> requests;
-  /// "line N: why" for each request line without a "gold" object or with no labeled question in
-  /// it: skipped and counted, not a stop (an unlabeled request may sit among labeled ones).
+  /// "line N: why" for each line that is not a JSON object, has no "gold" object, a gold value of
+  /// the wrong kind (-1, 1.5, an object) or no labeled question: skipped and counted, never a stop
+  /// (one rule for every bad line, as for a label the request's options lack once decided).
   std::vector<std::string> skipped;
 };
 
-/// Reads a JSONL file of labeled requests (blank lines skipped). Throws clef::Error
-/// (invalid_request) naming the line for a line that is not a JSON object, or a gold value of the
-/// wrong kind (a broken file, not an unlabeled request).
+/// Reads a JSONL file of labeled requests (blank lines ignored). Throws clef::Error only for a
+/// file that cannot be read (util::read_lines_file).
 LabeledSet load_labeled_set(const std::filesystem::path& file);
 
 /// The same from text.
