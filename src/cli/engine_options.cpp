@@ -95,29 +95,33 @@ void EngineOptions::add_to(CLI::App& cmd) {
   context_size_option = cmd.add_option("-c,--context-size", flags.backbone.context_size,
                                        "context size in tokens (512..262144)")
                             ->capture_default_str();
-  cmd.add_option("-t,--threads", flags.backbone.threads,
-                 "CPU threads (0 = the physical cores this process may use; at most 512)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, backbone::kMaxThreads));
+  CLI::Option* threads_option =
+      cmd.add_option("-t,--threads", flags.backbone.threads,
+                     "CPU threads (0 = the physical cores this process may use; at most 512)")
+          ->capture_default_str()
+          ->check(CLI::Range(0, backbone::kMaxThreads));
   gpu_layers_option =
       cmd.add_option("--gpu-layers", gpu_layers,
                      "backbone layers on the GPU: auto (what fits its free memory, the rest on "
                      "the CPU; the log says how many), -1 all, 0 CPU only, or a count")
           ->capture_default_str();
-  cmd.add_option("--device", flags.backbone.device,
-                 "where the backbone, vision tower and joint schema head run: auto (the first "
-                 "GPU: CUDA in a CUDA build, else Vulkan; else the CPU; a CPU-type Vulkan "
-                 "device such as lavapipe only with CLEF_VK_ALLOW_CPU_DEVICE=1), cpu, or a "
-                 "device name such as Vulkan0 or CUDA0 (clef info lists them)")
-      ->capture_default_str();
-  cmd.add_option("--chunk-tokens", flags.backbone.chunk_tokens, "prefill chunk size in tokens")
-      ->capture_default_str();
-  cmd.add_option("--parallel", flags.backbone.parallel,
-                 "records prefilled together (continuous batching): each holds the memory of a "
-                 "whole context (1..64; 1: one at a time, a short request passes a long one "
-                 "between its batches)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, backbone::kMaxParallel));
+  CLI::Option* device_option =
+      cmd.add_option("--device", flags.backbone.device,
+                     "where the backbone, vision tower and joint schema head run: auto (the first "
+                     "GPU: CUDA in a CUDA build, else Vulkan; else the CPU; a CPU-type Vulkan "
+                     "device such as lavapipe only with CLEF_VK_ALLOW_CPU_DEVICE=1), cpu, or a "
+                     "device name such as Vulkan0 or CUDA0 (clef info lists them)")
+          ->capture_default_str();
+  CLI::Option* chunk_option =
+      cmd.add_option("--chunk-tokens", flags.backbone.chunk_tokens, "prefill chunk size in tokens")
+          ->capture_default_str();
+  CLI::Option* parallel_option =
+      cmd.add_option("--parallel", flags.backbone.parallel,
+                     "records prefilled together (continuous batching): each holds the memory of a "
+                     "whole context (1..64; 1: one at a time, a short request passes a long one "
+                     "between its batches)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, backbone::kMaxParallel));
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
                  "parallel, "
@@ -141,12 +145,18 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "(0: what the memory plan leaves, at most a quarter of physical memory)")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
-  cmd.add_option("--state-cache-mb", flags.state_cache_mb,
-                 "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
-                 "a request with the same state (and images) as an earlier one prefills only its "
-                 "questions (0: off; -1: what the memory plan leaves, at most 4096)")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
+  CLI::Option* state_cache_option =
+      cmd.add_option(
+             "--state-cache-mb", flags.state_cache_mb,
+             "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
+             "a request with the same state (and images) as an earlier one prefills only its "
+             "questions (0: off; -1: what the memory plan leaves, at most 4096)")
+          ->capture_default_str()
+          ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
+  flag_of_setting = {{"context_size", context_size_option}, {"threads", threads_option},
+                     {"gpu_layers", gpu_layers_option},     {"chunk_tokens", chunk_option},
+                     {"parallel", parallel_option},         {"device", device_option},
+                     {"state_cache_mb", state_cache_option}};
   cmd.add_option("--memory-limit", memory_limit_mib,
                  "MiB of host memory to plan on, more or less than the machine reports (0: what "
                  "this process may use at start: MemAvailable, or the cgroup's limit); a model, "
@@ -293,6 +303,14 @@ runtime::EngineConfig EngineOptions::to_config() const {
     if (eq == std::string::npos) throw invalid_request("--set expects name=value, got " + s, "set");
     const std::string name = s.substr(0, eq);
     const std::string value = s.substr(eq + 1);
+    // A setting given as its flag and as --set: one would silently win (issue 53).
+    for (const auto& [setting, option] : flag_of_setting) {
+      if (setting == name && option != nullptr && option->count() > 0) {
+        throw invalid_request(
+            "--set " + s + " and " + option->get_name() + " both set " + name + ": give it once",
+            name);
+      }
+    }
     if (name == "context_size") {
       p.context_size = parse_int_setting(name, value);
     } else if (name == "threads") {

@@ -43,6 +43,9 @@ struct EngineOptions {
   bool offline = false;                                 ///< --offline
   CLI::Option* context_size_option = nullptr;           ///< set by add_to
   CLI::Option* gpu_layers_option = nullptr;
+  /// --set names that have a flag of their own (context_size: -c,--context-size, ...), with it:
+  /// giving both is refused, whatever their order (set by add_to).
+  std::vector<std::pair<std::string, CLI::Option*>> flag_of_setting;
 
   /// Registers the options on `cmd`.
   void add_to(CLI::App& cmd);

@@ -1,6 +1,6 @@
-// `clef info [DIR|FILES...]`: prints what a model is (src/info/model_info.hpp), the devices of this
-// build and where `--device` / `--gpu-layers` would put the model. Unusable files are
-// refused with clef::Error model_error, which main() turns into exit code 2.
+// `clef info [DIR|FILES...|--model-dir DIR]`: prints what a model is (src/info/model_info.hpp), the
+// devices of this build and where `--device` / `--gpu-layers` would put the model. Unusable files
+// are refused with clef::Error model_error, which main() turns into exit code 2.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +14,7 @@
 #include "device/device.hpp"
 #include "info/model_info.hpp"
 #include "util/byte_size.hpp"
+#include "util/error.hpp"
 
 namespace clef::cli {
 
@@ -26,13 +27,23 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("PATHS", *paths,
                   "a model directory, or backbone / mmproj GGUF and head safetensors / config "
                   "files (none: only the devices and the CPU path of this machine)");
+  auto model_dir = std::make_shared<std::string>();
+  cmd->add_option("--model-dir", *model_dir,
+                  "a model directory, as clef serve and clef ask take it (the same as giving DIR)");
   auto device = std::make_shared<std::string>("auto");
   auto gpu_layers = std::make_shared<std::string>("auto");
   cmd->add_option("--device", *device, "the device to report the placement for (as clef serve)")
       ->capture_default_str();
   cmd->add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
       ->capture_default_str();
-  cmd->callback([paths, device, gpu_layers, &exit_code] {
+  cmd->callback([paths, model_dir, device, gpu_layers, &exit_code] {
+    if (!model_dir->empty()) {
+      if (!paths->empty()) {
+        throw invalid_request(
+            "give the model once: --model-dir " + *model_dir + " or PATHS, not both", "model-dir");
+      }
+      paths->push_back(*model_dir);
+    }
     // The placement options are checked as `clef serve` checks them, before anything is printed.
     backbone::BackboneParams params;
     params.device = *device;

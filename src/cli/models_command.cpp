@@ -93,6 +93,7 @@ void add_models_command(CLI::App& app, ExitCode& exit_code) {
   });
   CLI::App* rm = cmd->add_subcommand("rm", "delete a model's files from the store");
   rm->add_option("MODEL", o->reference, "NAME:TAG")->required();
+  rm->fallthrough();  // --models-dir and --registry after `rm` too
   rm->callback([o, &exit_code] {
     const registry::Registry reg = registry::load_registry(o->registry);
     const auto dir = registry::store_dir(reg.resolve(o->reference), store_of(*o));
@@ -102,6 +103,7 @@ void add_models_command(CLI::App& app, ExitCode& exit_code) {
   });
   CLI::App* verify = cmd->add_subcommand("verify", "hash a stored model's files again");
   verify->add_option("MODEL", o->reference, "NAME:TAG")->required();
+  verify->fallthrough();
   verify->callback([o, &exit_code] {
     const registry::Registry reg = registry::load_registry(o->registry);
     bool ok = true;

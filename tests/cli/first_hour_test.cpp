@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -279,3 +280,51 @@ TEST_F(FirstHour, ABusyPortNamesPortAndPortZero) {
 }
 
 }  // namespace
+
+/// Issue 53, found as a new user: `clef models verify NAME --models-dir X` was refused (only
+/// `clef models --models-dir X verify NAME` worked) without saying so. The store's options are
+/// taken after `verify` and `rm` as before them.
+TEST_F(FirstHour, TheStoreOptionsAreTakenAfterModelsSubcommands) {
+  clef::test::TempDir store("clef-first-models-store");
+  const Ran before = run("models --models-dir " + store.path().string() + " verify clef-flash:9b");
+  const Ran after = run("models verify clef-flash:9b --models-dir " + store.path().string());
+  EXPECT_NE(before.output.find(store.path().string()), std::string::npos) << before.output;
+  EXPECT_EQ(after.exit_code, before.exit_code) << after.output;
+  EXPECT_EQ(after.output, before.output);
+  const Ran rm = run("models rm clef-flash:9b --models-dir " + store.path().string());
+  EXPECT_EQ(rm.exit_code, 0) << rm.output;
+  EXPECT_NE(rm.output.find("nothing stored at " + store.path().string()), std::string::npos)
+      << rm.output;
+}
+
+/// Issue 53, found as a new user: `clef serve --set cpu_amx=on` on a CPU without AMX printed
+/// "listening on" before it exited: a wrapper reading the port took it for a started server. It is
+/// refused before the server listens, naming the setting.
+TEST_F(FirstHour, AmxDemandedOnACpuWithoutItIsRefusedBeforeListening) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string flags{std::istreambuf_iterator<char>(cpuinfo),
+                          std::istreambuf_iterator<char>()};
+  if (flags.find(" amx_int8") != std::string::npos) GTEST_SKIP() << "this CPU has AMX";
+  const Ran r = run("serve --demo --port 0 --set cpu_amx=on");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output.find("listening on"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cpu_amx=on: the CPU reports no AMX"), std::string::npos) << r.output;
+}
+
+/// Issue 53 (noticed in issues 43-45): `--set` won over its own flag whatever their order
+/// (`--threads 4 --set threads=2` and `--set threads=2 --threads 4` both ran 2 threads). A setting
+/// given both ways is refused, naming both.
+TEST_F(FirstHour, ASettingGivenAsItsFlagAndAsSetIsRefused) {
+  const std::string dir = clef::test::tiny_model().backbone.parent_path().string();
+  for (const char* args :
+       {"--threads 2 --set threads=1", "--set threads=1 -t 2", "-c 4096 --set context_size=2048",
+        "--set parallel=2 --parallel 3", "--device cpu --set device=cpu"}) {
+    const Ran r = run("ask --model-dir " + dir + " " + std::string(args) + " --request x.json");
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("both set"), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(": give it once"), std::string::npos) << args << "\n" << r.output;
+  }
+  // One way alone is taken as before.
+  const Ran one = run("ask --model-dir " + dir + " --set threads=1 --request /nonexistent.json");
+  EXPECT_EQ(one.output.find("both set"), std::string::npos) << one.output;
+}

@@ -55,6 +55,22 @@ TEST(ClefBinary, InfoAcceptsTheTinyModelAndRefusesANonGguf) {
   EXPECT_NE(bad.output.find("is not a GGUF file"), std::string::npos) << bad.output;
 }
 
+/// `clef serve` and `clef ask` take a model as --model-dir DIR; `clef info --model-dir DIR` was
+/// refused (it took DIR only as a positional). It reports the same model; DIR given twice is
+/// refused, naming the option.
+TEST(ClefBinary, InfoTakesTheModelDirAsServeDoes) {
+  if (!std::filesystem::exists(kClef)) GTEST_SKIP() << kClef << " is not built";
+  const auto dir = clef::test::tiny_model().backbone.parent_path();
+  const Ran positional = run("info '" + dir.string() + "'");
+  const Ran option = run("info --model-dir '" + dir.string() + "'");
+  EXPECT_EQ(option.exit_code, 0) << option.output;
+  EXPECT_NE(option.output.find("qwen35"), std::string::npos) << option.output;
+  EXPECT_EQ(option.output, positional.output);
+  const Ran both = run("info '" + dir.string() + "' --model-dir '" + dir.string() + "'");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("give the model once"), std::string::npos) << both.output;
+}
+
 /// A new user's first `clef info` (no model yet) printed only "PATHS is required": it prints the
 /// devices and the CPU path of this machine.
 TEST(ClefBinary, InfoWithoutAModelListsTheDevicesAndTheCpuPath) {
