@@ -38,6 +38,9 @@
 namespace clef::cli {
 namespace {
 
+/// The run's report beside the head it writes.
+constexpr std::string_view kReportFile = "tune_report.json";
+
 namespace fs = std::filesystem;
 
 struct TuneCommandOptions {
@@ -232,11 +235,15 @@ int run_tune(TuneCommandOptions& o) {
   const fs::path out(o.out);
   const bool bf16 = o.dtype == "bf16";
   // Refusals that need no model come first (a run may take hours).
-  if (fs::exists(out / head::HeadWeights::kWeightsFile) && !o.force && !o.resume) {
-    throw invalid_request("--out " + o.out +
-                              " already holds a joint_head.safetensors: give another folder, or "
-                              "--force to overwrite it",
-                          "out");
+  // Every file the run writes (the head, its config, the report), not only the head: a folder
+  // holding another head's config or report is not overwritten silently either.
+  for (const std::string_view name :
+       {head::HeadWeights::kWeightsFile, head::HeadWeights::kConfigFile, kReportFile}) {
+    if (fs::exists(out / name) && !o.force && !o.resume) {
+      throw invalid_request("--out " + o.out + " already holds a " + std::string(name) +
+                                ": give another folder, or --force to overwrite it",
+                            "out");
+    }
   }
   OutFolder folder(out);  // made now, removed again if the run ends before writing into it
   // From here Ctrl-C is the run's: during the model's load it cancels the load (the folder made
@@ -542,7 +549,8 @@ int run_tune(TuneCommandOptions& o) {
       {"epochs", Value::array(std::move(epochs))},
       {"validation", Value::object(std::move(per_question))},
   });
-  write_text_file((out / "tune_report.json").string(), json::dumps_unsorted(report) + "\n", "out");
+  write_text_file((out / std::string(kReportFile)).string(), json::dumps_unsorted(report) + "\n",
+                  "out");
   std::string model_flags = !o.engine.model_dir.empty() ? "--model-dir " + o.engine.model_dir
                                                         : "--model " + o.engine.model;
   if (!o.engine.mmproj.empty()) model_flags += " --mmproj " + o.engine.mmproj;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -253,6 +254,25 @@ TEST_F(TuneCommand, AHeadNoBetterThanTheInitialOneIsNotWritten) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--force: epoch"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(out / "joint_head.safetensors"));
+}
+
+/// Issue 50 (noticed in session 7): only a head in --out was refused without --force; another
+/// head's config or an earlier report beside no head was overwritten silently.
+TEST_F(TuneCommand, NoFileTheRunWritesIsOverwrittenWithoutForce) {
+  for (const char* name : {"joint_head_config.json", "tune_report.json"}) {
+    const fs::path out = dir.path() / (std::string("holds-") + name);
+    fs::create_directories(out);
+    std::ofstream(out / name) << "{\"mine\": true}\n";
+    const Ran r = clef("tune" + model + data() + " --out " + out.string(), log("holds.txt"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("already holds a " + std::string(name) +
+                            ": give another folder, or --force to overwrite it"),
+              std::string::npos)
+        << r.output;
+    std::ifstream in(out / name);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
+              "{\"mine\": true}\n");
+  }
 }
 
 TEST_F(TuneCommand, AFolderInUseByAnotherRunIsRefused) {
