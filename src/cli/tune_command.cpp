@@ -169,26 +169,95 @@ void split(std::vector<tune::LabeledRecord>& records, double fraction, std::uint
 }
 
 /// `head_sha256`: the starting head file's SHA-256 (hashed once, by the caller).
-std::string fingerprint(const TuneCommandOptions& o, const runtime::EngineConfig& config,
-                        const std::string& head_sha256) {
-  util::Digest d(util::Digest::Kind::sha256);
-  const auto add = [&](const std::string& s) {
-    d.update(std::span<const char>(s.data(), s.size()));
-    d.update(std::span<const char>("\n", 1));
-  };
-  add(util::sha256_file(o.data));
-  add(o.validation.empty() ? "holdout " + fixed(o.holdout, 6) : util::sha256_file(o.validation));
-  add(head_sha256);
-  add(util::sha256_file(config.backbone_path));
+/// What a run's checkpoint must share with a resumed run, named as the user gives it: the data's,
+/// the starting head's and the backbone's sha256 and every setting the steps depend on.
+tune::FingerprintParts fingerprint_parts(const TuneCommandOptions& o,
+                                         const runtime::EngineConfig& config,
+                                         const std::string& head_sha256) {
   const tune::TuneSettings& s = o.settings;
-  add(fixed(s.adamw.lr, 12) + " " + fixed(s.adamw.weight_decay, 12) + " " +
-      std::to_string(s.batch_size) + " " + fixed(s.max_grad_norm, 12) + " " +
-      std::to_string(s.seed) + " " + o.schedule + " " + (o.augment.shuffle_options ? "1" : "0") +
-      " " + fixed(o.augment.yes_no_share, 6));
+  tune::FingerprintParts parts = {
+      {"--data (sha256)", util::sha256_file(o.data)},
+      o.validation.empty()
+          ? tune::FingerprintPart{"--holdout", fixed(o.holdout, 6)}
+          : tune::FingerprintPart{"--validation (sha256)", util::sha256_file(o.validation)},
+      {"the starting head (sha256)", head_sha256},
+      {"the backbone (sha256)", util::sha256_file(config.backbone_path)},
+      {"--lr", fixed(s.adamw.lr, 12)},
+      {"--weight-decay", fixed(s.adamw.weight_decay, 12)},
+      {"--batch-size", std::to_string(s.batch_size)},
+      {"--max-grad-norm", fixed(s.max_grad_norm, 12)},
+      {"--seed", std::to_string(s.seed)},
+      {"--schedule", o.schedule},
+      {"--shuffle-options", o.augment.shuffle_options ? "1" : "0"},
+      {"--yes-no-share", fixed(o.augment.yes_no_share, 6)}};
   // A cosine schedule's rate at a step depends on the number of epochs; a constant one does not
   // (a constant-rate run may be resumed for more epochs).
-  if (s.schedule == tune::TuneSettings::Schedule::cosine) add(std::to_string(s.epochs));
+  if (s.schedule == tune::TuneSettings::Schedule::cosine) {
+    parts.push_back({"--epochs", std::to_string(s.epochs)});
+  }
+  return parts;
+}
+
+/// The checkpoint's fingerprint: the sha256 of `parts`' values, a line each (the settings on one
+/// line, as checkpoints before the named parts hashed them).
+std::string fingerprint(const tune::FingerprintParts& parts) {
+  util::Digest d(util::Digest::Kind::sha256);
+  const auto add = [&](const std::string& line) {
+    d.update(std::span<const char>(line.data(), line.size()));
+    d.update(std::span<const char>("\n", 1));
+  };
+  std::string settings;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i < 4) {
+      add(parts[i].second);  // the files' hashes (or the holdout share)
+    } else if (parts[i].first == "--epochs") {
+      add(settings);
+      settings.clear();
+      add(parts[i].second);
+    } else {
+      settings += (settings.empty() ? "" : " ") + parts[i].second;
+    }
+  }
+  if (!settings.empty()) add(settings);
   return d.hex();
+}
+
+/// What differs between a checkpoint's parts and this run's, by name ("" when the checkpoint holds
+/// none: written before they were kept).
+std::string differing_parts(const tune::FingerprintParts& then, const tune::FingerprintParts& now) {
+  if (then.empty()) return "";
+  std::string out;
+  const auto value_in = [](const tune::FingerprintParts& parts, const std::string& name) {
+    for (const auto& [n, v] : parts) {
+      if (n == name) return std::optional<std::string>(v);
+    }
+    return std::optional<std::string>();
+  };
+  // A number as given (0.003, not the hashed 0.003000000000).
+  const auto shown = [](const std::optional<std::string>& v) {
+    if (!v) return std::string("none");
+    std::string t = *v;
+    if (t.find('.') != std::string::npos && t.find_first_not_of("0123456789.-") == t.npos) {
+      while (t.ends_with('0')) t.pop_back();
+      if (t.ends_with('.')) t.pop_back();
+    }
+    return t;
+  };
+  const auto add = [&out, &shown](const std::string& name, const std::optional<std::string>& a,
+                                  const std::optional<std::string>& b) {
+    out += (out.empty() ? "" : ", ") + name;
+    if (name.find("sha256") == std::string::npos) {
+      out += " (" + shown(a) + " there, " + shown(b) + " here)";
+    }
+  };
+  for (const auto& [name, value] : then) {
+    const auto mine = value_in(now, name);
+    if (mine != value) add(name, value, mine);
+  }
+  for (const auto& [name, value] : now) {
+    if (!value_in(then, name)) add(name, std::nullopt, value);
+  }
+  return out;
 }
 
 void print_metrics_row(const std::string& name, const tune::TuneMetrics& before,
@@ -286,11 +355,14 @@ int run_tune(TuneCommandOptions& o) {
   }
   // The starting head's hash, once: the fingerprint and the written head's metadata both hold it.
   const std::string head_sha256 = util::sha256_file(config.head_path);
-  const std::string fp = fingerprint(o, config, head_sha256);
+  const tune::FingerprintParts parts = fingerprint_parts(o, config, head_sha256);
+  const std::string fp = fingerprint(parts);
   if (resume_from && resume_from->fingerprint != fp) {
+    const std::string differ = differing_parts(resume_from->fingerprint_parts, parts);
     throw invalid_request("--resume: the checkpoint in " + o.out +
-                              " was made with other data, model or settings; start anew "
-                              "(--force) or give the same ones",
+                              (differ.empty() ? " was made with other data, model or settings"
+                                              : " differs from this run in " + differ) +
+                              "; start anew (--force) or give the same ones",
                           "resume");
   }
   config.backbone.on_progress = [](float) { return g_interrupts.load() == 0; };
@@ -432,7 +504,9 @@ int run_tune(TuneCommandOptions& o) {
   const tune::TuneOutcome outcome = tune::run_training(
       trainer, train.size(), visit, validation_rows, o.settings, fp, std::move(resume_from),
       [&](const tune::CheckpointState& c, bool best_is_current) {
-        tune::write_checkpoint(out, c, trainer, best_is_current);
+        tune::CheckpointState named = c;
+        named.fingerprint_parts = parts;  // so that a resume with others can name what differs
+        tune::write_checkpoint(out, named, trainer, best_is_current);
         const auto& history = c.history.items();
         for (; printed < static_cast<int>(history.size()); ++printed) {
           const tune::EpochReport e = tune::EpochReport::from_json(history[printed]);

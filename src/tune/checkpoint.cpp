@@ -164,6 +164,12 @@ CheckpointState read_state(const fs::path& dir) {
     throw std::runtime_error("state.json lacks its fingerprint or epochs");
   }
   c.fingerprint = fp->as_string();
+  if (const json::Value* parts = state.find("fingerprint_parts");
+      parts != nullptr && parts->is_object()) {
+    for (const auto& [name, value] : parts->members()) {
+      if (value.is_string()) c.fingerprint_parts.emplace_back(name, value.as_string());
+    }
+  }
   c.history = *epochs;
   // The history holds epoch 0 (the initial head) to the last complete one.
   const auto n = static_cast<std::int64_t>(epochs->items().size());
@@ -238,11 +244,16 @@ void write_checkpoint(const fs::path& out, const CheckpointState& state, const H
   add_streamed(moments, specs, from(Slot::exp_avg_sq), "exp_avg_sq.");
   write_safetensors(moments, fresh / kOptimizer, false);
   using json::Value;
+  std::vector<Value::Member> named;
+  for (const auto& [name, value] : state.fingerprint_parts)
+    named.emplace_back(name, Value::string(value));
+  const Value parts = Value::object(std::move(named));
   const Value s = Value::object({
       {"epoch", Value::integer(state.epoch)},
       {"step", Value::integer(state.step)},
       {"best_epoch", Value::integer(state.best_epoch)},
       {"fingerprint", Value::string(state.fingerprint)},
+      {"fingerprint_parts", parts},
       {"epochs", state.history},
   });
   write_text(fresh / kState, json::dumps_unsorted(s) + "\n");

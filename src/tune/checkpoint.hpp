@@ -20,6 +20,11 @@
 
 namespace clef::tune {
 
+/// One value a resumed run must share with its checkpoint, named as the user gives it
+/// ({"--lr", "0.003000000000"}, {"--data (sha256)", hex}).
+using FingerprintPart = std::pair<std::string, std::string>;
+using FingerprintParts = std::vector<FingerprintPart>;
+
 /// What a checkpoint holds besides its tensors (state.json).
 struct CheckpointState {
   int epoch = 0;            ///< epochs complete
@@ -27,6 +32,9 @@ struct CheckpointState {
   std::int64_t step = 0;    ///< optimizer steps taken
   int best_epoch = 0;       ///< 0: the initial head
   json::Value history;      ///< the epochs' reports so far (tune_report.json's "epochs")
+  /// The fingerprint's values by name, to say which differ (empty: a checkpoint written before
+  /// they were kept).
+  FingerprintParts fingerprint_parts;
 };
 
 /// OUT/checkpoint.

@@ -164,7 +164,23 @@ TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
                              "--schedule constant",
                          log("other.txt"));
   EXPECT_EQ(other.exit_code, 2);
-  EXPECT_NE(other.output.find("other data, model or settings"), std::string::npos) << other.output;
+  // It names what differs (session 7 left it as "other data, model or settings").
+  EXPECT_NE(other.output.find("differs from this run in --lr (0.003 there, 0.001 here), --seed (3 "
+                              "there, 0 here); start anew (--force)"),
+            std::string::npos)
+      << other.output;
+  // Other data: named by its option, the hashes not shown.
+  const fs::path more = dir.path() / "more.jsonl";
+  fs::copy_file(train, more);
+  std::ofstream(more, std::ios::app) << "\n";
+  const Ran other_data =
+      clef("tune" + model + " --data " + more.string() + " --validation " + validation.string() +
+               " --out " + split.string() + " --epochs 4 --resume" + settings,
+           log("other_data.txt"));
+  EXPECT_EQ(other_data.exit_code, 2);
+  EXPECT_NE(other_data.output.find("differs from this run in --data (sha256); start anew"),
+            std::string::npos)
+      << other_data.output;
 }
 
 TEST_F(TuneCommand, CtrlCLeavesTheLastCompleteCheckpoint) {
