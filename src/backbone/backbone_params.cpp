@@ -8,7 +8,6 @@
 #include <string>
 #include <thread>
 
-#include "device/cpu_path.hpp"
 #include "device/device.hpp"
 #include "util/error.hpp"
 
@@ -34,12 +33,6 @@ void validate(const BackboneParams& p) {
   if (p.chunk_tokens < 1 || p.chunk_tokens > 65536) {
     throw invalid_request("chunk_tokens must be in 1..65536, got " + std::to_string(p.chunk_tokens),
                           "chunk_tokens");
-  }
-  if (p.cpu_amx == device::CpuAmx::on && !device::cpu_reports_amx()) {
-    // Checked here, before a server listens (the load itself would refuse it after "listening on").
-    throw invalid_request(
-        "cpu_amx=on: the CPU reports no AMX-TILE/AMX-INT8 (CPUID leaf 7); use cpu_amx=auto",
-        "cpu_amx");
   }
   if (p.parallel < 1 || p.parallel > kMaxParallel) {
     throw invalid_request("parallel must be in 1.." + std::to_string(kMaxParallel) + ", got " +

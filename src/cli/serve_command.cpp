@@ -17,6 +17,7 @@
 #include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "device/cpu_path.hpp"
 #include "runtime/engine.hpp"
 #include "server/serve_until_signal.hpp"
 #include "server/server_config.hpp"
@@ -102,6 +103,9 @@ int run_serve(ServeOptions& options) {
   // Engine parameters are refused before the server listens (exit 2, nothing bound): a wrapper
   // that reads the port from stdout must not take a server that will not load for a started one.
   backbone::validate(config.backbone);
+  // cpu_amx=on where ggml offers no AMX: refused now, as the load would refuse it after
+  // "listening on" (the process's one AMX decision, the same one the load then takes).
+  if (config.backbone.cpu_amx == device::CpuAmx::on) device::use_cpu_amx(device::CpuAmx::on);
   options.server.http_threads = server::http_threads_for(options.server, config.backbone.parallel);
   // A server prepares requests on many HTTP threads: with glibc's dynamic mmap threshold, a large
   // image's pixels (12 MB for 2048x2048) end up in each thread's malloc arena and stay there after
