@@ -178,7 +178,7 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "max_over_uniform ((p_max - 1/n)/(1 - 1/n))")
       ->capture_default_str()
       ->check(CLI::IsMember({"reference", "entropy", "gini", "max_over_uniform"}));
-  cmd.add_flag("--allow-media-urls,--allow-image-urls", flags.allow_image_urls,
+  cmd.add_flag("--allow-media-urls,--allow-image-urls", flags.allow_media_urls,
                "fetch http(s) image and video URLs of requests (never loopback, private, "
                "link-local or metadata addresses; 20 MiB and 10 s per image, the video byte "
                "limit per video); --allow-image-urls is the old name");

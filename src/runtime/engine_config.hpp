@@ -80,10 +80,10 @@ struct EngineConfig {
   /// Fetch `images` and `videos` given as http(s) URLs (server --allow-media-urls, formerly
   /// --allow-image-urls). Off: only data URIs.
   /// Fetching never reaches loopback, private, link-local, unique-local or unspecified addresses.
-  bool allow_image_urls = false;
+  bool allow_media_urls = false;
   /// TEST ONLY: image URLs may also reach loopback addresses (a test server on localhost). Never
   /// set it in a server: it lets a request reach services on the host.
-  bool allow_loopback_image_urls_for_tests = false;
+  bool allow_loopback_media_urls_for_tests = false;
   int image_fetch_timeout_ms = 10'000;  ///< one image URL, all redirects included
   /// Normalize images with the mmproj's own image_mean / image_std even when they are not the
   /// reference's 0.5 / 0.5 (by default such a file is warned about and 0.5 / 0.5 are used).

@@ -114,7 +114,7 @@ ServedLimits served_limits(const LoadedModel& m) {
   l.max_image_tokens = config.max_image_tokens;
   l.max_request_image_tokens = config.max_request_image_tokens;
   l.max_vision_memory = tower ? m.memory.vision_memory : 0;
-  l.image_urls = tower && config.allow_image_urls;
+  l.media_urls = tower && config.allow_media_urls;
   l.max_videos = tower ? config.max_videos : 0;
   l.max_video_frames = config.max_video_frames;
   l.max_video_seconds = config.max_video_seconds;

@@ -46,10 +46,10 @@ Preparer::Preparer(const EngineConfig& config, ServedModel served,
       tokenizer_(vocabulary_.get(), record::Normalization::nfc),
       tower_(std::move(tower)),
       image_digests_(image_digests) {
-  image_policy_.allow_urls = config.allow_image_urls;
-  image_policy_.url.allow_loopback_for_tests = config.allow_loopback_image_urls_for_tests;
+  image_policy_.allow_urls = config.allow_media_urls;
+  image_policy_.url.allow_loopback_for_tests = config.allow_loopback_media_urls_for_tests;
   image_policy_.url.timeout = std::chrono::milliseconds(config.image_fetch_timeout_ms);
-  video_policy_.allow_urls = config.allow_image_urls;
+  video_policy_.allow_urls = config.allow_media_urls;
   video_policy_.url = image_policy_.url;
   video_policy_.limits.max_encoded_bytes = static_cast<std::size_t>(config.max_video_bytes);
   video_policy_.limits.max_duration_s = config.max_video_seconds;

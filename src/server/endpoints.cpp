@@ -129,7 +129,7 @@ std::string models_body(const runtime::ServedModel& model, bool random_weights) 
     // What a client needs to plan where to send a request (issue 16).
     entry.set("capabilities",
               json::Value::object({{"images", json::Value::boolean(l.max_images > 0)},
-                                   {"image_urls", json::Value::boolean(l.image_urls)},
+                                   {"image_urls", json::Value::boolean(l.media_urls)},
                                    {"videos", json::Value::boolean(l.max_videos > 0)}}));
   }
   if (!model.placement.empty()) entry.set("device", json::Value::string(model.placement));

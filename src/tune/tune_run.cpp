@@ -236,8 +236,12 @@ TuneOutcome run_training(HeadTrainer& trainer, std::size_t n_train, const Traini
     if (checkpoint) {
       std::vector<json::Value> items;
       for (const EpochReport& e : out.epochs) items.push_back(e.to_json());
-      checkpoint(CheckpointState{epoch, fingerprint, trainer.steps(), out.best_epoch,
-                                 json::Value::array(std::move(items))},
+      checkpoint(CheckpointState{epoch,
+                                 fingerprint,
+                                 trainer.steps(),
+                                 out.best_epoch,
+                                 json::Value::array(std::move(items)),
+                                 {}},
                  best);
     }
     if (stop_early(epoch)) {

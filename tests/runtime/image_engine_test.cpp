@@ -424,7 +424,7 @@ TEST(ImageEngineRefusals, NoMmprojContextTooSmallAndForbiddenUrls) {
   {
     auto config = tiny_config();
     config.backbone.context_size = 512;
-    config.allow_image_urls = true;
+    config.allow_media_urls = true;
     auto engine = rt::make_engine(config);
     // 2 x 300 image tokens cannot fit 512: refused before anything is encoded, naming the numbers.
     expect_refused(engine, with_images({arrows, arrows}), 413, "images", "512");
@@ -492,12 +492,12 @@ class LocalImageServer {
 TEST(ImageUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   LocalImageServer server;
   auto config = tiny_config();
-  config.allow_image_urls = true;
+  config.allow_media_urls = true;
   {
     auto engine = rt::make_engine(config);
     expect_refused(engine, with_images({server.url("/arrows.png")}), 400, "images.0", "loopback");
   }
-  config.allow_loopback_image_urls_for_tests = true;
+  config.allow_loopback_media_urls_for_tests = true;
   auto engine = rt::make_engine(config);
   const std::string expected = engine.decide(with_images({uri(kArrows)})).body;
   EXPECT_EQ(engine.decide(with_images({server.url("/arrows.png")})).body, expected);

@@ -235,12 +235,12 @@ TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/square.mkv";
   auto config = ct::tiny_engine_config();
-  config.allow_image_urls = true;
+  config.allow_media_urls = true;
   {
     auto engine = rt::make_engine(config);
     expect_refused(engine, with_videos({Value::string(url)}), 400, "videos.0", "loopback");
   }
-  config.allow_loopback_image_urls_for_tests = true;
+  config.allow_loopback_media_urls_for_tests = true;
   config.max_video_bytes = 30 * 1024 * 1024;  // over the image URL limit: the video one applies
   auto engine = rt::make_engine(config);
   EXPECT_EQ(engine.decide(with_videos({Value::string(url)})).body,
@@ -339,7 +339,7 @@ TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
   auto config = ct::tiny_engine_config();
   config.max_video_seconds = 1.5;
   config.max_video_frame_pixels = 100000;
-  config.allow_image_urls = true;
+  config.allow_media_urls = true;
   auto engine = rt::make_engine(config);
   expect_refused(engine, with_videos({Value::string(clip)}), 413, "videos.0", "limit is 1.5");
   ct::ClipSpec big = square_clip(2, 4);
