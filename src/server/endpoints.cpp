@@ -2,27 +2,34 @@
 
 #include "json/render.hpp"
 #include "json/value.hpp"
+#include "server/routes.hpp"
 #include "server/web_files.hpp"
 
 namespace clef::server {
 
 Endpoint find_endpoint(std::string_view path) noexcept {
-  if (path == "/v1/systemone") return Endpoint::systemone;
-  if (path == "/v1/decisions") return Endpoint::decisions;
-  if (path == "/health") return Endpoint::health;
-  if (path == "/v1/models") return Endpoint::models;
-  if (path == "/metrics") return Endpoint::metrics;
+  for (const Route& r : routes()) {
+    if (!r.path.empty() && r.path == path) return r.endpoint;
+  }
   if (find_web_file(path) != nullptr) return Endpoint::web;
   return Endpoint::unknown;
 }
 
 const char* allowed_method(Endpoint endpoint) noexcept {
-  return endpoint == Endpoint::systemone || endpoint == Endpoint::decisions ? "POST" : "GET";
+  return route_of(endpoint).method.data();  // a literal: NUL-terminated
 }
 
 bool method_allowed(Endpoint endpoint, std::string_view method) noexcept {
   std::string_view allowed = allowed_method(endpoint);
   return method == allowed || (allowed == "GET" && method == "HEAD");
+}
+
+const char* allowed_methods_header(Endpoint endpoint) noexcept {
+  return route_of(endpoint).method == "GET" ? "GET, HEAD" : allowed_method(endpoint);
+}
+
+bool is_decision(Endpoint endpoint) noexcept {
+  return route_of(endpoint).method == "POST";
 }
 
 bool is_light_request(std::string_view head) noexcept {
@@ -36,29 +43,11 @@ bool is_light_request(std::string_view head) noexcept {
   }
   const std::size_t end = target.find_first_of(" ?");
   if (end == std::string_view::npos) return false;  // not all here: the general lane serves it
-  const Endpoint endpoint = find_endpoint(target.substr(0, end));
-  return endpoint == Endpoint::health || endpoint == Endpoint::metrics ||
-         endpoint == Endpoint::models;
+  return route_of(find_endpoint(target.substr(0, end))).light;
 }
 
 const char* endpoint_label(Endpoint endpoint) noexcept {
-  switch (endpoint) {
-    case Endpoint::systemone:
-      return "/v1/systemone";
-    case Endpoint::decisions:
-      return "/v1/decisions";
-    case Endpoint::health:
-      return "/health";
-    case Endpoint::models:
-      return "/v1/models";
-    case Endpoint::metrics:
-      return "/metrics";
-    case Endpoint::web:
-      return "web";
-    case Endpoint::unknown:
-      return "other";
-  }
-  return "other";
+  return route_of(endpoint).label.data();  // a literal: NUL-terminated
 }
 
 Health health_of(QueueState state, bool draining) noexcept {

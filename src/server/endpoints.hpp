@@ -14,11 +14,17 @@ enum class Endpoint { systemone, decisions, health, models, metrics, web, unknow
 /// the embedded files (web_files.hpp: /openapi.json, the playground).
 Endpoint find_endpoint(std::string_view path) noexcept;
 
-/// "POST" for the decision endpoints, "GET" for the others.
+/// The route's method (routes.hpp): "POST" for the decision endpoints, "GET" for the others.
 const char* allowed_method(Endpoint endpoint) noexcept;
 
 /// True when `method` may be used on `endpoint` (HEAD is accepted wherever GET is).
 bool method_allowed(Endpoint endpoint, std::string_view method) noexcept;
+
+/// The Allow header of a 405 on `endpoint`: "POST", or "GET, HEAD".
+const char* allowed_methods_header(Endpoint endpoint) noexcept;
+
+/// True for the decision endpoints (POST: a SystemOne request in the body).
+bool is_decision(Endpoint endpoint) noexcept;
 
 /// True when a request starting with `head` (its first bytes: "GET /health HTTP/1.1...") is a
 /// light one the connection loop serves on its reserved lane: GET or HEAD of /health, /metrics or

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "server/http_exchange.hpp"
+#include "server/routes.hpp"
 #include "server/server_core.hpp"
 #include "server/web_files.hpp"
 #include "transport/connection_loop.hpp"
@@ -177,16 +178,18 @@ void install_routes(httplib::Server& http, ServerCore& core) {
     RequestState& state = state_of(core, req, res);
     apply(core.handle_decision(view, state), state, res);
   };
-  http.Post("/v1/systemone", decide);
-  http.Post("/v1/decisions", decide);
-  auto get = [&core, &http](const char* path, HttpResponse (ServerCore::*handler)() const) {
-    http.Get(path, [&core, handler](const Request& req, Response& res) {
-      apply((core.*handler)(), state_of(core, req, res), res);
-    });
-  };
-  get("/health", &ServerCore::handle_health);
-  get("/v1/models", &ServerCore::handle_models);
-  get("/metrics", &ServerCore::handle_metrics);
+  // The route table (routes.hpp): decisions read their body, GET routes call their handler.
+  for (const Route& route : routes()) {
+    if (route.path.empty()) continue;  // the embedded files below; unknown paths: pre_route
+    const std::string path(route.path);
+    if (is_decision(route.endpoint)) {
+      http.Post(path, decide);
+    } else {
+      http.Get(path, [&core, handler = route.get](const Request& req, Response& res) {
+        apply((core.*handler)(), state_of(core, req, res), res);
+      });
+    }
+  }
   for (const WebFile& file : web_files()) {
     const std::string path(file.path);
     http.Get(path, [&core, path](const Request& req, Response& res) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "server/routes.hpp"
 #include "server/web_files.hpp"
 #include "transport/connection.hpp"
 
@@ -82,7 +83,7 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req, Reques
 
   const Endpoint endpoint = state.endpoint;
   // Keys before routing: a client without one learns nothing about which paths exist.
-  if (keys_.enabled() && endpoint != Endpoint::health && endpoint != Endpoint::web) {
+  if (keys_.enabled() && route_of(endpoint).needs_key) {
     const PresentedKey presented =
         presented_key(req.header_values("Authorization"), req.header_values("X-API-Key"));
     if (presented.status == 400) {
@@ -117,12 +118,10 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req, Reques
   if (!method_allowed(endpoint, req.method)) {
     HttpResponse res =
         refuse(req, ErrorReply::method_not_allowed(req.method, req.path, allowed_method(endpoint)));
-    res.set_header("Allow", endpoint == Endpoint::systemone || endpoint == Endpoint::decisions
-                                ? "POST"
-                                : "GET, HEAD");
+    res.set_header("Allow", allowed_methods_header(endpoint));
     return res;
   }
-  if (endpoint != Endpoint::systemone && endpoint != Endpoint::decisions) return std::nullopt;
+  if (!is_decision(endpoint)) return std::nullopt;
 
   // A decision request: everything that can be refused from the headers is refused here,
   // before its body is read.
