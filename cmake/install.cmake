@@ -3,6 +3,7 @@
 #   bin/clef
 #   lib/libllama.so*, libmtmd.so*, libggml*.so*      RUNPATH $ORIGIN (clef: $ORIGIN/../lib)
 #   lib/clef/ggml-backends/libggml-vulkan.so         the prebuilt Vulkan backend (when fetched)
+#   lib/clef/libclef_video_ffmpeg.so                 video files' decoding (CLEF_VIDEO builds)
 #   share/clef/clef-registry.json                    the model registry
 #   share/clef/ggml-vocab-qwen35.gguf                make-test-model's and --demo's vocabulary
 #   share/clef/oracle/coreai/                        `clef verify`'s default fixture and its images
@@ -24,6 +25,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/registry/models.json DESTINATION share/clef
         RENAME clef-registry.json)
 install(FILES ${CLEF_LLAMA_DIR}/models/ggml-vocab-qwen35.gguf DESTINATION share/clef)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/tests/data/oracle/coreai/ DESTINATION share/clef/oracle/coreai)
+if(TARGET clef_video_ffmpeg)
+  # Found beside bin/ in lib/clef/ (src/video/container.cpp); it links FFmpeg's system libraries.
+  install(TARGETS clef_video_ffmpeg LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/clef)
+endif()
 if(CLEF_HAS_VULKAN_MODULE)
   install(FILES ${CLEF_GGML_BACKENDS_DIR}/libggml-vulkan.so
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/clef/ggml-backends)

@@ -14,6 +14,7 @@
 #include "record/llama_vocab.hpp"
 #include "runtime/engine_memory.hpp"
 #include "util/error.hpp"
+#include "video/container.hpp"
 
 namespace clef::runtime {
 
@@ -116,6 +117,7 @@ ServedLimits served_limits(const LoadedModel& m) {
   l.max_vision_memory = tower ? m.memory.vision_memory : 0;
   l.media_urls = tower && config.allow_media_urls;
   l.max_videos = tower ? config.max_videos : 0;
+  l.video_files = l.max_videos > 0 && video::decoding_status().available;
   l.max_video_frames = config.max_video_frames;
   l.max_video_seconds = config.max_video_seconds;
   l.max_video_frame_pixels = config.max_video_frame_pixels;

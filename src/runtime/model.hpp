@@ -22,11 +22,14 @@ struct ServedLimits {
   int max_image_tokens = 0;             ///< image tokens of one image (0: only the context)
   int max_request_image_tokens = 0;     ///< image tokens of all images together (0: the context)
   std::uint64_t max_vision_memory = 0;  ///< vision-tower compute bytes for one image (0: none)
-  bool media_urls = false;       ///< http(s) image and video URLs are fetched (--allow-media-urls;
-                                 ///< "image_urls" on the wire)
-  int max_videos = 0;            ///< videos per request (0: none accepted)
-  int max_video_frames = 0;      ///< frames the processor may keep of one video
-  double max_video_seconds = 0;  ///< longest video, seconds
+  bool media_urls = false;  ///< http(s) image and video URLs are fetched (--allow-media-urls;
+                            ///< "image_urls" on the wire)
+  int max_videos = 0;       ///< videos per request (0: none accepted)
+  /// Video files are decoded (FFmpeg's module is there: video::decoding_status); without it
+  /// only frame lists are taken.
+  bool video_files = false;
+  int max_video_frames = 0;                 ///< frames the processor may keep of one video
+  double max_video_seconds = 0;             ///< longest video, seconds
   std::int64_t max_video_frame_pixels = 0;  ///< largest video frame, width x height
   std::int64_t max_video_bytes = 0;         ///< largest video file, bytes
   int parallel = 1;  ///< decisions prefilled together (continuous batching), Runner::parallel()

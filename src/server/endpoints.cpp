@@ -119,7 +119,8 @@ std::string models_body(const runtime::ServedModel& model, bool random_weights) 
     entry.set("capabilities",
               json::Value::object({{"images", json::Value::boolean(l.max_images > 0)},
                                    {"image_urls", json::Value::boolean(l.media_urls)},
-                                   {"videos", json::Value::boolean(l.max_videos > 0)}}));
+                                   {"videos", json::Value::boolean(l.max_videos > 0)},
+                                   {"video_files", json::Value::boolean(l.video_files)}}));
   }
   if (!model.placement.empty()) entry.set("device", json::Value::string(model.placement));
   // Which joint schema head answers: a published one, or the user's own (`clef tune`). Said when

@@ -55,7 +55,7 @@ std::string health_body(Health health);
 /// {"object":"list","data":[{"id":name,"object":"model","owned_by":"clef","context_size":N,
 ///  "limits":{"max_questions","max_options","max_images","max_image_tokens",
 ///  "max_request_image_tokens","max_vision_memory_bytes"}, "capabilities":{"images","image_urls",
-///  "videos"}, "device", "answers":{"calibration","confidence"}}],
+///  "videos","video_files"}, "device", "answers":{"calibration","confidence"}}],
 ///  "models":[{"name":name,"description","release_date":""}]} ("limits", "capabilities" only
 /// when the model states them; 0 means no limit beyond the context, max_images 0: no images
 /// without an mmproj). `random_weights` (clef serve --demo): the entry carries

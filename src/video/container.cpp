@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "util/install_layout.hpp"
 #include "video/container_backend.hpp"
 #include "video/errors.hpp"
 
@@ -18,34 +19,58 @@ struct Module {
   std::string error;
 };
 
-Module load_module() {
+constexpr const char* kModuleName = "libclef_video_ffmpeg.so";
+
+/// Where the module may be, in order: CLEF_VIDEO_MODULE, beside the executable (a build tree),
+/// where an install puts it (../lib/clef/, as util/install_layout.hpp's modules), where this
+/// build wrote it (the test binaries). None in a build without CLEF_VIDEO but the variable.
+std::vector<std::string> module_candidates() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("CLEF_VIDEO_MODULE"); env != nullptr && *env != '\0') {
     candidates.emplace_back(env);
   }
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back((exe.parent_path() / "libclef_video_ffmpeg.so").string());
 #ifdef CLEF_VIDEO_MODULE
+  if (const std::filesystem::path dir = util::executable_dir(); !dir.empty()) {
+    candidates.push_back((dir / kModuleName).string());
+    candidates.push_back((dir.parent_path() / "lib" / "clef" / kModuleName).string());
+  }
   candidates.emplace_back(CLEF_VIDEO_MODULE);
 #endif
-  Module m;
-  if (candidates.empty()) m.error = "this clef was built without video decoding (CLEF_VIDEO=OFF)";
-  for (const std::string& path : candidates) {
-    if (!std::filesystem::exists(path, ec)) {
-      m.error = path + " does not exist";
-      continue;
+  return candidates;
+}
+
+/// The first candidate that exists, or why none does.
+DecodingStatus find_module(std::string* path) {
+  const std::vector<std::string> candidates = module_candidates();
+  if (candidates.empty())
+    return {false, "this clef was built without video decoding (CLEF_VIDEO=OFF)"};
+  std::error_code ec;
+  for (const std::string& c : candidates) {
+    if (std::filesystem::exists(c, ec)) {
+      if (path != nullptr) *path = c;
+      return {true, ""};
     }
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = ::dlerror();
-      m.error = why != nullptr ? why : path + " could not be loaded";
-      continue;
-    }
-    m.open = reinterpret_cast<OpenContainerFn*>(::dlsym(handle, kOpenContainerSymbol));
-    if (m.open != nullptr) return m;
-    m.error = path + " has no " + kOpenContainerSymbol;
   }
+  std::string looked;
+  for (const std::string& c : candidates) looked += (looked.empty() ? "" : ", ") + c;
+  return {false, std::string(kModuleName) + " is in none of " + looked};
+}
+
+Module load_module() {
+  Module m;
+  std::string path;
+  if (const DecodingStatus found = find_module(&path); !found.available) {
+    m.error = found.reason;
+    return m;
+  }
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    m.error = why != nullptr ? why : path + " could not be loaded";
+    return m;
+  }
+  m.open = reinterpret_cast<OpenContainerFn*>(::dlsym(handle, kOpenContainerSymbol));
+  if (m.open == nullptr) m.error = path + " has no " + kOpenContainerSymbol;
   return m;
 }
 
@@ -55,6 +80,10 @@ const Module& module() {
 }
 
 }  // namespace
+
+DecodingStatus decoding_status() {
+  return find_module(nullptr);
+}
 
 struct VideoContainer::State {
   std::unique_ptr<ContainerBackend> backend;
@@ -71,9 +100,11 @@ VideoContainer::VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimit
   if (bytes.empty()) throw bad_video("the video is empty", param);
   const Module& m = module();
   if (m.open == nullptr) {
-    throw unsupported_video("video decoding is not available on this server: " + m.error +
-                                "; send the frames as a frame list {\"frames\": [...], \"fps\": F}",
-                            param);
+    // The client learns what it can do, not the server's paths (decoding_status() says those).
+    throw unsupported_video(
+        "this server cannot decode video files (its FFmpeg module is not installed); send the "
+        "frames as a frame list {\"frames\": [...], \"fps\": F}",
+        param);
   }
   m.open(bytes, limits, param, cancelled, state_->backend);
 }

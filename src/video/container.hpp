@@ -14,6 +14,15 @@
 
 namespace clef::video {
 
+/// Whether this process can open video files: FFmpeg's module (libclef_video_ffmpeg.so, beside
+/// the executable or in ../lib/clef/) is there, else why not (the paths looked at). Does not load
+/// it (the first video does); frame lists need none of it.
+struct DecodingStatus {
+  bool available = false;
+  std::string reason;  ///< empty when available
+};
+DecodingStatus decoding_status();
+
 /// What the container says about its (first) video stream, before any frame is decoded.
 struct StreamInfo {
   int width = 0;   ///< frame width, pixels (codec parameters)

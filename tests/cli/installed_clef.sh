@@ -3,11 +3,15 @@
 # elsewhere, and the build and source trees hidden (empty directories bind-mounted over them in a
 # private mount namespace): `clef make-test-model`, `info` (the Vulkan module found under lib/clef
 # when the build has it), `ask` and `verify --limit 2` (its default fixture from share/clef) all
-# work, and nothing names the build tree (RUNPATH, the fixture default in --help).
-# usage: installed_clef.sh BUILD_DIR SOURCE_DIR   (77 when a mount namespace cannot be made)
+# work, and nothing names the build tree (RUNPATH, the fixture default in --help). Given a clip
+# writer (a CLEF_VIDEO build), `ask --video` decodes a video file with the installed FFmpeg module
+# (lib/clef/libclef_video_ffmpeg.so; issue 53: it was not installed, and the 415 named the build
+# tree).
+# usage: installed_clef.sh BUILD_DIR SOURCE_DIR [CLIP_WRITER]   (77: no mount namespace)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
+clip_writer=${3:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 unshare --mount true 2>/dev/null || { echo "SKIP: no private mount namespace here (unshare --mount needs root)"; exit 77; }
@@ -19,6 +23,13 @@ runpath=$(readelf -d "$clef" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
 [ "$runpath" = '$ORIGIN/../lib' ] || { echo "FAIL: RUNPATH of the installed clef is '$runpath'"; exit 1; }
 cp "$src/examples/card.json" "$work/card.json"
 mkdir -p "$work/empty"
+video_check=""
+if [ -n "$clip_writer" ]; then
+  "$clip_writer" "$work/clip.mp4"
+  [ -f "$work/moved/lib/clef/libclef_video_ffmpeg.so" ] ||
+    { echo "FAIL: the video module was not installed into lib/clef/"; ls "$work/moved/lib" "$work/moved/lib/clef"; exit 1; }
+  video_check="\"$clef\" ask --model-dir \"$work/m\" --request \"$work/card.json\" --video \"$work/clip.mp4\" --threads 1 > \"$work/ask-video.json\" 2> \"$work/ask-video.log\""
+fi
 
 cat > "$work/run.sh" <<INNER
 set -euo pipefail
@@ -30,6 +41,7 @@ cd "$work"
 "$clef" make-test-model "$work/m" > "$work/make.log" 2>&1
 "$clef" info "$work/m" > "$work/info.log" 2>&1
 "$clef" ask --model-dir "$work/m" --request "$work/card.json" --threads 1 > "$work/ask.json" 2> "$work/ask.log"
+$video_check
 set +e
 "$clef" verify --model-dir "$work/m" --limit 2 --threads 1 > "$work/verify.log" 2>&1
 echo \$? > "$work/verify.rc"
@@ -39,6 +51,10 @@ unshare --mount bash "$work/run.sh" || { echo "FAIL: a command of the installed 
 
 grep -q '"answers"' "$work/ask.json" || { echo "FAIL: clef ask gave no decision"; cat "$work/ask.json" "$work/ask.log"; exit 1; }
 grep -q "qwen35" "$work/info.log" || { echo "FAIL: clef info"; cat "$work/info.log"; exit 1; }
+if [ -n "$clip_writer" ]; then
+  grep -q '"answers"' "$work/ask-video.json" ||
+    { echo "FAIL: the installed clef decided no video"; cat "$work/ask-video.json" "$work/ask-video.log"; exit 1; }
+fi
 if [ -f "$build/ggml-backends/libggml-vulkan.so" ] && grep -q "loaded Vulkan backend" "$work/info.log"; then
   grep -q "from $work/moved/lib/clef/ggml-backends/libggml-vulkan.so" "$work/info.log" ||
     { echo "FAIL: the Vulkan module was not the installed one"; grep "Vulkan" "$work/info.log"; exit 1; }

@@ -102,7 +102,8 @@ TEST(InfoBodies, ModelsList) {
             R"("max_request_image_tokens":8192,"max_vision_memory_bytes":6442450944,)"
             R"("max_videos":0,"max_video_frames":0,"max_video_seconds":0.0,)"
             R"("max_video_frame_pixels":0,"max_video_bytes":0,"parallel":1},)"
-            R"("capabilities":{"images":true,"image_urls":false,"videos":false},)" +
+            R"("capabilities":{"images":true,"image_urls":false,"videos":false,)"
+            R"("video_files":false},)" +
                 reference_answers + "}]" + card);
   // Issue 18: a decider that takes videos says so and states their limits.
   model.limits.max_videos = 2;
@@ -112,8 +113,12 @@ TEST(InfoBodies, ModelsList) {
       models_body(model).find(R"("max_videos":2,"max_video_frames":768,)"
                               R"("max_video_seconds":600.0,"max_video_frame_pixels":0,)"
                               R"("max_video_bytes":0,"parallel":1},"capabilities":{"images":true,)"
-                              R"("image_urls":false,"videos":true})"),
+                              R"("image_urls":false,"videos":true,"video_files":false})"),
       std::string::npos)
+      << models_body(model);
+  // Issue 53: frame lists taken, files too only where FFmpeg's module is there.
+  model.limits.video_files = true;
+  EXPECT_NE(models_body(model).find(R"("videos":true,"video_files":true})"), std::string::npos)
       << models_body(model);
   // Issue 14: an active calibration and another confidence are said.
   model.limits = {};
