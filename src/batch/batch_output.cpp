@@ -1,5 +1,6 @@
 #include "batch/batch_output.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -119,6 +120,46 @@ std::size_t drop_retryable_records(const std::filesystem::path& out) {
     std::filesystem::rename(tmp, out);
   }
   return dropped;
+}
+
+void check_resumed_records(const std::filesystem::path& out, std::span<const BatchItem> items) {
+  std::ifstream in(out, std::ios::binary);
+  if (!in) return;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::size_t at = 0;
+  for (int out_line = 1; at < text.size(); ++out_line) {
+    const std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) break;  // torn: cut and decided again
+    json::Value record;
+    try {
+      record = json::parse(std::string_view(text).substr(at, end - at));
+    } catch (const Error&) {
+      record = json::Value::null();  // drop_retryable_records refuses such lines
+    }
+    at = end + 1;
+    const json::Value* line = record.is_object() ? record.find("line") : nullptr;
+    const json::Value* id = record.is_object() ? record.find("id") : nullptr;
+    if (line == nullptr || id == nullptr || !line->is_integer()) continue;
+    const std::string& digits = line->integer_digits();
+    const auto item = std::find_if(items.begin(), items.end(), [&](const BatchItem& i) {
+      return std::to_string(i.line) == digits;
+    });
+    const std::string where = out.string() + " line " + std::to_string(out_line);
+    if (item == items.end()) {
+      throw invalid_request(where + " is the record of input line " + digits +
+                                ", which the input does not have: OUT was written for another "
+                                "input; give that input, or another OUT",
+                            "out");
+    }
+    if (json::dumps_unsorted(item->id) != json::dumps_unsorted(*id)) {
+      throw invalid_request(where + " is the record of input line " + digits + " with id " +
+                                json::dumps_unsorted(*id) + ", but that line's id is " +
+                                json::dumps_unsorted(item->id) +
+                                ": OUT was written for another input (or the input changed); "
+                                "give that input, or another OUT",
+                            "out");
+    }
+  }
 }
 
 std::size_t cut_torn_line(const std::filesystem::path& out) {

@@ -9,9 +9,11 @@
 
 #include <filesystem>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "batch/batch_input.hpp"
 #include "json/value.hpp"
 
 namespace clef::batch {
@@ -41,6 +43,13 @@ std::set<int> answered_lines(const std::filesystem::path& out);
 /// is not the output of a run, or was edited), changing nothing; a torn last line is left for
 /// cut_torn_line.
 std::size_t drop_retryable_records(const std::filesystem::path& out);
+
+/// Checks that the records of `out` are this input's: each record's "line" is a line of `items`
+/// with the same "id" (the line's own id, else its number). Throws clef::Error (invalid_request
+/// naming "out") for the first that is not, so that --resume neither skips lines of another
+/// input nor decides lines again whose records sit under other numbers. Lines that are no
+/// records are drop_retryable_records' to refuse.
+void check_resumed_records(const std::filesystem::path& out, std::span<const BatchItem> items);
 
 /// Cuts a torn last line (no newline) from `out`, so appended records start on a line of their
 /// own. Returns the bytes cut.

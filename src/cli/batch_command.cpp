@@ -51,7 +51,10 @@ int run_batch_command(BatchCommandOptions options) {
                               "(nothing is decided twice), or remove it",
                           "out");
   }
-  if (options.resume) batch::drop_retryable_records(options.out);
+  if (options.resume) {
+    batch::drop_retryable_records(options.out);
+    batch::check_resumed_records(options.out, items);
+  }
   const std::set<int> done = options.resume ? batch::answered_lines(options.out) : std::set<int>{};
 
   std::optional<runtime::Engine> engine;

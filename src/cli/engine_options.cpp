@@ -303,7 +303,14 @@ runtime::EngineConfig EngineOptions::to_config() const {
     if (eq == std::string::npos) throw invalid_request("--set expects name=value, got " + s, "set");
     const std::string name = s.substr(0, eq);
     const std::string value = s.substr(eq + 1);
-    // A setting given as its flag and as --set: one would silently win (issue 53).
+    // A setting given twice, or as its flag and as --set: one would silently win (issue 53).
+    for (const std::string& other : settings) {
+      if (&other == &s) break;
+      if (other.substr(0, other.find('=')) == name) {
+        throw invalid_request(
+            "--set " + other + " and --set " + s + " both set " + name + ": give it once", name);
+      }
+    }
     for (const auto& [setting, option] : flag_of_setting) {
       if (setting == name && option != nullptr && option->count() > 0) {
         throw invalid_request(

@@ -28,15 +28,19 @@ void add_info_command(CLI::App& app, ExitCode& exit_code) {
                   "a model directory, or backbone / mmproj GGUF and head safetensors / config "
                   "files (none: only the devices and the CPU path of this machine)");
   auto model_dir = std::make_shared<std::string>();
-  cmd->add_option("--model-dir", *model_dir,
-                  "a model directory, as clef serve and clef ask take it (the same as giving DIR)");
+  CLI::Option* cmd_model_dir = cmd->add_option(
+      "--model-dir", *model_dir,
+      "a model directory, as clef serve and clef ask take it (the same as giving DIR)");
   auto device = std::make_shared<std::string>("auto");
   auto gpu_layers = std::make_shared<std::string>("auto");
   cmd->add_option("--device", *device, "the device to report the placement for (as clef serve)")
       ->capture_default_str();
   cmd->add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
       ->capture_default_str();
-  cmd->callback([paths, model_dir, device, gpu_layers, &exit_code] {
+  cmd->callback([paths, model_dir, cmd_model_dir, device, gpu_layers, &exit_code] {
+    if (cmd_model_dir->count() > 0 && model_dir->empty()) {
+      throw invalid_request("--model-dir is empty: give the model's directory", "model-dir");
+    }
     if (!model_dir->empty()) {
       if (!paths->empty()) {
         throw invalid_request(

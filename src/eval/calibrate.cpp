@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "util/error.hpp"
 
@@ -140,6 +141,13 @@ CalibrateResult calibrate(runtime::Engine& engine, const LabeledSet& set,
     }
     if (options.on_request) options.on_request(i + 1, data.size());
   }
+  // By line: those skipped when read, then those skipped once decided, in one order.
+  const auto line_of = [](const std::string& s) {
+    return s.starts_with("line ") ? std::atol(s.c_str() + 5) : 0L;
+  };
+  std::stable_sort(skipped.begin(), skipped.end(), [&](const std::string& a, const std::string& b) {
+    return line_of(a) < line_of(b);
+  });
   CalibrateResult out = calibrate_samples(std::move(samples), options);
   out.requests = decided;
   out.skipped = std::move(skipped);

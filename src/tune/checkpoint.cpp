@@ -164,10 +164,14 @@ CheckpointState read_state(const fs::path& dir) {
     throw std::runtime_error("state.json lacks its fingerprint or epochs");
   }
   c.fingerprint = fp->as_string();
-  if (const json::Value* parts = state.find("fingerprint_parts");
-      parts != nullptr && parts->is_object()) {
+  if (const json::Value* parts = state.find("fingerprint_parts"); parts != nullptr) {
+    // Absent in checkpoints written before the parts were kept; present, it is whole.
+    if (!parts->is_object()) throw std::runtime_error("state.json: fingerprint_parts is malformed");
     for (const auto& [name, value] : parts->members()) {
-      if (value.is_string()) c.fingerprint_parts.emplace_back(name, value.as_string());
+      if (!value.is_string()) {
+        throw std::runtime_error("state.json: fingerprint_parts." + name + " is not a string");
+      }
+      c.fingerprint_parts.emplace_back(name, value.as_string());
     }
   }
   c.history = *epochs;

@@ -110,7 +110,7 @@ TEST(BatchOutput, ResumeRefusesAnOutputWithLinesThatAreNoRecords) {
   std::string text =
       answer_record(json::Value::integer(std::int64_t{1}), 1, 200, R"({"answers":{}})");
   text += error_record(json::Value::integer(std::int64_t{2}), 2, 503, "queue_full", "x");
-  text += "state,question,answer\n";  // a CSV given as OUT
+  text += "state,question,answer\n";   // a CSV given as OUT
   text += R"({"id":3,"line":3,"sta)";  // torn
   std::ofstream(out, std::ios::binary) << text;
   try {
@@ -123,13 +123,50 @@ TEST(BatchOutput, ResumeRefusesAnOutputWithLinesThatAreNoRecords) {
         << e.what();
   }
   std::ifstream in(out, std::ios::binary);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
-            text)
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), text)
       << "nothing changed";
   // A torn last line alone is a killed run's: no refusal.
-  std::ofstream(out, std::ios::binary) << R"({"id":1,"line":1,"status":503,"error":{}})" << "\n"
+  std::ofstream(out, std::ios::binary) << R"({"id":1,"line":1,"status":503,"error":{}})"
+                                       << "\n"
                                        << R"({"id":3,"li)";
   EXPECT_EQ(drop_retryable_records(out), 1u);
+}
+
+/// A breaker's input: --resume matched records by line number alone; with another input, or the
+/// input's lines reordered, it skipped lines never decided and decided others twice. A record
+/// whose id is not its input line's, or whose line the input lacks, is refused.
+TEST(BatchOutput, ResumeRefusesRecordsOfAnotherInput) {
+  test::TempDir dir("clef-batch-resume-ids");
+  const auto out = dir.path() / "out.jsonl";
+  const std::vector<BatchItem> items = parse_batch_input(
+      "{\"id\": \"k0\", \"request\": {}}\n{\"id\": \"k1\", \"request\": {}}\n{\"questions\": "
+      "{}}\n");
+  const auto write = [&](const std::string& text) { std::ofstream(out, std::ios::binary) << text; };
+  const auto refusal = [&]() -> std::string {
+    try {
+      check_resumed_records(out, items);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.param(), "out");
+      return e.what();
+    }
+    return "";
+  };
+  // This input's records (line 3's id is its number), and a torn last line: accepted.
+  write(answer_record(json::Value::string("k0"), 1, 200, R"({"answers":{}})") +
+        answer_record(json::Value::integer(std::int64_t{3}), 3, 200, R"({"answers":{}})") +
+        R"({"id":"k1","li)");
+  EXPECT_EQ(refusal(), "");
+  // The input reordered: line 1's record holds k1.
+  write(answer_record(json::Value::string("k1"), 1, 200, R"({"answers":{}})"));
+  EXPECT_NE(refusal().find("out.jsonl line 1 is the record of input line 1 with id \"k1\", but "
+                           "that line's id is \"k0\""),
+            std::string::npos);
+  // A record of a line the input does not have.
+  write(answer_record(json::Value::string("k0"), 1, 200, R"({"answers":{}})") +
+        error_record(json::Value::integer(std::int64_t{9}), 9, 400, "invalid_request", "x"));
+  EXPECT_NE(refusal().find("out.jsonl line 2 is the record of input line 9, which the input "
+                           "does not have"),
+            std::string::npos);
 }
 
 TEST(HttpSender, ABrokenEndpointGivesErrorRecordsNotForgedOnes) {

@@ -324,6 +324,14 @@ TEST_F(FirstHour, ASettingGivenAsItsFlagAndAsSetIsRefused) {
     EXPECT_NE(r.output.find("both set"), std::string::npos) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(": give it once"), std::string::npos) << args << "\n" << r.output;
   }
+  // A breaker's input: the same --set twice kept the last one silently.
+  const Ran twice = run("ask --model-dir " + dir +
+                        " --set context_size=100 --set context_size=1024 --request x.json");
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("--set context_size=100 and --set context_size=1024 both set "
+                              "context_size: give it once"),
+            std::string::npos)
+      << twice.output;
   // One way alone is taken as before.
   const Ran one = run("ask --model-dir " + dir + " --set threads=1 --request /nonexistent.json");
   EXPECT_EQ(one.output.find("both set"), std::string::npos) << one.output;

@@ -27,14 +27,26 @@ refused "got '127.0.0.1:8081:9081:1'" --listen 127.0.0.1:8080 --replica 127.0.0.
 refused "got ':8081:9081'" --listen 127.0.0.1:8080 --replica :8081:9081
 refused "got '127.0.0.1:8081:70000'" --listen 127.0.0.1:8080 --replica 127.0.0.1:8081:70000
 refused "--listen takes ADDR:PORT" --listen 8080 --replica 127.0.0.1:8081:9081
+# A breaker's inputs: words slipped into the file, a comment, a port past an int, a flag last.
+refused "got 'host name:8081:9081'" --listen 127.0.0.1:8080 --replica 'host name:8081:9081'
+refused "got 'h#x:8081:9081'" --listen 127.0.0.1:8080 --replica 'h#x:8081:9081'
+refused "--listen takes ADDR:PORT" --listen '1.2.3.4 ssl crt /x:8080' --replica 127.0.0.1:8081:9081
+refused "got '127.0.0.1:99999999999999999999:9081'" --listen :8080 \
+  --replica 127.0.0.1:99999999999999999999:9081
+refused "--stats needs a value" --listen 127.0.0.1:8080 --replica 127.0.0.1:8081:9081 --stats
+refused "--replica needs a value" --listen 127.0.0.1:8080 --replica
 refused "--stats takes ADDR:PORT" --listen 127.0.0.1:8080 --stats 127.0.0.1:x \
   --replica 127.0.0.1:8081:9081
 
 cfg=$(mktemp)
 trap 'rm -f "$cfg"' EXIT
 if ! "$make_config" --listen :8080 --stats '[::1]:8404' \
-  --replica 127.0.0.1:8081:9081 --replica localhost:8082:9082 >"$cfg"; then
+  --replica 127.0.0.1:8081:9081 --replica localhost:8082:9082 --replica '[::1]:8083:9083' >"$cfg"; then
   echo "FAIL: make-config refused good replicas"
+  failures=$((failures + 1))
+elif ! grep -q "server clef3 \[::1\]:8083 check .* agent-port 9083 " "$cfg"; then
+  echo "FAIL: the IPv6 replica is not written as [::1]:8083 with agent port 9083:"
+  grep "server clef3" "$cfg"
   failures=$((failures + 1))
 elif command -v haproxy >/dev/null; then
   if haproxy -c -f "$cfg" >/dev/null 2>&1; then

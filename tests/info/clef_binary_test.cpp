@@ -69,6 +69,10 @@ TEST(ClefBinary, InfoTakesTheModelDirAsServeDoes) {
   const Ran both = run("info '" + dir.string() + "' --model-dir '" + dir.string() + "'");
   EXPECT_EQ(both.exit_code, 2) << both.output;
   EXPECT_NE(both.output.find("give the model once"), std::string::npos) << both.output;
+  // A breaker's input: an empty --model-dir printed only the devices, as if none was given.
+  const Ran empty = run("info --model-dir ''");
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("--model-dir is empty"), std::string::npos) << empty.output;
 }
 
 /// A new user's first `clef info` (no model yet) printed only "PATHS is required": it prints the

@@ -44,6 +44,7 @@ struct Sample {
     }
     trainer.set_steps(24);
     state.epoch = 3;
+    state.fingerprint_parts = {{"--lr", "0.003000000000"}, {"--data (sha256)", "ab12"}};
     state.fingerprint = "abc";
     state.step = 24;
     state.best_epoch = 2;
@@ -69,6 +70,7 @@ TEST(Checkpoint, WhatIsWrittenIsReadBack) {
   EXPECT_EQ(back->epoch, 3);
   EXPECT_EQ(back->best_epoch, 2);
   EXPECT_EQ(back->fingerprint, "abc");
+  EXPECT_EQ(back->fingerprint_parts, c.state.fingerprint_parts);
   EXPECT_EQ(back->step, 24);
   HeadTrainer restored(oracle_head(), 1);
   restore_checkpoint(dir.path(), restored);
@@ -183,6 +185,10 @@ TEST(Checkpoint, AStateThatDoesNotFitTogetherIsRefused) {
       {"\"epoch\":3,", "\"epoch\":4294967299,"},
       {"\"step\":24", "\"step\":-1"},
       {"\"step\":24", "\"step\":1000000000000000000000000000000"},
+      // A breaker's inputs: damaged parts were dropped, and a refused resume then named
+      // the wrong values ("--lr (none there, ...)").
+      {"\"fingerprint_parts\":{", "\"fingerprint_parts\":[1,2],\"y\":{"},
+      {"\"--lr\":\"0.003000000000\"", "\"--lr\":0.003"},
   };
   for (const auto& [from, to] : edits) {
     SCOPED_TRACE(to);
