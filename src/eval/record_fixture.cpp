@@ -104,6 +104,12 @@ std::size_t record_fixture(runtime::Engine& engine, const Fixture& fixture,
        {"runs", json::Value::array(runs)}});
   std::error_code ec;
   const std::filesystem::path dir = out.parent_path().empty() ? "." : out.parent_path();
+  // Its folder made as the images' is (a text-only fixture into a new folder failed).
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw invalid_request("cannot make the fixture's folder " + dir.string() + ": " + ec.message(),
+                          "fixture");
+  }
   if (!images.empty()) {
     std::filesystem::create_directories(dir / "images", ec);
     for (const std::string& f : images) {

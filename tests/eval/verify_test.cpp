@@ -59,6 +59,11 @@ class VerifyTest : public ::testing::Test {
     text.sources = {"own_text"};
     // own_t02 is withheld: 3 of the first 4 text runs are written.
     EXPECT_EQ(eval::record_fixture(*engine_, authors, text, dir_->path() / "text.json"), 3u);
+    // Found in session 8: a text-only fixture into a folder not yet made said only "cannot write
+    // the fixture"; the folder is made, as for the images.
+    EXPECT_EQ(eval::record_fixture(*engine_, authors, text, dir_->path() / "new" / "text.json"),
+              3u);
+    EXPECT_TRUE(std::filesystem::exists(dir_->path() / "new" / "text.json"));
     eval::VerifyOptions image;
     image.limit = 4;
     image.sources = {"own_image"};
