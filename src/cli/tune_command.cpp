@@ -324,6 +324,16 @@ int run_tune(TuneCommandOptions& o) {
     if (!resume_from) {
       throw invalid_request("--resume: " + o.out + " holds no checkpoint to continue", "resume");
     }
+    // A breaker's input: resuming after as many epochs as --epochs asks (or more) trained nothing
+    // and said only "resuming after epoch N".
+    if (resume_from->epoch >= o.settings.epochs) {
+      throw invalid_request("--resume: the checkpoint in " + o.out + " has " +
+                                std::to_string(resume_from->epoch) + " epochs, --epochs " +
+                                std::to_string(o.settings.epochs) +
+                                " asks for no more: give --epochs above " +
+                                std::to_string(resume_from->epoch) + " to train on",
+                            "epochs");
+    }
   } else if (fs::exists(tune::checkpoint_dir(out)) && !o.force) {
     throw invalid_request("--out " + o.out +
                               " holds the checkpoint of an earlier run: --resume continues it, "

@@ -158,6 +158,14 @@ TEST_F(TuneCommand, AResumedRunGivesTheBytesOfAnUninterruptedOne) {
               line_of(whole_output).ends_with("(best)"))
         << epoch;
   }
+  // A run of 3 epochs resumed with --epochs 3 has nothing to train: said, not silently done.
+  const Ran done =
+      clef("tune" + model + data() + " --out " + split.string() + " --epochs 3 --resume" + settings,
+           log("done.txt"));
+  EXPECT_EQ(done.exit_code, 2) << done.output;
+  EXPECT_NE(done.output.find("has 3 epochs, --epochs 3 asks for no more: give --epochs above 3"),
+            std::string::npos)
+      << done.output;
   // Other settings cannot resume it.
   const Ran other = clef("tune" + model + data() + " --out " + split.string() +
                              " --epochs 4 --resume --patience 0 --lr 1e-3 --batch-size 8 "
