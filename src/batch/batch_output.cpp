@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "json/parse.hpp"
 #include "json/render.hpp"
@@ -52,68 +53,73 @@ bool undecided(const json::Value& record) {
   return d == "0" || d == "401" || d == "429" || d == "503";
 }
 
+/// The text of `out`; nullopt when it cannot be read (a missing file: nothing to resume).
+std::optional<std::string> read_text(const std::filesystem::path& out) {
+  std::ifstream in(out, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Calls visit(line_no, line, record, complete) for every line of `text` (1-based numbers):
+/// `record` is the line's JSON value, null when it is not JSON; `complete` is false for a last
+/// line without its newline (torn by a killed run).
+template <typename Visit>
+void for_each_line(std::string_view text, Visit&& visit) {
+  std::size_t at = 0;
+  for (int line_no = 1; at < text.size(); ++line_no) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    json::Value record;
+    try {
+      record = json::parse(line);
+    } catch (const Error&) {
+      record = json::Value::null();
+    }
+    visit(line_no, line, record, end < text.size());
+    at = end + 1;
+  }
+}
+
 }  // namespace
 
 std::set<int> answered_lines(const std::filesystem::path& out) {
   std::set<int> lines;
-  std::ifstream in(out, std::ios::binary);
-  if (!in) return lines;
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) break;  // torn: not a record
-    try {
-      const json::Value v = json::parse(std::string_view(text).substr(at, end - at));
-      const json::Value* n = v.find("line");
-      if (n != nullptr && n->is_integer() && n->integer_digits().size() <= 9 &&
-          n->integer_digits()[0] != '-' && !undecided(v)) {
-        lines.insert(std::stoi(n->integer_digits()));
-      }
-    } catch (const Error&) {
-      // Not a record of ours: ignored.
+  const std::optional<std::string> text = read_text(out);
+  if (!text) return lines;
+  for_each_line(*text, [&](int, std::string_view, const json::Value& v, bool complete) {
+    if (!complete || !v.is_object()) return;  // torn, or not a record of ours: ignored
+    const json::Value* n = v.find("line");
+    if (n != nullptr && n->is_integer() && n->integer_digits().size() <= 9 &&
+        n->integer_digits()[0] != '-' && !undecided(v)) {
+      lines.insert(std::stoi(n->integer_digits()));
     }
-    at = end + 1;
-  }
+  });
   return lines;
 }
 
 std::size_t drop_retryable_records(const std::filesystem::path& out) {
-  std::ifstream in(out, std::ios::binary);
-  if (!in) return 0;
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  in.close();
+  const std::optional<std::string> text = read_text(out);
+  if (!text) return 0;
   std::string kept;
   std::size_t dropped = 0;
-  std::size_t at = 0;
-  for (int line_no = 1; at < text.size(); ++line_no) {
-    const std::size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view line = std::string_view(text).substr(at, end - at);
-    bool retry = false;
-    bool record = false;
-    try {
-      const json::Value v = json::parse(line);
-      record = v.is_object();
-      retry = record && undecided(v);
-    } catch (const Error&) {
-    }
-    if (!record && end < text.size()) {
-      // A complete line that is not a JSON object is no record of clef batch: OUT is another
-      // file, or was edited. Nothing is changed (a torn last line from a killed run is cut).
-      throw invalid_request(out.string() + " line " + std::to_string(line_no) +
-                                " is not a record of clef batch (a JSON object a line): resume "
-                                "into the output of an earlier run, or give another OUT",
-                            "out");
-    }
-    if (retry) {
-      ++dropped;
-    } else if (end < text.size()) {
-      kept.append(line).append("\n");
-    } else {
-      kept.append(line);  // a torn last line stays for cut_torn_line
-    }
-    at = end + 1;
-  }
+  for_each_line(
+      *text, [&](int line_no, std::string_view line, const json::Value& v, bool complete) {
+        if (!v.is_object() && complete) {
+          // A complete line that is not a JSON object is no record of clef batch: OUT is another
+          // file, or was edited. Nothing is changed (a torn last line from a killed run is cut).
+          throw invalid_request(out.string() + " line " + std::to_string(line_no) +
+                                    " is not a record of clef batch (a JSON object a line): resume "
+                                    "into the output of an earlier run, or give another OUT",
+                                "out");
+        }
+        if (v.is_object() && undecided(v)) {
+          ++dropped;
+        } else if (complete) {
+          kept.append(line).append("\n");
+        } else {
+          kept.append(line);  // a torn last line stays for cut_torn_line
+        }
+      });
   if (dropped > 0) {
     const std::filesystem::path tmp = out.string() + ".tmp";
     std::ofstream(tmp, std::ios::binary) << kept;
@@ -123,43 +129,35 @@ std::size_t drop_retryable_records(const std::filesystem::path& out) {
 }
 
 void check_resumed_records(const std::filesystem::path& out, std::span<const BatchItem> items) {
-  std::ifstream in(out, std::ios::binary);
-  if (!in) return;
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  std::size_t at = 0;
-  for (int out_line = 1; at < text.size(); ++out_line) {
-    const std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) break;  // torn: cut and decided again
-    json::Value record;
-    try {
-      record = json::parse(std::string_view(text).substr(at, end - at));
-    } catch (const Error&) {
-      record = json::Value::null();  // drop_retryable_records refuses such lines
-    }
-    at = end + 1;
-    const json::Value* line = record.is_object() ? record.find("line") : nullptr;
-    const json::Value* id = record.is_object() ? record.find("id") : nullptr;
-    if (line == nullptr || id == nullptr || !line->is_integer()) continue;
-    const std::string& digits = line->integer_digits();
-    const auto item = std::find_if(items.begin(), items.end(), [&](const BatchItem& i) {
-      return std::to_string(i.line) == digits;
-    });
-    const std::string where = out.string() + " line " + std::to_string(out_line);
-    if (item == items.end()) {
-      throw invalid_request(where + " is the record of input line " + digits +
-                                ", which the input does not have: OUT was written for another "
-                                "input; give that input, or another OUT",
-                            "out");
-    }
-    if (json::dumps_unsorted(item->id) != json::dumps_unsorted(*id)) {
-      throw invalid_request(where + " is the record of input line " + digits + " with id " +
-                                json::dumps_unsorted(*id) + ", but that line's id is " +
-                                json::dumps_unsorted(item->id) +
-                                ": OUT was written for another input (or the input changed); "
-                                "give that input, or another OUT",
-                            "out");
-    }
-  }
+  const std::optional<std::string> text = read_text(out);
+  if (!text) return;
+  for_each_line(
+      *text, [&](int out_line, std::string_view, const json::Value& record, bool complete) {
+        // A torn line is cut and decided again; lines that are no records are
+        // drop_retryable_records' to refuse.
+        const json::Value* line = complete && record.is_object() ? record.find("line") : nullptr;
+        const json::Value* id = complete && record.is_object() ? record.find("id") : nullptr;
+        if (line == nullptr || id == nullptr || !line->is_integer()) return;
+        const std::string& digits = line->integer_digits();
+        const auto item = std::find_if(items.begin(), items.end(), [&](const BatchItem& i) {
+          return std::to_string(i.line) == digits;
+        });
+        const std::string where = out.string() + " line " + std::to_string(out_line);
+        if (item == items.end()) {
+          throw invalid_request(where + " is the record of input line " + digits +
+                                    ", which the input does not have: OUT was written for another "
+                                    "input; give that input, or another OUT",
+                                "out");
+        }
+        if (json::dumps_unsorted(item->id) != json::dumps_unsorted(*id)) {
+          throw invalid_request(where + " is the record of input line " + digits + " with id " +
+                                    json::dumps_unsorted(*id) + ", but that line's id is " +
+                                    json::dumps_unsorted(item->id) +
+                                    ": OUT was written for another input (or the input changed); "
+                                    "give that input, or another OUT",
+                                "out");
+        }
+      });
 }
 
 std::size_t cut_torn_line(const std::filesystem::path& out) {
