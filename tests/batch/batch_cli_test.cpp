@@ -9,20 +9,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
+
+#include "support/tiny_model.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using clef::test::read_bytes;
 
 /// `clef batch ARGS` (a shell line), its exit code.
 int clef_batch(const std::string& args, const fs::path& log) {
@@ -62,11 +58,12 @@ TEST(BatchCommand, EndpointBeforeInAndOutAndAnErrorAnswerIsNotExitZero) {
                               log);
   server.stop();
   serving.join();
-  const std::string records = read(out);
-  EXPECT_NE(records.find("\"status\":200"), std::string::npos) << records << read(log);
-  EXPECT_NE(records.find("\"status\":400"), std::string::npos) << records << read(log);
-  EXPECT_EQ(code, 3) << read(log);  // every line has its record, one an error answer
-  EXPECT_NE(read(log).find("1 line(s) got an error answer"), std::string::npos) << read(log);
+  const std::string records = read_bytes(out);
+  EXPECT_NE(records.find("\"status\":200"), std::string::npos) << records << read_bytes(log);
+  EXPECT_NE(records.find("\"status\":400"), std::string::npos) << records << read_bytes(log);
+  EXPECT_EQ(code, 3) << read_bytes(log);  // every line has its record, one an error answer
+  EXPECT_NE(read_bytes(log).find("1 line(s) got an error answer"), std::string::npos)
+      << read_bytes(log);
   fs::remove_all(dir);
 }
 
