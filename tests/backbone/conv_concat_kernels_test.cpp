@@ -17,15 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "support/ggml_cpu_graph.hpp"
+
 namespace {
 
-struct Context {
-  ggml_context* ctx;
-  Context() : ctx(ggml_init({64 * 1024 * 1024, nullptr, false})) {}
-  ~Context() { ggml_free(ctx); }
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-};
+using clef::test::at;
+using clef::test::compute;
 
 ggml_tensor* random_tensor(ggml_context* ctx, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2,
                            unsigned seed) {
@@ -35,19 +32,6 @@ ggml_tensor* random_tensor(ggml_context* ctx, std::int64_t ne0, std::int64_t ne1
   auto* v = static_cast<float*>(t->data);
   for (std::int64_t i = 0; i < ggml_nelements(t); ++i) v[i] = n(rng);
   return t;
-}
-
-float at(const ggml_tensor* t, std::int64_t i0, std::int64_t i1, std::int64_t i2) {
-  const char* p = static_cast<const char*>(t->data) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2];
-  float v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-void compute(ggml_context* ctx, ggml_tensor* out, int threads) {
-  ggml_cgraph* gf = ggml_new_graph(ctx);
-  ggml_build_forward_expand(gf, out);
-  ASSERT_EQ(ggml_graph_compute_with_ctx(ctx, gf, threads), GGML_STATUS_SUCCESS);
 }
 
 /// One output of the pinned loop: sumf = 0; sumf += s[i] * w[i] for the 4 taps, contracted into
@@ -69,13 +53,13 @@ TEST(ConvConcatKernels, TheFourTapConvolutionGivesThePinnedLoopsValues) {
           {1, 3, 1}}) {
       SCOPED_TRACE(std::to_string(channels) + " channels, " + std::to_string(tokens) + " tokens, " +
                    std::to_string(seqs) + " sequences, " + std::to_string(threads) + " threads");
-      Context c;
+      const ggml_context_ptr c = clef::test::cpu_context();
       // conv_x: {d_conv - 1 + n_t, d_inner, n_s}; weight {d_conv, d_inner}
-      ggml_tensor* x = random_tensor(c.ctx, 3 + tokens, channels, seqs, 5);
-      ggml_tensor* w = random_tensor(c.ctx, 4, channels, 1, 6);
-      ggml_tensor* w2 = ggml_reshape_2d(c.ctx, w, 4, channels);
-      ggml_tensor* out = ggml_ssm_conv(c.ctx, x, w2);  // {d_inner, n_t, n_s}
-      compute(c.ctx, out, threads);
+      ggml_tensor* x = random_tensor(c.get(), 3 + tokens, channels, seqs, 5);
+      ggml_tensor* w = random_tensor(c.get(), 4, channels, 1, 6);
+      ggml_tensor* w2 = ggml_reshape_2d(c.get(), w, 4, channels);
+      ggml_tensor* out = ggml_ssm_conv(c.get(), x, w2);  // {d_inner, n_t, n_s}
+      compute(c.get(), out, threads);
       const auto* xv = static_cast<const float*>(x->data);
       const auto* wv = static_cast<const float*>(w->data);
       for (std::int64_t s = 0; s < seqs; ++s) {
@@ -108,12 +92,13 @@ TEST(ConvConcatKernels, AConcatenationAlongRowsCopiesBothSourcesExactly) {
                    std::to_string(second) + ", " + std::to_string(planes) + " planes" +
                    (transposed ? ", transposed second" : "") + ", " + std::to_string(threads) +
                    " threads");
-      Context c;
-      ggml_tensor* a = random_tensor(c.ctx, first, rows, planes, 7);
-      ggml_tensor* b = transposed ? ggml_transpose(c.ctx, random_tensor(c.ctx, rows, second, 1, 8))
-                                  : random_tensor(c.ctx, second, rows, planes, 8);
-      ggml_tensor* out = ggml_concat(c.ctx, a, b, 0);
-      compute(c.ctx, out, threads);
+      const ggml_context_ptr c = clef::test::cpu_context();
+      ggml_tensor* a = random_tensor(c.get(), first, rows, planes, 7);
+      ggml_tensor* b = transposed
+                           ? ggml_transpose(c.get(), random_tensor(c.get(), rows, second, 1, 8))
+                           : random_tensor(c.get(), second, rows, planes, 8);
+      ggml_tensor* out = ggml_concat(c.get(), a, b, 0);
+      compute(c.get(), out, threads);
       for (std::int64_t p = 0; p < planes; ++p) {
         for (std::int64_t r = 0; r < rows; ++r) {
           for (std::int64_t i = 0; i < first + second; ++i) {

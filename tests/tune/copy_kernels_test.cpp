@@ -11,15 +11,12 @@
 #include <random>
 #include <vector>
 
+#include "support/ggml_cpu_graph.hpp"
+
 namespace {
 
-struct Context {
-  ggml_context* ctx;
-  Context() : ctx(ggml_init({32 * 1024 * 1024, nullptr, false})) {}
-  ~Context() { ggml_free(ctx); }
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-};
+using clef::test::at;
+using clef::test::compute;
 
 /// A [ne0, ne1, ne2] f32 tensor of random values.
 ggml_tensor* random_tensor(ggml_context* ctx, std::int64_t ne0, std::int64_t ne1,
@@ -32,31 +29,17 @@ ggml_tensor* random_tensor(ggml_context* ctx, std::int64_t ne0, std::int64_t ne1
   return t;
 }
 
-/// Element (i0, i1, i2, i3) of any f32 tensor, through its strides.
-float at(const ggml_tensor* t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
-         std::int64_t i3 = 0) {
-  const char* p = static_cast<const char*>(t->data) + i0 * t->nb[0] + i1 * t->nb[1] +
-                  i2 * t->nb[2] + i3 * t->nb[3];
-  return *reinterpret_cast<const float*>(p);
-}
-
-void compute(ggml_context* ctx, ggml_tensor* out, int threads) {
-  ggml_cgraph* gf = ggml_new_graph(ctx);
-  ggml_build_forward_expand(gf, out);
-  ASSERT_EQ(ggml_graph_compute_with_ctx(ctx, gf, threads), GGML_STATUS_SUCCESS);
-}
-
 TEST(CopyKernels, ATransposedMatrixIsCopiedExactly) {
   for (int threads : {1, 3}) {
     for (auto [ne0, ne1] :
          {std::pair<std::int64_t, std::int64_t>{37, 53}, {16, 16}, {1, 70}, {70, 1}, {1000, 33}}) {
       SCOPED_TRACE(std::to_string(ne0) + " x " + std::to_string(ne1) + ", " +
                    std::to_string(threads) + " threads");
-      Context c;
-      ggml_tensor* a = random_tensor(c.ctx, ne0, ne1, 1);
-      ggml_tensor* view = ggml_transpose(c.ctx, a);  // [ne1, ne0], rows contiguous along i01
-      ggml_tensor* out = ggml_cont(c.ctx, view);
-      compute(c.ctx, out, threads);
+      const ggml_context_ptr c = clef::test::cpu_context();
+      ggml_tensor* a = random_tensor(c.get(), ne0, ne1, 1);
+      ggml_tensor* view = ggml_transpose(c.get(), a);  // [ne1, ne0], rows contiguous along i01
+      ggml_tensor* out = ggml_cont(c.get(), view);
+      compute(c.get(), out, threads);
       for (std::int64_t i1 = 0; i1 < ne0; ++i1) {
         for (std::int64_t i0 = 0; i0 < ne1; ++i0)
           ASSERT_EQ(at(out, i0, i1, 0), at(view, i0, i1, 0)) << i0 << ", " << i1;
@@ -69,12 +52,12 @@ TEST(CopyKernels, ThePermutationOfTheHeadsValuesIsCopiedExactly) {
   // The attention's V as [S, d, h] from [d, h, S] (head_graph_ops.cpp, attend): a 3-D permute
   // whose rows are contiguous along its second dimension.
   for (int threads : {1, 3}) {
-    Context c;
-    ggml_tensor* v = random_tensor(c.ctx, 8 * 5, 29, 1);  // [E = d h, S]
+    const ggml_context_ptr c = clef::test::cpu_context();
+    ggml_tensor* v = random_tensor(c.get(), 8 * 5, 29, 1);  // [E = d h, S]
     ggml_tensor* p =
-        ggml_permute(c.ctx, ggml_reshape_3d(c.ctx, v, 8, 5, 29), 1, 2, 0, 3);  // [S, d, h]
-    ggml_tensor* out = ggml_cont(c.ctx, p);
-    compute(c.ctx, out, threads);
+        ggml_permute(c.get(), ggml_reshape_3d(c.get(), v, 8, 5, 29), 1, 2, 0, 3);  // [S, d, h]
+    ggml_tensor* out = ggml_cont(c.get(), p);
+    compute(c.get(), out, threads);
     for (std::int64_t i2 = 0; i2 < 5; ++i2) {
       for (std::int64_t i1 = 0; i1 < 8; ++i1) {
         for (std::int64_t i0 = 0; i0 < 29; ++i0)
@@ -86,10 +69,10 @@ TEST(CopyKernels, ThePermutationOfTheHeadsValuesIsCopiedExactly) {
 
 TEST(CopyKernels, APaddedTensorHoldsItsValuesAndZeros) {
   for (int threads : {1, 3}) {
-    Context c;
-    ggml_tensor* a = random_tensor(c.ctx, 37, 11, 3);
-    ggml_tensor* out = ggml_pad_ext(c.ctx, a, 2, 27, 1, 3, 0, 2, 0, 0);
-    compute(c.ctx, out, threads);
+    const ggml_context_ptr c = clef::test::cpu_context();
+    ggml_tensor* a = random_tensor(c.get(), 37, 11, 3);
+    ggml_tensor* out = ggml_pad_ext(c.get(), a, 2, 27, 1, 3, 0, 2, 0, 0);
+    compute(c.get(), out, threads);
     ASSERT_EQ(out->ne[0], 66);
     ASSERT_EQ(out->ne[1], 15);
     ASSERT_EQ(out->ne[2], 5);
