@@ -204,8 +204,9 @@ GraphIo build_forward(ggml_context* ctx, ggml_cgraph* gf, const HeadTensors& w, 
   if (folded) {
     // The affine part after the transposition, its parameters as [1, H]: the gradient reaching
     // it is then contiguous (ggml sums a broadcast operand's gradient from contiguous rows only).
-    rows_t = ggml_add(ctx, ggml_mul(ctx, rows_t, ggml_reshape_2d(ctx, w.hidden_norm.weight, 1, h)),
-                      ggml_reshape_2d(ctx, w.hidden_norm.bias, 1, h));
+    rows_t = layer_norm_affine(ctx, rows_t,
+                               {ggml_reshape_2d(ctx, w.hidden_norm.weight, 1, h),
+                                ggml_reshape_2d(ctx, w.hidden_norm.bias, 1, h)});
   }
   ggml_tensor* means =
       ggml_div(ctx, ggml_mul_mat(ctx, rows_t, io.span_select), io.span_lengths);  // [H, n_spans]
