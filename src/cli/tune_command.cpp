@@ -206,19 +206,20 @@ std::string fingerprint(const tune::FingerprintParts& parts) {
     d.update(std::span<const char>(line.data(), line.size()));
     d.update(std::span<const char>("\n", 1));
   };
+  // The files' hashes (or the holdout share), the settings' line, then a cosine run's epochs.
   std::string settings;
+  const std::string* epochs = nullptr;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (i < 4) {
-      add(parts[i].second);  // the files' hashes (or the holdout share)
-    } else if (parts[i].first == "--epochs") {
-      add(settings);
-      settings.clear();
       add(parts[i].second);
+    } else if (parts[i].first == "--epochs") {
+      epochs = &parts[i].second;
     } else {
       settings += (settings.empty() ? "" : " ") + parts[i].second;
     }
   }
-  if (!settings.empty()) add(settings);
+  add(settings);
+  if (epochs != nullptr) add(*epochs);
   return d.hex();
 }
 
