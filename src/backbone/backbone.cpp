@@ -420,7 +420,13 @@ int Backbone::next_piece(const Prefill& p, int limit) {
   return limit;
 }
 
-void Backbone::step(std::span<Prefill* const> prefills, int most_tokens) {
+void Backbone::step(std::span<Prefill* const> prefills, int piece_tokens) {
+  const bool whole = piece_tokens == kWholeBatches;
+  if (!whole &&
+      (params_.flash_attention || piece_tokens <= 0 || piece_tokens % kBatchRowAlignment != 0)) {
+    bad_prefill("step() of pieces of " + std::to_string(piece_tokens) +
+                " tokens (whole layout batches, or a multiple of 16 without flash attention)");
+  }
   std::vector<Prefill*> live;
   for (Prefill* p : prefills) {
     if (p->done()) continue;
@@ -433,14 +439,7 @@ void Backbone::step(std::span<Prefill* const> prefills, int most_tokens) {
     live.push_back(p);
   }
   if (live.empty()) return;
-  const int n = static_cast<int>(live.size());
-  // With flash attention the layout's whole batches (its kernels depend on the layout: pieces
-  // would move the rows); else at most most_tokens, shared among the prefills.
-  const int limit =
-      params_.flash_attention || most_tokens == kWholeBatches
-          ? kWholeBatches
-          : std::max(kBatchRowAlignment, std::min(most_tokens, params_.chunk_tokens / n) /
-                                             kBatchRowAlignment * kBatchRowAlignment);
+  const int limit = piece_tokens;
   // Pieces of one length (a multiple of the row alignment) and kind share a llama_decode, in
   // sequence order; any other piece is decoded alone.
   std::map<std::pair<int, bool>, std::vector<Prefill*>> groups;

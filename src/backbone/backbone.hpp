@@ -188,20 +188,22 @@ class Backbone {
                 const Cancelled& cancelled, int seq);
 
   /// One step of continuous batching: every prefill not done() decodes its next piece, pieces of
-  /// the same length going through ONE llama_decode as consecutive sequences. A piece is at most
-  /// max(16, min(most_tokens, chunk / n)) tokens of its layout batch (n: the prefills not done),
-  /// rounded down to a multiple of kBatchRowAlignment, so every boundary stays where the record
-  /// alone may have one; a piece of another length (a layout batch's tail) is decoded on its own.
-  /// With kWholeBatches, or with flash attention (its kernels depend on the layout), a piece is a
-  /// whole layout batch. So each record's rows are the bytes it gets alone: llama.cpp splits a
-  /// batch of several sequences into ubatches of consecutive sequence ids and equal lengths
-  /// (llama-batch.cpp split_equal), each sequence keeps its own KV stream (kv_unified off) and
-  /// recurrent cell, and every row of an aligned piece takes the 16-row matrix path it takes
-  /// alone. A prefill whose `cancelled` says true is stopped before its piece, or, when its piece
-  /// goes through llama_decode on its own, during it (llama.cpp's abort callback): done(),
-  /// cancelled(), its memory cleared; the others go on. Throws clef::Error (internal) when
-  /// llama_decode fails (every prefill of the step is then unusable) or a prefill is suspended().
-  void step(std::span<Prefill* const> prefills, int most_tokens = kPausablePiece);
+  /// the same length going through ONE llama_decode as consecutive sequences (at most
+  /// chunk_tokens a call). A piece is at most `piece_tokens` tokens of its layout batch (the
+  /// step's budget, which the caller sets: runtime::plan_step through shared_piece()), never
+  /// leaving a 1-token tail; a piece of another length (a layout batch's tail) is decoded on its
+  /// own. `piece_tokens` is kWholeBatches (whole layout batches; always with flash attention, whose
+  /// kernels depend on the layout) or a positive multiple of kBatchRowAlignment, so every
+  /// boundary stays where the record alone may have one. So each record's rows are the bytes it
+  /// gets alone: llama.cpp splits a batch of several sequences into ubatches of consecutive
+  /// sequence ids and equal lengths (llama-batch.cpp split_equal), each sequence keeps its own KV
+  /// stream (kv_unified off) and recurrent cell, and every row of an aligned piece takes the
+  /// 16-row matrix path it takes alone. A prefill whose `cancelled` says true is stopped before
+  /// its piece, or, when its piece goes through llama_decode on its own, during it (llama.cpp's
+  /// abort callback): done(), cancelled(), its memory cleared; the others go on. Throws
+  /// clef::Error (internal) when llama_decode fails (every prefill of the step is then
+  /// unusable), a prefill is suspended(), or `piece_tokens` is none of the above.
+  void step(std::span<Prefill* const> prefills, int piece_tokens);
 
   /// Takes `prefill`'s memory out of its sequence (a full snapshot) and clears the sequence, so
   /// another record may use it; the prefill is suspended() until resume(). Bytes unchanged: the

@@ -74,15 +74,30 @@ inline constexpr int kBatchRowAlignment = 16;
 /// hidden states.
 int chunk_length(int total, int start, int chunk);
 
-/// The longest piece of a prefill a scheduler steps while others may wait (Backbone::step's
-/// default), with flash attention off: a waiting request waits for at most one piece.
+/// The longest piece of a prefill a scheduler steps while others may wait (runtime::plan_step),
+/// with flash attention off: a waiting request waits for at most one piece.
 /// A multiple of kBatchRowAlignment, so the rows are those of the record's own layout (measured:
 /// 256-token pieces cost ~4% of a 1,934-token prefill against 512, 128-token ones ~10%; shape-0.8b,
 /// docs/performance.md).
 inline constexpr int kPausablePiece = 256;
 
-/// Backbone::step's `most_tokens` for a prefill that runs alone and nothing waits for: each piece
-/// is a whole batch of the record's layout (the fewest llama_decode calls).
+/// Backbone::step's `piece_tokens` for a prefill that runs alone and nothing waits for, or with
+/// flash attention: each piece is a whole batch of the record's layout (the fewest llama_decode
+/// calls).
 inline constexpr int kWholeBatches = std::numeric_limits<int>::max();
+
+/// The most tokens of each piece when `n` prefills (n >= 1) share one step of at most
+/// `most_tokens` each on a backbone that decodes at most `chunk_tokens` at once:
+/// max(16, min(most_tokens, chunk_tokens / n)) rounded down to kBatchRowAlignment, so every
+/// boundary stays where the record alone may have one and the step's pieces fill about one
+/// chunk; kWholeBatches stays kWholeBatches. The rule runtime::plan_step sets a step's budget
+/// with (the one place that does); Backbone::step takes what it gives.
+constexpr int shared_piece(int most_tokens, int chunk_tokens, int n) {
+  if (most_tokens == kWholeBatches) return kWholeBatches;
+  const int share = chunk_tokens / (n < 1 ? 1 : n);
+  const int most = most_tokens < share ? most_tokens : share;
+  const int aligned = most / kBatchRowAlignment * kBatchRowAlignment;
+  return aligned < kBatchRowAlignment ? kBatchRowAlignment : aligned;
+}
 
 }  // namespace clef::backbone

@@ -37,8 +37,19 @@ struct DecisionLoop::Active {
   bool suspended() const { return decision && decision->suspended(); }
 };
 
+namespace {
+
+StepShape shape_of(const Runner& runner, bool open) {
+  StepShape shape = runner.step_shape();
+  shape.slots = std::max(1, shape.slots);
+  shape.open = open;
+  return shape;
+}
+
+}  // namespace
+
 DecisionLoop::DecisionLoop(Runner& runner, bool open)
-    : runner_(runner), open_(open), slots_(std::max(1, runner.parallel())) {}
+    : runner_(runner), shape_(shape_of(runner, open)) {}
 
 DecisionLoop::~DecisionLoop() = default;
 
@@ -59,8 +70,8 @@ std::vector<RunningDecision> DecisionLoop::view() const {
   running.reserve(active_.size());
   for (const Active& a : active_) {
     running.push_back({a.prepared->input_tokens(), a.decision->tokens_left(),
-                       a.decision->images_left(), a.steps_out, a.stepped, a.suspended(),
-                       a.prepared->cancellation.requested()});
+                       a.decision->images_left(), a.decision->prefilling(), a.steps_out, a.stepped,
+                       a.suspended(), a.prepared->cancellation.requested()});
   }
   return running;
 }
@@ -70,7 +81,7 @@ std::list<DecisionLoop::Active>::iterator DecisionLoop::nth(std::size_t i) {
 }
 
 Admission DecisionLoop::plan(std::span<const WaitingRequest> waiting) const {
-  return plan_admission(slots_, view(), waiting);
+  return plan_admission(shape_.slots, view(), waiting);
 }
 
 DecisionLoop::Finished DecisionLoop::leave(std::list<Active>::iterator it,
@@ -140,28 +151,32 @@ std::vector<DecisionLoop::Finished> DecisionLoop::admit(
 std::vector<DecisionLoop::Finished> DecisionLoop::step() {
   std::vector<Finished> left;
   if (active_.empty()) return left;
-  StepPlan plan = plan_step(slots_, view());
-  // Closed, one slot and nothing suspended: nobody can come to pass it, so whole layout batches.
-  if (!open_ && slots_ == 1 && !suspended_since()) plan.most_tokens = backbone::kWholeBatches;
+  const StepPlan plan = plan_step(shape_, view());
   std::vector<DecisionInProgress*> advancing;
-  DecisionInProgress* encode = nullptr;
+  std::vector<DecisionInProgress*> starting;
+  Runner::StepOrders orders;
+  orders.most_tokens = plan.most_tokens;
+  const auto named = [](const std::vector<std::size_t>& list, std::size_t index) {
+    return std::find(list.begin(), list.end(), index) != list.end();
+  };
   std::size_t i = 0;
   for (Active& a : active_) {
     const std::size_t index = i++;
-    const bool goes =
-        std::find(plan.advance.begin(), plan.advance.end(), index) != plan.advance.end();
     if (a.suspended()) continue;
-    if (!goes) {
+    if (!named(plan.advance, index)) {
       ++a.steps_out;
       continue;
     }
     a.steps_out = 0;
     a.stepped = true;
     advancing.push_back(a.decision.get());
-    if (plan.encode == index) encode = a.decision.get();
+    if (named(plan.start, index)) starting.push_back(a.decision.get());
+    if (plan.encode == index) orders.encode = a.decision.get();
   }
+  orders.advance = advancing;
+  orders.start = starting;
   try {
-    if (!advancing.empty()) runner_.step(advancing, plan.most_tokens, encode);
+    if (!advancing.empty()) runner_.step(orders);
   } catch (...) {
     // The backbone failed: every decision of this step is lost, each told why (a suspended one
     // keeps its memory aside and goes on).

@@ -60,7 +60,7 @@ class DecisionLoop {
   DecisionLoop& operator=(const DecisionLoop&) = delete;
 
   /// The runner's sequences (Runner::parallel(), at least 1).
-  int slots() const noexcept { return slots_; }
+  int slots() const noexcept { return shape_.slots; }
   /// No decision in progress (none suspended either).
   bool empty() const noexcept { return active_.empty(); }
   /// Decisions in progress and not suspended.
@@ -98,8 +98,7 @@ class DecisionLoop {
   Finished leave(std::list<Active>::iterator it, DecisionOutcome outcome);
 
   Runner& runner_;
-  const bool open_;
-  const int slots_;
+  const StepShape shape_;     ///< what every step is planned within
   std::list<Active> active_;  // a list: a decision refers to its prepared request, which stays put
 };
 

@@ -90,27 +90,47 @@ class EngineRunner final : public Runner {
     ++p.out.suspensions;
   }
 
-  /// The image the plan names first (one encode cannot be interrupted), then every decision whose
-  /// images are all encoded starts its prefill if it has not, and they step together.
-  void step(std::span<DecisionInProgress* const> decisions, int most_tokens,
-            DecisionInProgress* encode) override {
-    for (DecisionInProgress* d : decisions) {
+  StepShape step_shape() const override {
+    const backbone::BackboneParams& params = model_.backbone.params();
+    return {params.parallel, params.chunk_tokens, params.flash_attention, true};
+  }
+
+  /// The image the plan names first (one encode cannot be interrupted), the prefills it starts,
+  /// then every prefill of the step decodes its piece.
+  void step(const StepOrders& orders) override {
+    for (DecisionInProgress* d : orders.advance) {
+      if (static_cast<Pending&>(*d).suspended()) {
+        throw Error(ErrorKind::internal, "internal", "step() of a suspended one");
+      }
+    }
+    if (orders.encode != nullptr) {
+      auto& p = static_cast<Pending&>(*orders.encode);
+      if (!p.error && !p.prefill) {
+        try {
+          encode_next_image(p);
+        } catch (...) {
+          p.error = std::current_exception();  // this decision only
+        }
+      }
+    }
+    for (DecisionInProgress* d : orders.start) {
       auto& p = static_cast<Pending&>(*d);
-      if (p.suspended()) throw Error(ErrorKind::internal, "internal", "step() of a suspended one");
       if (p.prefill || p.error) continue;
+      if (p.next_image != p.prepared.images.size()) {
+        throw Error(ErrorKind::internal, "internal", "a prefill started before its images");
+      }
       try {
-        if (d == encode) encode_next_image(p);
-        if (p.next_image == p.prepared.images.size()) start_prefill(p);
+        start_prefill(p);
       } catch (...) {
         p.error = std::current_exception();  // this decision only
       }
     }
     std::vector<backbone::Prefill*> prefills;
-    for (DecisionInProgress* d : decisions) {
+    for (DecisionInProgress* d : orders.advance) {
       auto& p = static_cast<Pending&>(*d);
       if (p.prefill && !p.prefill->done()) prefills.push_back(&*p.prefill);
     }
-    model_.backbone.step(prefills, most_tokens);
+    model_.backbone.step(prefills, orders.most_tokens);
   }
 
   Decision finish(DecisionInProgress& decision) override {
@@ -148,6 +168,7 @@ class EngineRunner final : public Runner {
     int images_left() const override {
       return prefill || error ? 0 : static_cast<int>(prepared.images.size() - next_image);
     }
+    bool prefilling() const override { return prefill.has_value(); }
 
     const PreparedRequest& prepared;
     SequenceSlots& sequences;

@@ -14,6 +14,7 @@
 #include "json/value.hpp"
 #include "runtime/head_inputs.hpp"
 #include "runtime/prepared_request.hpp"
+#include "runtime/scheduler.hpp"
 
 namespace clef::runtime {
 
@@ -69,6 +70,9 @@ class DecisionInProgress {
   /// Its images whose vision-tower rows are still to be made before its prefill starts (0 once
   /// it started, or once it failed): a step's plan names at most one of them to encode.
   virtual int images_left() const = 0;
+  /// Its prefill has started (Runner::step's `start`); false while its images are encoded, and
+  /// after a failure before its prefill.
+  virtual bool prefilling() const = 0;
   /// When Runner::suspend took it off its sequence; nullopt while it holds one. The one record
   /// of a decision's suspension: the loop and the scheduler read it, the time it was suspended
   /// is counted once (Decision::timings.paused_ms).
@@ -86,22 +90,37 @@ class Runner {
   /// scheduler's slots (runtime/scheduler.hpp).
   virtual int parallel() const { return 1; }
 
+  /// What its steps are planned within (StepShape: slots = parallel(), the backbone's chunk and
+  /// whether only whole layout batches may be decoded); `open` is the loop's to say.
+  virtual StepShape step_shape() const { return {parallel(), 512, false, true}; }
+
   /// Starts deciding `prepared` (which the caller keeps alive until the decision is destroyed)
   /// beside at most parallel() - 1 others: the state cache's lookup and the snapshot points; its
   /// images go through the vision tower in step(), one per step. Throws clef::Error for a request
   /// the model cannot take, or internal when parallel() decisions are already in progress.
   virtual std::unique_ptr<DecisionInProgress> begin(const PreparedRequest& prepared) = 0;
 
-  /// Carries out one step of the loop's plan (runtime::StepPlan): first the vision tower encodes
-  /// the next image of `encode` (one of `decisions`, with images_left(); null: none, an encode
-  /// cannot be interrupted), then every decision in `decisions` (none suspended, none prefilled)
-  /// whose images are all encoded advances by at most `most_tokens` tokens
-  /// (backbone::Backbone::step; backbone::kWholeBatches: whole layout batches), several records
-  /// in one backbone call; each one's answer is the bytes it gets alone. A decision whose client
-  /// has gone stops here without disturbing the others. Throws clef::Error (internal) when the
-  /// backbone fails: every decision of the step is then lost.
-  virtual void step(std::span<DecisionInProgress* const> decisions, int most_tokens,
-                    DecisionInProgress* encode) = 0;
+  /// One step of the loop's plan (runtime::StepPlan) as the runner carries it out.
+  struct StepOrders {
+    /// The decisions that advance (none suspended, none prefilled).
+    std::span<DecisionInProgress* const> advance;
+    /// Of `advance`: the one whose next image the vision tower encodes first (null: none; an
+    /// encode cannot be interrupted).
+    DecisionInProgress* encode = nullptr;
+    /// Of `advance`: those whose prefill starts, after the encode (their images all encoded).
+    std::span<DecisionInProgress* const> start;
+    /// The most tokens each prefill decodes (backbone::Backbone::step's piece_tokens).
+    int most_tokens = 0;
+  };
+
+  /// Carries out `orders`: the encode, the prefills that start, then every prefill of `advance`
+  /// decodes at most `most_tokens` tokens, several records in one backbone call; each one's
+  /// answer is the bytes it gets alone. A decision whose client has gone stops here without
+  /// disturbing the others; one whose encode or start fails keeps that for finish(). Decides
+  /// nothing of its own. Throws clef::Error (internal) when the backbone fails (every decision of
+  /// the step is then lost), or for orders that do not fit the decisions (a start before its
+  /// images, a suspended one).
+  virtual void step(const StepOrders& orders) = 0;
 
   /// The answer of a prefilled() decision (the joint schema head, the response, the state
   /// cache). Throws clef::DecisionCancelled when its client has gone, clef::Error for a request

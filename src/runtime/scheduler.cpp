@@ -61,40 +61,49 @@ Admission plan_admission(int slots, std::span<const RunningDecision> running,
   return plan;
 }
 
-StepPlan plan_step(int slots, std::span<const RunningDecision> running) {
+StepPlan plan_step(const StepShape& shape, std::span<const RunningDecision> running) {
   StepPlan plan;
-  // The first advancing decision with images left: the one the tower encodes.
-  const auto encode_first = [&] {
-    const auto it = std::find_if(plan.advance.begin(), plan.advance.end(),
-                                 [&](std::size_t i) { return running[i].images_left > 0; });
-    if (it != plan.advance.end()) plan.encode = *it;
-    return plan;
-  };
-  plan.most_tokens = backbone::kPausablePiece;
-  if (slots <= 1) {
-    const bool one_waits =
-        std::any_of(running.begin(), running.end(), [](const auto& r) { return r.suspended; });
+  if (shape.slots <= 1) {
     for (std::size_t i = 0; i < running.size(); ++i) {
       if (!running[i].suspended) plan.advance.push_back(i);
     }
-    if (one_waits) plan.most_tokens = backbone::kWholeBatches;
-    return encode_first();
-  }
-  int fewest = std::numeric_limits<int>::max();
-  for (const RunningDecision& r : running) {
-    if (!r.suspended) fewest = std::min(fewest, r.tokens_left);
-  }
-  for (std::size_t i = 0; i < running.size(); ++i) {
-    const RunningDecision& r = running[i];
-    if (r.suspended) continue;
-    // The shortest one always goes (one with nothing left to prefill among them included).
-    if (r.tokens_left > fewest && is_much_shorter(fewest, r.tokens_left) &&
-        r.steps_out < kMostStepsOut && !r.cancelled) {
-      continue;  // sits this step out
+  } else {
+    int fewest = std::numeric_limits<int>::max();
+    for (const RunningDecision& r : running) {
+      if (!r.suspended) fewest = std::min(fewest, r.tokens_left);
     }
-    plan.advance.push_back(i);
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const RunningDecision& r = running[i];
+      if (r.suspended) continue;
+      // The shortest one always goes (one with nothing left to prefill among them included).
+      if (r.tokens_left > fewest && is_much_shorter(fewest, r.tokens_left) &&
+          r.steps_out < kMostStepsOut && !r.cancelled) {
+        continue;  // sits this step out
+      }
+      plan.advance.push_back(i);
+    }
   }
-  return encode_first();
+  // The first advancing decision with images left: the one the tower encodes.
+  const auto first_with_images =
+      std::find_if(plan.advance.begin(), plan.advance.end(),
+                   [&](std::size_t i) { return running[i].images_left > 0; });
+  if (first_with_images != plan.advance.end()) plan.encode = *first_with_images;
+  // Prefills that start (every image encoded by then) and the prefills that decode a piece.
+  int prefilling = 0;
+  for (const std::size_t i : plan.advance) {
+    const RunningDecision& r = running[i];
+    const bool ready =
+        r.prefilling || r.images_left == 0 || (plan.encode == i && r.images_left == 1);
+    if (!r.prefilling && ready) plan.start.push_back(i);
+    if (ready && r.tokens_left > 0 && !r.cancelled) ++prefilling;
+  }
+  const bool one_waits =
+      std::any_of(running.begin(), running.end(), [](const auto& r) { return r.suspended; });
+  const bool whole = shape.whole_batches || (shape.slots <= 1 && (one_waits || !shape.open));
+  plan.most_tokens =
+      backbone::shared_piece(whole ? backbone::kWholeBatches : backbone::kPausablePiece,
+                             shape.chunk_tokens, std::max(1, prefilling));
+  return plan;
 }
 
 }  // namespace clef::runtime

@@ -137,7 +137,7 @@ TEST_P(AmxPathTest, SequencesBatchedTogetherGetTheirSoloBytes) {
   std::vector<Prefill*> pointers;
   for (Prefill& p : prefills) pointers.push_back(&p);
   while (!std::all_of(pointers.begin(), pointers.end(), [](Prefill* p) { return p->done(); })) {
-    batched.step(pointers);
+    clef::test::step_shared(batched, pointers);
   }
   for (std::size_t i = 0; i < records.size(); ++i) {
     EXPECT_TRUE(prefills[i].take().data == clef::test::hidden_states(solo, records[i]).data)

@@ -252,7 +252,9 @@ TEST_P(BackboneTest, OthersRunBetweenTheBatchesOfASuspendedPrefillWithoutChangin
                   clef::backbone::kWholeBatches);
     if (++batches % 2 == 1 && !p.done()) {  // after every other batch
       backbone.suspend(p);
-      EXPECT_THROW(backbone.step(std::span<clef::backbone::Prefill* const>(&one, 1)), clef::Error);
+      EXPECT_THROW(
+          clef::test::step_shared(backbone, std::span<clef::backbone::Prefill* const>(&one, 1)),
+          clef::Error);
       others.push_back(clef::test::hidden_states(backbone, short_ids));
       backbone.resume(p, 0);
     }

@@ -88,7 +88,7 @@ int run_steps(Backbone& backbone, std::vector<Prefill*> prefills) {
     return std::all_of(prefills.begin(), prefills.end(), [](Prefill* p) { return p->done(); });
   };
   while (!all_done()) {
-    backbone.step(prefills);
+    clef::test::step_shared(backbone, prefills);
     ++steps;
   }
   return steps;
@@ -158,6 +158,17 @@ TEST_P(BatchedPrefillTest, WithFlashAttentionWholeLayoutBatchesKeepTheBytesOfEac
     records.push_back(text_record(length, solo.n_vocab(), seed++));
   }
   expect_batch_invariant(solo, batched, records);
+  // Pieces would move its rows: a step of anything but whole layout batches is refused, and so
+  // is a piece off the 16-row alignment without flash attention.
+  Prefill p = batched.start(records[0].ids, records[0].positions, records[0].spans, {}, {}, 0);
+  EXPECT_THROW(
+      batched.step(std::span<Prefill* const>(std::array{&p}), clef::backbone::kPausablePiece),
+      clef::Error);
+  Backbone plain(model.backbone.string(), params(64, 1));
+  Prefill q = plain.start(records[0].ids, records[0].positions, records[0].spans, {}, {}, 0);
+  EXPECT_THROW(plain.step(std::span<Prefill* const>(std::array{&q}), 24), clef::Error);
+  EXPECT_THROW(plain.step(std::span<Prefill* const>(std::array{&q}), 0), clef::Error);
+  EXPECT_EQ(q.prefilled(), 0);
 }
 
 TEST_P(BatchedPrefillTest, ASuspendedSoloPrefillGivesTheBytesOfItsLayout) {
@@ -179,7 +190,8 @@ TEST_P(BatchedPrefillTest, ASuspendedSoloPrefillGivesTheBytesOfItsLayout) {
     if (p.done() || pieces % 2 != 0) continue;
     backbone.suspend(p);
     ASSERT_TRUE(p.suspended());
-    EXPECT_THROW(backbone.step(std::span<Prefill* const>(std::array{&p})), clef::Error);
+    EXPECT_THROW(clef::test::step_shared(backbone, std::span<Prefill* const>(std::array{&p})),
+                 clef::Error);
     EXPECT_TRUE(alone(backbone, other).data == other_alone.data);
     backbone.resume(p, 0);
     ++suspended;
@@ -202,12 +214,12 @@ TEST_P(BatchedPrefillTest, ASuspendedPrefillResumesOnAnotherSequenceWithItsBytes
   const RecordInput b = text_record(90, solo.n_vocab(), 74);
   const RecordInput c = text_record(130, solo.n_vocab(), 75);
   Prefill pa = batched.start(a.ids, a.positions, a.spans, {}, {}, 0);
-  batched.step(std::span<Prefill* const>(std::array{&pa}));
+  clef::test::step_shared(batched, std::span<Prefill* const>(std::array{&pa}));
   batched.suspend(pa);
   EXPECT_THROW(batched.suspend(pa), clef::Error);
   Prefill pb = batched.start(b.ids, b.positions, b.spans, {}, {}, 1);
   Prefill pc = batched.start(c.ids, c.positions, c.spans, {}, {}, 0);
-  batched.step(std::span<Prefill* const>(std::array{&pb, &pc}));
+  clef::test::step_shared(batched, std::span<Prefill* const>(std::array{&pb, &pc}));
   EXPECT_THROW(batched.resume(pa, 2), clef::Error);  // out of range
   run_steps(batched, {&pb});
   batched.resume(pa, 1);
@@ -283,12 +295,12 @@ TEST_P(BatchedPrefillTest, RecordsJoiningMidwayOnScatteredSequencesKeepTheirByte
   const RecordInput b = text_record(260, vocab, 23);
   const RecordInput c = text_record(130, vocab, 24);
   Prefill pl = batched.start(long_one.ids, {}, {}, {}, {}, 5);
-  for (int i = 0; i < 3; ++i) batched.step(std::vector<Prefill*>{&pl});
+  for (int i = 0; i < 3; ++i) clef::test::step_shared(batched, std::vector<Prefill*>{&pl});
   ASSERT_FALSE(pl.done());
   // Sequences 0, 2, 5 and 7: not consecutive, joined while the long one is half-way.
   Prefill pa = batched.start(a.ids, {}, {}, {}, {}, 0);
   Prefill pb = batched.start(b.ids, {}, {}, {}, {}, 2);
-  batched.step(std::vector<Prefill*>{&pl, &pa, &pb});
+  clef::test::step_shared(batched, std::vector<Prefill*>{&pl, &pa, &pb});
   Prefill pc = batched.start(c.ids, {}, {}, {}, {}, 7);
   run_steps(batched, {&pl, &pa, &pb, &pc});
   EXPECT_TRUE(pl.take().data == alone(solo, long_one).data);
@@ -345,8 +357,8 @@ TEST_P(BatchedPrefillTest, ACancelledRecordStopsAndTheOthersKeepTheirBytes) {
       gone.ids, {}, {}, {}, [&] { return hang_up; }, 1);
   Prefill pc = batched.start(c.ids, {}, {}, {}, {}, 2);
   std::vector<Prefill*> all{&pa, &pg, &pc};
-  batched.step(all);
-  batched.step(all);
+  clef::test::step_shared(batched, all);
+  clef::test::step_shared(batched, all);
   hang_up = true;
   run_steps(batched, all);
   EXPECT_TRUE(pg.cancelled());

@@ -23,6 +23,7 @@
 #include "request/parse.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/image_inputs.hpp"
+#include "support/batched_decisions.hpp"
 #include "support/expect_refused.hpp"
 #include "support/prefill_alone.hpp"
 #include "support/run_command.hpp"
@@ -153,15 +154,15 @@ TEST(ImageSuspension, OthersRunBeforeEachTowerImageAndDuringThePrefillWithTheSam
   std::vector<std::string> others;
   int steps = 0;
   while (!d->prefilled()) {
-    engine.runner->step(std::span<rt::DecisionInProgress* const>(&one, 1),
-                        clef::backbone::kPausablePiece, one->images_left() > 0 ? one : nullptr);
+    clef::test::step_together(*engine.runner, std::span<rt::DecisionInProgress* const>(&one, 1));
     ++steps;
     if (d->prefilled()) break;
     EXPECT_THROW(engine.decide(text), clef::Error) << "its sequence is held";
     engine.runner->suspend(*d);
-    EXPECT_THROW(engine.runner->step(std::span<rt::DecisionInProgress* const>(&one, 1),
-                                     clef::backbone::kPausablePiece, nullptr),
-                 clef::Error);
+    rt::Runner::StepOrders orders;
+    orders.advance = std::span<rt::DecisionInProgress* const>(&one, 1);
+    orders.most_tokens = clef::backbone::kPausablePiece;
+    EXPECT_THROW(engine.runner->step(orders), clef::Error);
     others.push_back(engine.decide(text).body);
     engine.runner->resume(*d);
   }

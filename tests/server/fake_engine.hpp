@@ -121,9 +121,8 @@ class FakeRunner final : public runtime::Runner {
       const runtime::PreparedRequest& prepared) override {
     return std::make_unique<Whole>(prepared);
   }
-  void step(std::span<runtime::DecisionInProgress* const> decisions, int,
-            runtime::DecisionInProgress*) override {
-    for (runtime::DecisionInProgress* d : decisions) {
+  void step(const StepOrders& orders) override {
+    for (runtime::DecisionInProgress* d : orders.advance) {
       auto& whole = static_cast<Whole&>(*d);
       try {
         whole.decision = decide_whole(whole.prepared);
@@ -151,6 +150,7 @@ class FakeRunner final : public runtime::Runner {
     bool prefilled() const override { return decision || error; }
     int tokens_left() const override { return prefilled() ? 0 : prepared.input_tokens(); }
     int images_left() const override { return 0; }
+    bool prefilling() const override { return false; }
     std::optional<std::chrono::steady_clock::time_point> suspended_at() const override {
       return std::nullopt;  // the fake runner never suspends
     }

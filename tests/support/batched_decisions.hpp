@@ -55,20 +55,33 @@ struct InFlight {
   std::size_t index = 0;
 };
 
-/// Runner::step of every one of `decisions` as the loop steps them when none sits out: pieces of
-/// at most `most_tokens`, and the next image of the first one with images left encoded first
-/// (runtime::plan_step's choice).
+/// Runner::step of every one of `decisions` as the loop steps them when none sits out: the plan
+/// of runtime::plan_step over them (pieces shared within a chunk, the next image of the first one
+/// with images left encoded first, the prefills that can start started).
 inline void step_together(runtime::Runner& runner,
-                          std::span<runtime::DecisionInProgress* const> decisions,
-                          int most_tokens = backbone::kPausablePiece) {
-  runtime::DecisionInProgress* encode = nullptr;
-  for (runtime::DecisionInProgress* d : decisions) {
-    if (d->images_left() > 0) {
-      encode = d;
-      break;
-    }
+                          std::span<runtime::DecisionInProgress* const> decisions) {
+  std::vector<runtime::RunningDecision> view;
+  for (const runtime::DecisionInProgress* d : decisions) {
+    runtime::RunningDecision r;
+    r.tokens_left = d->tokens_left();
+    r.images_left = d->images_left();
+    r.prefilling = d->prefilling();
+    r.size = r.tokens_left;
+    view.push_back(r);
   }
-  runner.step(decisions, most_tokens, encode);
+  runtime::StepShape shape = runner.step_shape();
+  shape.slots = 1;  // every one advances: none sits out
+  const runtime::StepPlan plan = runtime::plan_step(shape, view);
+  std::vector<runtime::DecisionInProgress*> advance;
+  std::vector<runtime::DecisionInProgress*> start;
+  for (const std::size_t i : plan.advance) advance.push_back(decisions[i]);
+  for (const std::size_t i : plan.start) start.push_back(decisions[i]);
+  runtime::Runner::StepOrders orders;
+  orders.advance = advance;
+  orders.start = start;
+  orders.encode = plan.encode ? decisions[*plan.encode] : nullptr;
+  orders.most_tokens = plan.most_tokens;
+  runner.step(orders);
 }
 
 /// Decides `bodies` on `engine` by continuous batching: at most parallel() at once, a new one

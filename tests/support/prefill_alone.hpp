@@ -9,6 +9,20 @@
 
 namespace clef::test {
 
+/// Backbone::step of `prefills` as a scheduler of a server's loop plans it when every one of them
+/// advances: a piece of kPausablePiece shared within one chunk among those not done
+/// (backbone::shared_piece), whole layout batches with flash attention.
+inline void step_shared(backbone::Backbone& backbone,
+                        std::span<backbone::Prefill* const> prefills) {
+  int live = 0;
+  for (const backbone::Prefill* p : prefills) live += p->done() ? 0 : 1;
+  const backbone::BackboneParams& params = backbone.params();
+  backbone.step(prefills,
+                params.flash_attention
+                    ? backbone::kWholeBatches
+                    : backbone::shared_piece(backbone::kPausablePiece, params.chunk_tokens, live));
+}
+
 /// The final-norm hidden states [T, n_embd] of `ids` from a fresh sequence 0, sharing work
 /// through `reuse` (Backbone::start's inputs). Throws what Backbone::start and step throw, and
 /// clef::DecisionCancelled once `cancelled` says so.
