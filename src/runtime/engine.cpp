@@ -8,8 +8,7 @@
 #include <optional>
 
 #include "backbone/backbone.hpp"
-#include "cache/prefix_points.hpp"
-#include "cache/state_cache.hpp"
+#include "cache/state_cache_manager.hpp"
 #include "decision/response.hpp"
 #include "runtime/decision_loop.hpp"
 #include "runtime/head_inputs.hpp"
@@ -34,7 +33,10 @@ using util::ms_since;
 class EngineRunner final : public Runner {
  public:
   explicit EngineRunner(const EngineConfig& config)
-      : model_(config), cache_(model_.memory.state_cache), sequences_(config.backbone.parallel) {}
+      : model_(config),
+        cache_(model_.memory.state_cache, model_.backbone.params(), model_.backbone.n_embd(),
+               std::chrono::milliseconds(config.resume_snapshot_ms)),
+        sequences_(config.backbone.parallel) {}
 
   /// The model side over the same files: copies of what preparation reads, and a share of the
   /// backbone's llama_model for the tokenizer (image digests when the state cache is on).
@@ -163,7 +165,7 @@ class EngineRunner final : public Runner {
     int tokens_left() const override {
       if (prefilled()) return 0;
       const int total = static_cast<int>(prepared.record.ids.size());
-      return prefill ? total - prefill->prefilled() : total - hit.tokens;
+      return prefill ? total - prefill->prefilled() : total - cached.resumed();
     }
     int images_left() const override {
       return prefill || error ? 0 : static_cast<int>(prepared.images.size() - next_image);
@@ -180,32 +182,21 @@ class EngineRunner final : public Runner {
     Clock::time_point t0;
     Clock::time_point t1;  ///< the prefill started
     std::function<bool()> cancelled;
-    std::vector<int> points;  ///< snapshot points cutting the layout
-    int state_end = 0;        ///< the point that keeps the recurrent checkpoints, or 0
     std::vector<backbone::EmbeddingSpan> spans;
-    std::vector<std::size_t> image_starts;
-    std::vector<std::string> digests;
     std::vector<std::vector<float>> rows;  ///< the tower's rows per image
-    cache::CacheHit hit;
-    std::vector<int> snapshot_at;
-    std::vector<int> checkpoint_at;
-    double paused_ms = 0;  ///< time suspended
+    cache::RecordCachePlan cached;         ///< the layout's cuts, the resumed prefix, the snapshots
+    double paused_ms = 0;                  ///< time suspended
     double paused_before_prefill = 0;
-    backbone::PrefillOptions reuse;  ///< what the prefill starts with
-    std::size_t next_image = 0;      ///< the first image whose tower rows are not made yet
+    std::size_t next_image = 0;  ///< the first image whose tower rows are not made yet
     std::optional<backbone::Prefill> prefill;  ///< started once every image is encoded
     std::exception_ptr error;  ///< what failed it before its prefill (begin()'s images), if so
   };
 
   /// Everything before the prefill's batches on sequence `seq` (taken from sequences_; the
-  /// decision holds it): the cache lookup and the snapshot points. Its images go through the
-  /// vision tower in step() (one per step, checking `prepared.cancellation` before each), then
-  /// Backbone::start. Resumes from the
-  /// longest cached prefix of the record (the tower then skips the images inside it) and asks for
-  /// the record's snapshot points it will prefill. The points cut the prefill layout only where
-  /// they can be used (a state cache, or flash attention, whose kernels depend on the layout); they
-  /// are placed so that, with flash attention off, the hidden states are the same with or without
-  /// them, so the answer bytes never depend on the cache.
+  /// decision holds it): the state cache's plan (the layout's cuts, the cached prefix it resumes
+  /// from, the snapshots it takes: cache::StateCacheManager::plan). Its images after the resumed
+  /// prefix go through the vision tower in step() (one per step, checking `prepared.cancellation`
+  /// before each), then Backbone::start.
   std::unique_ptr<Pending> start_decision(const PreparedRequest& prepared, int seq) {
     std::unique_ptr<Pending> p;
     try {
@@ -228,75 +219,21 @@ class EngineRunner final : public Runner {
     out.timings.tokenize_ms = prepared.tokenize_ms;
     out.timings.vision_ms = prepared.image_prepare_ms;
 
-    // The prefill layout, cut at the record's snapshot points when a cache may keep them (with
-    // flash attention always, so that the cache setting changes no answer). Without a cache the
-    // cuts would only make more, smaller batches: each reads all the weights once more.
-    p->points = cache_.enabled() || model_.backbone.params().flash_attention
-                    ? cache::snapshot_points(rec)
-                    : std::vector<int>{};
-    // Which snapshot, if any, is the state's end (the one that keeps the recurrent checkpoints).
-    p->state_end = cache_.enabled() ? cache::state_end_point(rec) : 0;
+    std::vector<std::string> digests;
     for (std::size_t i = 0; i < prepared.images.size(); ++i) {
       p->spans.push_back({static_cast<int>(rec.images[i].first_token),
                           static_cast<int>(rec.images[i].n_tokens),
                           {}});
-      p->image_starts.push_back(rec.images[i].first_token);
-      p->digests.push_back(prepared.images[i].digest);
+      digests.push_back(prepared.images[i].digest);
     }
-    std::vector<int> boundaries;
-    for (const backbone::PrefillBatch& b :
-         backbone::prefill_batches(static_cast<int>(rec.ids.size()), p->spans,
-                                   model_.backbone.params().chunk_tokens, p->points)) {
-      boundaries.push_back(b.start);
-    }
-    p->hit = cache_.find(rec.ids, boundaries, p->image_starts, p->digests,
-                         cache::fixed_prefix_tokens(rec));
-    const int resumed = p->hit.tokens;
-
+    cache_.plan(rec, p->spans, digests, p->cached);
     // The vision tower's rows for every image block after the resumed prefix (deferred: one per
     // step(), then the prefill starts there). Images are in record order: those inside the
     // resumed prefix come first and need no rows.
     p->rows.resize(prepared.images.size());
-    p->next_image =
-        static_cast<std::size_t>(std::lower_bound(p->image_starts.begin(), p->image_starts.end(),
-                                                  static_cast<std::size_t>(resumed)) -
-                                 p->image_starts.begin());
+    p->next_image = p->cached.first_image_to_encode();
     if (!prepared.images.empty() && !model_.tower) {
       throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
-    }
-
-    // Snapshots at the points after the resumed part that are worth keeping and not kept yet;
-    // with the state's end, recurrent-only checkpoints inside the state.
-    if (cache_.enabled()) {
-      const Pending& held = *p;
-      cache::SnapshotPlan plan = cache::plan_snapshots(
-          p->points,
-          [&](int point) {
-            const auto ids =
-                std::span<const std::int32_t>(rec.ids).first(static_cast<std::size_t>(point));
-            return cache_.contains(ids, digests_before(held, static_cast<std::size_t>(point)));
-          },
-          boundaries, resumed, static_cast<int>(rec.state_span.begin), p->state_end);
-      p->snapshot_at = std::move(plan.snapshot_at);
-      p->checkpoint_at = std::move(plan.checkpoint_at);
-    }
-    backbone::PrefillOptions& reuse = p->reuse;
-    reuse.cuts = p->points;
-    reuse.snapshot_at = p->snapshot_at;
-    reuse.checkpoint_at = p->checkpoint_at;
-    if (cache_.enabled()) {
-      // Each decision in progress may hold one progress snapshot: together within the cache's
-      // budget (a long record on a small cache, or many at once, take none).
-      reuse.progress_every = std::chrono::milliseconds(model_.config.resume_snapshot_ms);
-      reuse.progress_max_bytes = cache_.budget() / static_cast<std::size_t>(std::max(
-                                                       1, model_.backbone.params().parallel));
-    }
-    if (p->hit) {
-      reuse.resume = &p->hit.entry->memory;
-      reuse.resume_checkpoint = p->hit.checkpoint;
-      reuse.resume_rows = std::span<const float>(p->hit.entry->rows)
-                              .first(static_cast<std::size_t>(resumed) *
-                                     static_cast<std::size_t>(model_.backbone.n_embd()));
     }
     return p;
   }
@@ -326,47 +263,15 @@ class EngineRunner final : public Runner {
     p.paused_before_prefill = p.paused_ms;
     p.t1 = Clock::now();
     p.prefill.emplace(model_.backbone.start(p.prepared.record.ids, p.prepared.positions, p.spans,
-                                            p.reuse, p.cancelled, p.seq));
+                                            p.cached.options, p.cancelled, p.seq));
   }
 
-  /// The digests of the images whose blocks start among the first `n` tokens (a prefix's key).
-  static std::span<const std::string> digests_before(const Pending& p, std::size_t n) {
-    const auto inside =
-        std::lower_bound(p.image_starts.begin(), p.image_starts.end(), n) - p.image_starts.begin();
-    return std::span<const std::string>(p.digests).first(static_cast<std::size_t>(inside));
-  }
-
-  /// The state cache's entry for the first `memory.tokens` tokens of `p`'s record: their ids, the
-  /// digests of the images among them, their rows of `hidden` and the backbone memory there.
-  static cache::CachedPrefix prefix_entry(const Pending& p, const backbone::HiddenStates& hidden,
-                                          backbone::MemorySnapshot memory) {
-    const record::Record& rec = p.prepared.record;
-    const auto n = static_cast<std::size_t>(memory.tokens);
-    cache::CachedPrefix entry;
-    entry.ids.assign(rec.ids.begin(), rec.ids.begin() + static_cast<std::ptrdiff_t>(n));
-    const auto before = digests_before(p, n);
-    entry.image_digests.assign(before.begin(), before.end());
-    entry.rows.assign(hidden.data.begin(),
-                      hidden.data.begin() + static_cast<std::ptrdiff_t>(n * hidden.n_embd));
-    entry.memory = std::move(memory);
-    return entry;
-  }
-
-  /// A cancelled prefill (its client went away, e.g. an SDK attempt that timed out and will be
-  /// retried): the snapshots it took and its latest progress snapshot go into the state cache
-  /// with the rows before them, so the same record resumes there (the points are batch
-  /// boundaries of its layout, so its answer is the same bytes as a cold one).
+  /// A cancelled prefill: what it took goes into the state cache
+  /// (cache::StateCacheManager::keep_abandoned).
   void keep_abandoned(Pending& p) {
     if (!cache_.enabled() || !p.prefill) return;
-    backbone::HiddenStates partial = p.prefill->take();
     const int prefilled = p.prefill->prefilled();
-    auto keep = [&](backbone::MemorySnapshot& m) {
-      if (m.tokens <= p.hit.tokens || m.tokens < cache::kMinCachedTokens || m.tokens > prefilled)
-        return;
-      cache_.insert(prefix_entry(p, partial, std::move(m)));
-    };
-    for (backbone::MemorySnapshot& m : partial.snapshots) keep(m);
-    if (partial.progress.tokens > 0) keep(partial.progress);
+    cache_.keep_abandoned(p.prepared.record, p.cached, p.prefill->take(), prefilled);
   }
 
   /// After the prefill: the joint schema head, the response, and the record's snapshots kept in
@@ -377,7 +282,7 @@ class EngineRunner final : public Runner {
     Decision out = std::move(p.out);
     out.timings.backbone_ms = ms_since(p.t1) - (p.paused_ms - p.paused_before_prefill);
     out.timings.paused_ms = p.paused_ms;
-    out.cached_tokens = p.hit.tokens;
+    out.cached_tokens = p.cached.resumed();
 
     const auto finite = [](float v) { return std::isfinite(v); };
     if (!std::all_of(hidden.data.begin(), hidden.data.end(), finite)) {
@@ -410,26 +315,7 @@ class EngineRunner final : public Runner {
       out.head_rows = std::make_shared<const HeadRows>(HeadRows{hidden.rows, hidden.data, inputs});
     }
 
-    const int resumed = p.hit.tokens;
-    for (backbone::MemorySnapshot& m : hidden.snapshots) {
-      const bool state_end = m.tokens == p.state_end;
-      cache::CachedPrefix entry = prefix_entry(p, hidden, std::move(m));
-      if (state_end) {
-        // The resumed entry's checkpoints up to the resume point hold for this record too.
-        if (p.hit) {
-          for (const auto& c : p.hit.entry->checkpoints) {
-            if (c->tokens <= resumed && c->tokens > static_cast<int>(rec.state_span.begin)) {
-              entry.checkpoints.push_back(c);
-            }
-          }
-        }
-        for (backbone::MemorySnapshot& c : hidden.checkpoints) {
-          entry.checkpoints.push_back(
-              std::make_shared<const backbone::MemorySnapshot>(std::move(c)));
-        }
-      }
-      cache_.insert(std::move(entry));
-    }
+    cache_.keep_decided(rec, p.cached, hidden);
     out.timings.total_ms =
         prepared.tokenize_ms + prepared.image_prepare_ms + ms_since(p.t0) - p.paused_ms;
     return out;
@@ -468,7 +354,7 @@ class EngineRunner final : public Runner {
   static constexpr int kBackboneKeepTokens = 2048;
 
   LoadedModel model_;
-  cache::StateCache cache_;
+  cache::StateCacheManager cache_;
   SequenceSlots sequences_;       ///< the backbone sequences (parallel()) and who holds them
   bool release_pending_ = false;  ///< a large image ran since the last idle()
   /// A record gave non-finite hidden states: the context is made anew before the next record
