@@ -189,12 +189,13 @@ Answer LocalSender::send(const BatchItem& item, int) {
   Answer a;
   std::lock_guard lock(mutex_);
   try {
-    const runtime::Decision d = engine_.decide(*item.request);
+    const runtime::PreparedRequest prepared = engine_.prepare(*item.request);
+    const runtime::Decision d = engine_.decide(prepared);
     a.status = 200;
     a.body = d.body;
     a.input_tokens = d.input_tokens;
-    a.truncated_tokens = d.truncated_tokens;
-    a.ignored_fields = d.ignored_fields;
+    a.truncated_tokens = static_cast<int>(prepared.record.state_tokens_cut);
+    a.ignored_fields = prepared.request.ignored_fields;
   } catch (const Error& e) {
     a.status = e.status();
     a.code = e.code();

@@ -305,8 +305,6 @@ class EngineRunner final : public Runner {
     }
 
     out.input_tokens = prepared.input_tokens();
-    out.truncated_tokens = static_cast<int>(rec.state_tokens_cut);
-    out.ignored_fields = prepared.request.ignored_fields;
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens(),
                                             model_.answer_options);
     out.logits = logits;

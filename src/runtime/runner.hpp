@@ -38,7 +38,9 @@ struct HeadRows {
   HeadInputs inputs;          ///< spans, types and lexical prior rows
 };
 
-/// The outcome of one decision.
+/// The outcome of one decision. What its preparation found (the state tokens cut to fit, the
+/// fields the contract ignores) stays with its PreparedRequest (record.state_tokens_cut,
+/// request.ignored_fields): carried once.
 struct Decision {
   json::Value response;  ///< {"model", "answers", "usage"} (contract section 6)
   std::string body;      ///< response serialized (key order kept), the bytes a client gets
@@ -47,12 +49,7 @@ struct Decision {
   /// model order: record::QuestionRecord::option_ids), before softmax.
   std::vector<std::vector<float>> logits;
   int cached_tokens = 0;  ///< tokens resumed from the state cache instead of prefilled
-  /// State tokens cut from the state's end to fit (record::Record::state_tokens_cut); the body,
-  /// the reference's bytes, does not say it.
-  int truncated_tokens = 0;
-  /// Request fields the contract does not know, ignored (request::Request::ignored_fields).
-  std::vector<std::string> ignored_fields;
-  int suspensions = 0;  ///< times it was suspended for shorter ones (Runner::suspend)
+  int suspensions = 0;    ///< times it was suspended for shorter ones (Runner::suspend)
   /// The head's inputs, when the request asked for them (PreparedRequest::keep_head_rows).
   std::shared_ptr<const HeadRows> head_rows;
   StageTimings timings;
@@ -80,8 +77,8 @@ class DecisionInProgress {
   bool suspended() const { return suspended_at().has_value(); }
 };
 
-/// Runs prepared requests. NOT thread-safe (but state_cache_stats()): every call on the one
-/// thread that owns it.
+/// Runs prepared requests. NOT thread-safe: every call on the one thread that owns it (which
+/// publishes what others need to know, e.g. server::DecisionQueue's state-cache counters).
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -139,7 +136,7 @@ class Runner {
   /// Default: nothing.
   virtual void idle() {}
 
-  /// The state cache's counters (default: a cache that is off). Thread-safe.
+  /// The state cache's counters (default: a cache that is off).
   virtual cache::StateCacheStats state_cache_stats() const { return {}; }
 };
 

@@ -64,9 +64,8 @@ DecisionQueue::~DecisionQueue() {
 }
 
 cache::StateCacheStats DecisionQueue::state_cache_stats() const {
-  // Under the lock the runner cannot go away: the runtime thread clears runner_ under it first.
   std::lock_guard lock(mutex_);
-  return runner_ != nullptr ? runner_->state_cache_stats() : cache::StateCacheStats{};
+  return cache_stats_;
 }
 
 runtime::PreparedRequest DecisionQueue::prepare(json::Value body,
@@ -197,7 +196,7 @@ void DecisionQueue::run(Factory factory, json::Value warmup) {
     std::lock_guard lock(mutex_);
     if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
     model_.reset();  // no new prepare() starts; one under way keeps its share
-    runner_ = nullptr;
+    cache_stats_ = {};
     state_cv_.notify_all();
   }
   engine = {};
@@ -223,7 +222,7 @@ runtime::Engine DecisionQueue::load(const Factory& factory, const json::Value& w
     served_ = engine.served();
     served_->load_seconds = ms_between(start, Clock::now()) / 1000.0;
     model_ = engine.model;
-    runner_ = engine.runner.get();
+    cache_stats_ = engine.runner->state_cache_stats();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }
   state_cv_.notify_all();
@@ -244,6 +243,7 @@ void DecisionQueue::serve(runtime::Runner& runner) {
     {
       std::lock_guard lock(mutex_);
       in_flight_ = loop.in_flight();
+      cache_stats_ = runner.state_cache_stats();  // published with the results
       for (const auto& f : left) {
         if (f.outcome.status == DecisionOutcome::Status::decided) {
           note_decision_time(f.outcome.decision_ms);

@@ -93,7 +93,8 @@ class DecisionQueue {
   QueueState state() const;
   /// The served model (its load_seconds: load + warm-up), once it is ready.
   std::optional<runtime::ServedModel> model() const;
-  /// The serving runner's state-cache counters (all zero while no model serves). Thread-safe.
+  /// The serving runner's state-cache counters as the runtime thread published them with its
+  /// latest results (all zero while no model serves). Thread-safe.
   cache::StateCacheStats state_cache_stats() const;
   /// What the factory or the warm-up decision threw, when state() is failed.
   std::string load_error() const;
@@ -151,7 +152,9 @@ class DecisionQueue {
   std::optional<double> recent_decision_ms_;  ///< slot_wait_ms()'s average, once one is decided
   /// The loaded model, while it serves: prepare() takes a share and prepares unlocked.
   std::shared_ptr<const runtime::Model> model_;
-  const runtime::Runner* runner_ = nullptr;  ///< the runtime thread's, while it serves (stats)
+  /// The runner's state-cache counters as the runtime thread last published them (after the
+  /// warm-up, then with every decision that leaves the loop); HTTP threads never call the runner.
+  cache::StateCacheStats cache_stats_;
   std::optional<runtime::ServedModel> served_;
   std::string load_error_;
   Factory factory_;        ///< moved into the runtime thread by start()

@@ -148,11 +148,15 @@ TEST(DecisionQueue, RunnerRunsOnOneThreadOneCallAtATime) {
       for (int i = 0; i < 4; ++i) {
         auto f = submit(queue, request_with_state(std::to_string(t * 10 + i)));
         if (f.get().status == DecisionOutcome::Status::decided) ++decided;
+        // The counters the runtime thread published with this result: never a call into the
+        // runner from here.
+        EXPECT_GE(queue.state_cache_stats().hits, 2u);
       }
     });
   }
   for (auto& s : submitters) s.join();
   EXPECT_EQ(decided.load(), 32);
+  EXPECT_EQ(queue.state_cache_stats().hits, 33u);  // the warm-up and the 32
   EXPECT_FALSE(control->overlapped.load());
   std::lock_guard lock(control->mutex);
   EXPECT_EQ(control->threads.size(), 1u);

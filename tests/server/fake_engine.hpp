@@ -136,6 +136,14 @@ class FakeRunner final : public runtime::Runner {
     if (whole.error) std::rethrow_exception(whole.error);
     return std::move(*whole.decision);
   }
+  /// Counts its decisions as state-cache hits, noting the thread that asks (control.threads).
+  cache::StateCacheStats state_cache_stats() const override {
+    std::lock_guard lock(control_->mutex);
+    control_->threads.insert(std::this_thread::get_id());
+    cache::StateCacheStats stats;
+    stats.hits = static_cast<std::uint64_t>(control_->finished.load());
+    return stats;
+  }
   void suspend(runtime::DecisionInProgress&) override {
     throw Error(ErrorKind::internal, "internal", "the fake runner does not suspend");
   }
