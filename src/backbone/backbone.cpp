@@ -214,9 +214,70 @@ void check_scheduler_metadata(const BackboneParams& params) {
   }
 }
 
+namespace {
+
+/// An integer of the backbone's GGUF metadata under its architecture ("qwen35.KEY"), or
+/// `fallback` when absent.
+std::int64_t arch_value(const llama_model* model, const std::string& key, std::int64_t fallback) {
+  char arch[64] = {0};
+  llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch);
+  char value[64] = {0};
+  if (llama_model_meta_val_str(model, (std::string(arch) + "." + key).c_str(), value,
+                               sizeof value) <= 0) {
+    return fallback;
+  }
+  return std::strtoll(value, nullptr, 10);
+}
+
+}  // namespace
+
+void check_kv_tensors(const llama_model* model, const BackboneParams& params, int sequences) {
+  const device::Placement placement = device::resolve(params.device, params.gpu_layers);
+  if (placement.gpu == nullptr || params.gpu_layers == 0) return;
+  const std::int64_t heads = std::max<std::int32_t>(1, llama_model_n_head(model));
+  const std::int64_t head_dim = std::max<std::int64_t>(
+      arch_value(model, "attention.key_length", llama_model_n_embd(model) / heads),
+      arch_value(model, "attention.value_length", llama_model_n_embd(model) / heads));
+  const std::int64_t width = head_dim * std::max<std::int32_t>(1, llama_model_n_head_kv(model));
+  // A tensor of the K cache's shape (llama-kv-cache.cpp: [n_embd_k_gqa, kv_size, n_stream], F16)
+  // in a context that allocates nothing, asked of the device as a graph leaf.
+  // Room for the tensors of a binary search over 1..sequences (at most 40 steps).
+  ggml_init_params ip{ggml_tensor_overhead() * 48, nullptr, true};
+  const std::unique_ptr<ggml_context, decltype(&ggml_free)> meta(ggml_init(ip), ggml_free);
+  const auto fits = [&](int n) {
+    ggml_tensor* k = ggml_new_tensor_3d(meta.get(), GGML_TYPE_F16, width, params.context_size, n);
+    return ggml_backend_dev_supports_op(placement.gpu, k);
+  };
+  if (fits(sequences)) return;
+  int most = 0;  // fits (no sequence at all); `sequences` does not
+  for (int over = sequences; over - most > 1;) {
+    const int mid = most + (over - most) / 2;
+    (fits(mid) ? most : over) = mid;
+  }
+  const std::uint64_t bytes = static_cast<std::uint64_t>(width) *
+                              static_cast<std::uint64_t>(params.context_size) *
+                              static_cast<std::uint64_t>(sequences) * 2;
+  const std::string arithmetic =
+      "one attention layer's K cache is one tensor of " + std::to_string(width) +
+      " values (key_length x KV heads) x " + std::to_string(params.context_size) + " tokens x " +
+      std::to_string(sequences) + " sequences x 2 bytes = " + mebibytes(bytes) + ", more than " +
+      placement.info.name + " takes in one buffer";
+  if (most < 1) {
+    throw invalid_request("context_size " + std::to_string(params.context_size) + ": " +
+                              arithmetic + "; lower context_size",
+                          "context_size");
+  }
+  throw invalid_request("parallel " + std::to_string(sequences) + " x context_size " +
+                            std::to_string(params.context_size) + ": " + arithmetic + "; at most " +
+                            std::to_string(most) +
+                            " sequences of this context fit (lower parallel or context_size)",
+                        "parallel");
+}
+
 void Backbone::make_context(int sequences) {
   ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
   check_scheduler_metadata(params_);
+  check_kv_tensors(model_.get(), params_, sequences);
   const llama_context_params cp = context_params(params_, sequences);
   ctx_.reset(llama_init_from_model(model_.get(), cp));
   if (!ctx_ && sequences > 1) {

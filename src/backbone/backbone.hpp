@@ -84,6 +84,16 @@ void check_parallel_fits(const SequenceMemory& memory, int parallel, std::uint64
 /// process when it cannot allocate it). Backbone and measure_memory check it before any context.
 void check_scheduler_metadata(const BackboneParams& params);
 
+/// Throws clef::Error (invalid_request naming "parallel", or "context_size" when one sequence
+/// alone is too large) when a context of `sequences` x params.context_size cells would put a KV
+/// tensor on the GPU that the device cannot hold in one buffer: one attention layer's K (or V)
+/// cache is one tensor of key_length x KV heads x context_size x sequences f16 values, and
+/// ggml's scheduler aborts the process on a tensor its device does not support (a Vulkan buffer
+/// is at most maxBufferSize / maxStorageBufferRange bytes). Asked of the device itself
+/// (ggml_backend_dev_supports_op), before any context; the message gives the arithmetic and the
+/// most sequences that fit. Nothing is checked on the CPU or with no layer on the GPU.
+void check_kv_tensors(const llama_model* model, const BackboneParams& params, int sequences);
+
 /// One record's prefill in progress on one sequence of the backbone's context, made by
 /// Backbone::start and advanced by Backbone::step (alone or several records together). It refers to
 /// the inputs it was started with (ids, positions, embedding rows, the PrefillOptions and what they

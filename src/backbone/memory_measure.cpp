@@ -12,6 +12,7 @@ namespace clef::backbone {
 
 BackboneMemory measure_memory(llama_model* model, const BackboneParams& params) {
   check_scheduler_metadata(params);
+  check_kv_tensors(model, params, params.parallel);
   const LlamaContextPtr ctx(
       llama_init_from_model(model, Backbone::context_params(params, params.parallel)));
   if (!ctx) throw model_error("cannot size a llama context for the backbone (see the log above)");

@@ -194,6 +194,38 @@ TEST(GpuEngine, AConfigurationTooLargeForTheGpuIsRefused) {
   EXPECT_FALSE(small.decide(request(10, kThirdQuestions)).body.empty());
 }
 
+/// A KV cache tensor larger than the device takes in one buffer (issue 53: `--parallel 64
+/// --context-size 65536 --device Vulkan0` aborted the process inside ggml's scheduler): refused
+/// at load with the arithmetic and the most sequences that fit, and that many load and decide.
+TEST(GpuEngine, AKvCacheTensorLargerThanOneDeviceBufferIsRefusedWithTheArithmetic) {
+  SKIP_WITHOUT_DEVICE();
+  rt::EngineConfig c = on("auto");
+  c.backbone.context_size = 65536;
+  c.backbone.parallel = 64;
+  c.backbone.chunk_tokens = 64;
+  int most = 0;
+  try {
+    auto engine = rt::make_engine(c);
+    std::cout << "[gpu] the device takes a 64 x 65536-token KV tensor in one buffer\n";
+    return;
+  } catch (const clef::Error& e) {
+    std::cout << "[gpu] refused: " << e.what() << "\n";
+    ASSERT_EQ(e.param(), "parallel") << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("65536 tokens x 64 sequences x 2 bytes"), std::string::npos) << what;
+    const std::size_t at = what.find("at most ");
+    ASSERT_NE(at, std::string::npos) << what;
+    most = std::stoi(what.substr(at + 8));
+  }
+  ASSERT_GT(most, 0);
+  ASSERT_LT(most, 64);
+  c.backbone.parallel = most;
+  auto fits = rt::make_engine(c);
+  EXPECT_FALSE(fits.decide(request(10, kThirdQuestions)).body.empty());
+  c.backbone.parallel = most + 1;
+  EXPECT_THROW(rt::make_engine(c), clef::Error);
+}
+
 /// --gpu-layers auto (issue 44, the default): on a GPU too small for every layer, as many layers
 /// as fit go to it and the rest stay on the CPU, and the placement says so; an explicit -1 on the
 /// same GPU is refused at start naming gpu_layers. The GPU's size is set with gpu_memory_limit
