@@ -300,9 +300,12 @@ void Backbone::release_compute_memory() {
 }
 
 SequenceMemory Backbone::measure_sequence_memory() {
-  // A record of up to 16 tokens (one batch: at most chunk_tokens) on sequence 0: its full state
-  // less its recurrent part is its KV (plus the few bytes of cell metadata llama.cpp writes per
-  // token).
+  // The context of one sequence holds one sequence's KV cells and recurrent states: its bytes in
+  // llama.cpp's buffers are what each sequence of a larger context holds (the memory plan counts
+  // the same buffers). A record of up to 16 tokens (one batch: at most chunk_tokens) on sequence
+  // 0 gives the recurrent part (a partial state) and what a snapshot takes per token.
+  std::uint64_t held = 0;
+  for (const auto& [buft, bytes] : llama_get_memory_breakdown(ctx_.get())) held += bytes.context;
   const int kTokens = std::min(kBatchRowAlignment, params_.chunk_tokens);
   BatchStorage storage;
   storage.tokens.assign(kTokens, 0);
@@ -321,9 +324,12 @@ SequenceMemory Backbone::measure_sequence_memory() {
   clear_sequence(0);
   SequenceMemory m;
   m.recurrent_bytes = recurrent;
-  m.kv_bytes_per_token = full > recurrent ? (full - recurrent + kTokens - 1) / kTokens : 0;
-  m.per_sequence =
-      m.kv_bytes_per_token * static_cast<std::uint64_t>(params_.context_size) + m.recurrent_bytes;
+  m.snapshot_bytes_per_token = full > recurrent ? (full - recurrent + kTokens - 1) / kTokens : 0;
+  const auto context = static_cast<std::uint64_t>(params_.context_size);
+  // Rounded up: per_sequence is at least what the buffers hold, within a byte a token.
+  m.kv_bytes_per_token =
+      held > recurrent ? (held - recurrent + context - 1) / context : m.snapshot_bytes_per_token;
+  m.per_sequence = m.kv_bytes_per_token * context + m.recurrent_bytes;
   return m;
 }
 
@@ -616,7 +622,7 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
     // A progress snapshot only at a layout batch boundary (where a later prefill of the same
     // record may resume), never after the last batch.
     const std::uint64_t progress_bytes =
-        sequence_memory_.kv_bytes_per_token * static_cast<std::uint64_t>(p.at_) +
+        sequence_memory_.snapshot_bytes_per_token * static_cast<std::uint64_t>(p.at_) +
         sequence_memory_.recurrent_bytes;
     if (reuse.progress_every.count() > 0 && p.at_ == pb.start + pb.n_tokens &&
         p.next_batch_ < p.batches_.size() &&

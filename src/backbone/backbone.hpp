@@ -59,11 +59,16 @@ struct PrefillOptions {
 };
 
 /// What one sequence of the context holds at most (Backbone::sequence_memory): the attention KV
-/// of a whole context plus the Gated DeltaNet states, measured on the loaded model.
+/// of a whole context plus the Gated DeltaNet states, measured on the loaded model in llama.cpp's
+/// own accounting of its buffers (llama_get_memory_breakdown: the memory plan's "sequences" is
+/// parallel x per_sequence).
 struct SequenceMemory {
   std::uint64_t kv_bytes_per_token = 0;  ///< attention KV of one token, all attention layers
   std::uint64_t recurrent_bytes = 0;     ///< conv + recurrent states of one sequence
   std::uint64_t per_sequence = 0;        ///< kv_bytes_per_token * context_size + recurrent_bytes
+  /// A snapshot's bytes per token of KV (llama_state_seq_get_size: the KV and the cells'
+  /// metadata); a snapshot of t tokens is about this x t + recurrent_bytes.
+  std::uint64_t snapshot_bytes_per_token = 0;
 };
 
 /// `bytes` as "12.3 MiB".

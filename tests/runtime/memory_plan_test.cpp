@@ -198,6 +198,17 @@ TEST(EngineMemoryPlan, MeasuresTheBackboneAsLlamaCppWillAllocateIt) {
   EXPECT_LE(needs.backbone.host.sequences, per_sequence * 11 / 10);
   rt::EngineConfig four = c;
   four.backbone.parallel = 4;
+  {
+    // One source for one number (issue 53: the startup log said "8.5 MiB per sequence" beside the
+    // plan's "sequences 8.03 MiB"): the engine's per-sequence bytes are the plan's, within a byte
+    // a token of the context.
+    auto four_engine = rt::make_engine(four);
+    const std::uint64_t planned =
+        rt::measure_engine_memory(four, opened, false, 0).backbone.host.sequences;
+    const std::uint64_t said = four_engine.served().limits.sequence_bytes * 4;
+    EXPECT_GE(said, planned);
+    EXPECT_LE(said - planned, 4u * static_cast<std::uint64_t>(four.backbone.context_size));
+  }
   EXPECT_GE(rt::measure_engine_memory(four, opened, false, 0).backbone.host.sequences,
             needs.backbone.host.sequences * 4 * 9 / 10);
   EXPECT_EQ(needs.hidden_rows, 1024u * 64u * 4u) << "context x n_embd f32";
