@@ -33,8 +33,8 @@
 #include "bench_requests.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
-#include "runtime/engine.hpp"
-#include "server/decision_queue.hpp"
+#include "runtime/make_engine.hpp"
+#include "runtime/loop/decision_queue.hpp"
 #include "support/prefill_alone.hpp"
 #include "testmodel/make_test_model.hpp"
 
@@ -286,15 +286,15 @@ constexpr int kBatchRecords = 8;
 /// The server's queue over an engine without a state cache that decides `parallel` records
 /// together (1: one at a time, a long prefill pausing for shorter requests) with `context` tokens
 /// per record; one per (parallel, context), made on first use.
-clef::server::DecisionQueue& queue_with(int parallel, int context) {
-  static std::map<std::pair<int, int>, std::unique_ptr<clef::server::DecisionQueue>> queues;
+clef::runtime::DecisionQueue& queue_with(int parallel, int context) {
+  static std::map<std::pair<int, int>, std::unique_ptr<clef::runtime::DecisionQueue>> queues;
   auto& q = queues[{parallel, context}];
   if (!q) {
     clef::runtime::EngineConfig c = fixture().config;
     c.backbone.parallel = parallel;
     c.backbone.context_size = context;
-    q = std::make_unique<clef::server::DecisionQueue>([c] { return clef::runtime::make_engine(c); },
-                                                      64, clef::server::warmup_request());
+    q = std::make_unique<clef::runtime::DecisionQueue>(
+        [c] { return clef::runtime::make_engine(c); }, 64, clef::runtime::warmup_request());
     q->start();
     if (!q->wait_until_ready(std::chrono::minutes(10))) std::abort();
   }
@@ -312,7 +312,7 @@ void BM_fairness(benchmark::State& state) {
   int short_tokens = 0;
   int long_tokens = 0;
   for (auto _ : state) {
-    std::future<clef::server::DecisionOutcome> long_done;
+    std::future<clef::runtime::DecisionOutcome> long_done;
     if (beside) {
       auto prepared = q.prepare(long_body);
       long_tokens = prepared.input_tokens();
@@ -325,9 +325,9 @@ void BM_fairness(benchmark::State& state) {
     short_tokens = prepared.input_tokens();
     auto outcome = q.submit(std::move(prepared)).get();
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
-    if (outcome.status != clef::server::DecisionOutcome::Status::decided) std::abort();
+    if (outcome.status != clef::runtime::DecisionOutcome::Status::decided) std::abort();
     if (long_done.valid() &&
-        long_done.get().status != clef::server::DecisionOutcome::Status::decided) {
+        long_done.get().status != clef::runtime::DecisionOutcome::Status::decided) {
       std::abort();
     }
   }
@@ -346,7 +346,7 @@ void BM_stop(benchmark::State& state) {
   auto& q = queue_with(static_cast<int>(state.range(0)), 8192);
   const clef::json::Value long_body = clef::json::parse(request_with_state(kLongWords));
   auto alone = q.submit(q.prepare(long_body)).get();
-  if (alone.status != clef::server::DecisionOutcome::Status::decided) std::abort();
+  if (alone.status != clef::runtime::DecisionOutcome::Status::decided) std::abort();
   const double prefill_ms = alone.decision.timings.backbone_ms;
   const int tokens = alone.decision.input_tokens;
   for (auto _ : state) {
@@ -358,7 +358,7 @@ void BM_stop(benchmark::State& state) {
     gone.cancel();
     const auto outcome = done.get();
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
-    if (outcome.status != clef::server::DecisionOutcome::Status::cancelled) std::abort();
+    if (outcome.status != clef::runtime::DecisionOutcome::Status::cancelled) std::abort();
   }
   state.counters["piece_ms"] =
       prefill_ms / ((tokens + clef::backbone::kPausablePiece - 1) / clef::backbone::kPausablePiece);
@@ -376,7 +376,7 @@ void BM_batching(benchmark::State& state) {
   }
   std::size_t tokens = 0;
   for (auto _ : state) {
-    std::vector<std::future<clef::server::DecisionOutcome>> answers;
+    std::vector<std::future<clef::runtime::DecisionOutcome>> answers;
     tokens = 0;
     for (const auto& body : bodies) {
       auto prepared = q.prepare(body);
@@ -384,7 +384,7 @@ void BM_batching(benchmark::State& state) {
       answers.push_back(q.submit(std::move(prepared)));
     }
     for (auto& a : answers) {
-      if (a.get().status != clef::server::DecisionOutcome::Status::decided) std::abort();
+      if (a.get().status != clef::runtime::DecisionOutcome::Status::decided) std::abort();
     }
   }
   set_counters(state, tokens);

@@ -33,8 +33,8 @@
 #include "bench_requests.hpp"
 #include "device/device.hpp"
 #include "json/parse.hpp"
-#include "runtime/engine.hpp"
-#include "server/decision_queue.hpp"
+#include "runtime/make_engine.hpp"
+#include "runtime/loop/decision_queue.hpp"
 #include "util/byte_size.hpp"
 
 namespace {
@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
     clef::runtime::EngineConfig batch_config = config;
     batch_config.backbone.context_size = 1024;  // the ~500-token requests
     batch_config.backbone.parallel = parallel;
-    clef::server::DecisionQueue queue(
+    clef::runtime::DecisionQueue queue(
         [batch_config] { return clef::runtime::make_engine(batch_config); }, 64,
         clef::json::parse(clef::bench::request_with_state(20)));
     queue.start();
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
             auto prepared =
                 queue.prepare(clef::json::parse(bodies[static_cast<std::size_t>(i) % 64]));
             if (queue.submit(std::move(prepared)).get().status !=
-                clef::server::DecisionOutcome::Status::decided) {
+                clef::runtime::DecisionOutcome::Status::decided) {
               std::abort();
             }
           }

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "batch/batch_input.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 
 namespace clef::batch {
 

@@ -9,8 +9,8 @@
 #include "cli/engine_options.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/video_inputs.hpp"
+#include "runtime/make_engine.hpp"
+#include "runtime/prepare/video_inputs.hpp"
 #include "util/error.hpp"
 #include "vision/image_source.hpp"
 

@@ -16,7 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "json/parse.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "util/error.hpp"
 #include "util/text_lines.hpp"
 

@@ -13,7 +13,7 @@
 #include "eval/calibrate.hpp"
 #include "eval/labeled_set.hpp"
 #include "json/render.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "util/error.hpp"
 
 namespace clef::cli {

@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
-#include "runtime/engine_config.hpp"
+#include "runtime/engine/engine_config.hpp"
 
 namespace clef::cli {
 

@@ -18,7 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
 #include "device/cpu_path.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "server/serve_until_signal.hpp"
 #include "server/server_config.hpp"
 #include "testmodel/make_test_model.hpp"
@@ -116,7 +116,7 @@ int run_serve(ServeOptions& options) {
   // instead of making the drain wait for it.
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   config.backbone.on_progress = [cancelled](float) { return !cancelled->load(); };
-  server::DecisionQueue::Factory factory = [config] { return runtime::make_engine(config); };
+  runtime::DecisionQueue::Factory factory = [config] { return runtime::make_engine(config); };
   return server::serve_until_signal(options.server, std::move(factory), std::cout, std::cerr,
                                     [cancelled] { cancelled->store(true); });
 }

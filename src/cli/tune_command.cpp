@@ -24,7 +24,7 @@
 #include "head/head_parameters.hpp"
 #include "head/head_weights.hpp"
 #include "json/render.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "tune/augment.hpp"
 #include "tune/checkpoint.hpp"
 #include "tune/frozen_rows.hpp"

@@ -23,7 +23,7 @@
 #include "info/backbone_info.hpp"
 #include "json/render.hpp"
 #include "llama.h"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "util/digest.hpp"
 #include "util/error.hpp"
 #include "util/install_layout.hpp"

@@ -14,7 +14,7 @@
 #include "eval/calibration_metrics.hpp"
 #include "eval/labeled_set.hpp"
 #include "json/value.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 
 namespace clef::eval {
 

@@ -9,7 +9,7 @@
 
 #include "eval/fixture.hpp"
 #include "eval/verify.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 
 namespace clef::eval {
 

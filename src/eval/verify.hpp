@@ -10,7 +10,7 @@
 #include "eval/fixture.hpp"
 #include "eval/parity.hpp"
 #include "json/value.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 
 namespace clef::eval {
 

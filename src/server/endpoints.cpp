@@ -50,17 +50,17 @@ const char* endpoint_label(Endpoint endpoint) noexcept {
   return route_of(endpoint).label.data();  // a literal: NUL-terminated
 }
 
-Health health_of(QueueState state, bool draining) noexcept {
+Health health_of(runtime::QueueState state, bool draining) noexcept {
   if (draining) return Health::draining;
   switch (state) {
-    case QueueState::loading:
+    case runtime::QueueState::loading:
       return Health::loading;
-    case QueueState::ready:
+    case runtime::QueueState::ready:
       return Health::ok;
-    case QueueState::failed:
+    case runtime::QueueState::failed:
       return Health::failed;
-    case QueueState::draining:
-    case QueueState::stopped:
+    case runtime::QueueState::draining:
+    case runtime::QueueState::stopped:
       return Health::draining;
   }
   return Health::failed;

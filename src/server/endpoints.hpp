@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/decision_queue.hpp"
+#include "runtime/loop/decision_queue.hpp"
 
 namespace clef::server {
 enum class Endpoint { systemone, decisions, health, models, metrics, web, unknown };
@@ -43,7 +43,7 @@ enum class Health {
 };
 
 /// Health from the queue's state; `draining` (the server began shutting down) wins.
-Health health_of(QueueState state, bool draining) noexcept;
+Health health_of(runtime::QueueState state, bool draining) noexcept;
 
 /// 200 for ok, else 503.
 int health_status(Health health) noexcept;

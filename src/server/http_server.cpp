@@ -200,7 +200,8 @@ void install_routes(httplib::Server& http, ServerCore& core) {
 
 }  // namespace
 
-HttpServer::HttpServer(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log) {
+HttpServer::HttpServer(ServerConfig config, runtime::DecisionQueue::Factory factory,
+                       std::ostream& log) {
   validate(config);
   core_ = std::make_unique<ServerCore>(std::move(config), std::move(factory), log);
   listener_ = std::make_unique<Listener>(*core_);
@@ -296,7 +297,7 @@ Health HttpServer::health() const {
   return core_->health();
 }
 
-const DecisionQueue& HttpServer::queue() const {
+const runtime::DecisionQueue& HttpServer::queue() const {
   return core_->queue();
 }
 

@@ -2,7 +2,7 @@
 // clef's SystemOne HTTP server (cpp-httplib 0.57.1 from the pinned llama.cpp tree): POST
 // /v1/systemone and /v1/decisions, GET /health, /v1/models, /metrics. HTTP worker threads parse,
 // validate and prepare each request (tokens, spans, images); ONE runtime thread owns the Runner
-// and decides the prepared requests in order (see DecisionQueue).
+// and decides the prepared requests in order (see runtime::DecisionQueue).
 //
 // Typical use:
 //   HttpServer server(config, [&] { return runtime::make_engine(engine_config); }, std::cerr);
@@ -16,7 +16,7 @@
 #include <memory>
 #include <ostream>
 
-#include "server/decision_queue.hpp"
+#include "runtime/loop/decision_queue.hpp"
 #include "server/endpoints.hpp"
 #include "server/server_config.hpp"
 
@@ -29,7 +29,7 @@ class HttpServer {
   /// Validates `config` (throws clef::Error naming the flag). The model is loaded with `factory`
   /// on the runtime thread once bind() succeeds. Log lines go to `log` (not owned; must outlive
   /// the server).
-  HttpServer(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log);
+  HttpServer(ServerConfig config, runtime::DecisionQueue::Factory factory, std::ostream& log);
   /// shutdown()s if still serving.
   ~HttpServer();
 
@@ -61,7 +61,7 @@ class HttpServer {
   Health health() const;
   /// The decision queue: whether the model is ready (wait_until_ready), the served model, why it
   /// failed to load, the state cache's counters.
-  const DecisionQueue& queue() const;
+  const runtime::DecisionQueue& queue() const;
 
  private:
   struct Listener;

@@ -73,7 +73,7 @@ void exit_if_still_loading(const HttpServer& server, ServerLog& events, std::ost
 
 }  // namespace
 
-int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
+int serve_until_signal(const ServerConfig& config, runtime::DecisionQueue::Factory factory,
                        std::ostream& out, std::ostream& log, std::function<void()> on_signal) {
   // First: every thread below inherits the blocked mask.
   ShutdownSignals signals(true);  // SIGHUP re-reads the key file, never ends the server

@@ -6,7 +6,7 @@
 #include <functional>
 #include <ostream>
 
-#include "server/decision_queue.hpp"
+#include "runtime/loop/decision_queue.hpp"
 #include "server/server_config.hpp"
 
 namespace clef::server {
@@ -64,7 +64,7 @@ class HeldSighup {
 /// and nothing else) and serving goes on: it never ends the server.
 /// `on_signal` (optional) runs on this thread when the signal arrives, before the drain; `clef
 /// serve` uses it to abort a model load still in progress (BackboneParams::on_progress).
-int serve_until_signal(const ServerConfig& config, DecisionQueue::Factory factory,
+int serve_until_signal(const ServerConfig& config, runtime::DecisionQueue::Factory factory,
                        std::ostream& out, std::ostream& log, std::function<void()> on_signal = {});
 
 }  // namespace clef::server

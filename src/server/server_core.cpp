@@ -24,13 +24,13 @@ bool has_unread_body(const HttpRequest& req) {
 
 }  // namespace
 
-ServerCore::ServerCore(ServerConfig config, DecisionQueue::Factory factory,
+ServerCore::ServerCore(ServerConfig config, runtime::DecisionQueue::Factory factory,
                        std::ostream& log_stream)
     : config_(std::move(config)),
       log_(log_stream, config_.log_format),
       keys_(config_.api_keys, config_.api_key_file),
       prepare_memory_(config_.prepare_memory_bytes, config_.prepare_memory_per_request_bytes),
-      queue_(std::move(factory), config_.queue_size, warmup_request()) {
+      queue_(std::move(factory), config_.queue_size, runtime::warmup_request()) {
   if (keys_.enabled()) {
     log_.event("info", "API keys required (every endpoint but /health and the web files): " +
                            keys_.names());
@@ -125,9 +125,10 @@ std::optional<HttpResponse> ServerCore::pre_route(const HttpRequest& req, Reques
 
   // A decision request: everything that can be refused from the headers is refused here,
   // before its body is read.
-  if (draining()) return refuse(req, ErrorReply::from(unavailable_error(QueueState::draining)));
-  if (const QueueState state = queue_.state(); state != QueueState::ready) {
-    return refuse(req, ErrorReply::from(unavailable_error(state)));
+  if (draining())
+    return refuse(req, ErrorReply::from(runtime::unavailable_error(runtime::QueueState::draining)));
+  if (const runtime::QueueState state = queue_.state(); state != runtime::QueueState::ready) {
+    return refuse(req, ErrorReply::from(runtime::unavailable_error(state)));
   }
   const std::string content_type = req.header("Content-Type");
   if (!is_json_content_type(content_type)) {
@@ -191,7 +192,7 @@ HttpResponse ServerCore::handle_metrics() const {
   gauges.queue_depth = queue_.depth();
   gauges.in_flight = queue_.in_flight();
   auto model = queue_.model();
-  gauges.model_loaded = model.has_value() && queue_.state() == QueueState::ready;
+  gauges.model_loaded = model.has_value() && queue_.state() == runtime::QueueState::ready;
   gauges.model_load_seconds = model ? model->load_seconds : 0.0;
   gauges.state_cache = queue_.state_cache_stats();
   HttpResponse res;

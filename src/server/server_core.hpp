@@ -18,9 +18,9 @@
 #include <ostream>
 #include <string>
 
+#include "runtime/loop/decision_queue.hpp"
 #include "server/agent_check.hpp"
 #include "server/api_keys.hpp"
-#include "server/decision_queue.hpp"
 #include "server/endpoints.hpp"
 #include "server/error_reply.hpp"
 #include "server/http_exchange.hpp"
@@ -32,7 +32,8 @@ namespace clef::server {
 
 class ServerCore {
  public:
-  ServerCore(ServerConfig config, DecisionQueue::Factory factory, std::ostream& log_stream);
+  ServerCore(ServerConfig config, runtime::DecisionQueue::Factory factory,
+             std::ostream& log_stream);
 
   /// The state of a request whose headers have just been parsed: `client_id` is its
   /// X-Request-Id header ("" when absent), `path` its path.
@@ -75,13 +76,13 @@ class ServerCore {
   void reload_api_keys();
 
   const ServerConfig& config() const { return config_; }
-  DecisionQueue& queue() { return queue_; }
-  const DecisionQueue& queue() const { return queue_; }
+  runtime::DecisionQueue& queue() { return queue_; }
+  const runtime::DecisionQueue& queue() const { return queue_; }
   ServerLog& log() { return log_; }
 
  private:
   /// `reply` as an answer (status, JSON body; for 429/503 Retry-After, and retry-after-ms: for a
-  /// full queue DecisionQueue::slot_wait_ms(), else Retry-After in milliseconds).
+  /// full queue runtime::DecisionQueue::slot_wait_ms(), else Retry-After in milliseconds).
   HttpResponse answer(const ErrorReply& reply) const;
   /// answer() and, when the request carries a body nobody will read, Connection: close.
   HttpResponse refuse(const HttpRequest& req, const ErrorReply& reply) const;
@@ -91,7 +92,7 @@ class ServerCore {
   std::optional<HttpResponse> read_body(const HttpRequest& req, const RequestState& state,
                                         std::string& body, util::MemoryBudget::Lease& memory) const;
   /// The answer for a finished, failed, dropped or cancelled decision.
-  HttpResponse outcome_answer(DecisionOutcome& outcome, RequestState& state);
+  HttpResponse outcome_answer(runtime::DecisionOutcome& outcome, RequestState& state);
 
   ServerConfig config_;
   ServerLog log_;
@@ -107,7 +108,7 @@ class ServerCore {
   int last_probe_status_ = 0;
   long quiet_probes_ = 0;
   std::atomic<bool> draining_{false};
-  DecisionQueue queue_;  ///< last: its runtime thread starts at construction
+  runtime::DecisionQueue queue_;  ///< last: its runtime thread starts at construction
 };
 
 }  // namespace clef::server

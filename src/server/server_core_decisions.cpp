@@ -69,7 +69,7 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
   std::string body;
   if (auto refused = read_body(req, state, body, *memory)) return *refused;
 
-  std::future<DecisionOutcome> pending;
+  std::future<runtime::DecisionOutcome> pending;
   runtime::Cancellation gone;  // set when the client goes; the decision loop stops it then
   try {
     json::ParseLimits limits{body.size(), config_.max_json_depth, memory->as_charge()};
@@ -121,16 +121,17 @@ HttpResponse ServerCore::handle_decision(const HttpRequest& req, RequestState& s
       queue_.withdraw_cancelled();  // still waiting: its place is free at once
     }
   }
-  DecisionOutcome outcome = pending.get();
+  runtime::DecisionOutcome outcome = pending.get();
   return outcome_answer(outcome, state);
 }
 
-HttpResponse ServerCore::outcome_answer(DecisionOutcome& outcome, RequestState& state) {
+HttpResponse ServerCore::outcome_answer(runtime::DecisionOutcome& outcome, RequestState& state) {
   state.queue_wait_ms = outcome.queue_wait_ms;
-  if (outcome.status != DecisionOutcome::Status::dropped) state.decision_ms = outcome.decision_ms;
+  if (outcome.status != runtime::DecisionOutcome::Status::dropped)
+    state.decision_ms = outcome.decision_ms;
   HttpResponse res;
   switch (outcome.status) {
-    case DecisionOutcome::Status::decided:
+    case runtime::DecisionOutcome::Status::decided:
       state.input_tokens = outcome.decision.input_tokens;
       state.cached_tokens = outcome.decision.cached_tokens;
       metrics_.observe_decision(outcome.decision_ms / 1000.0, outcome.queue_wait_ms / 1000.0,
@@ -147,20 +148,20 @@ HttpResponse ServerCore::outcome_answer(DecisionOutcome& outcome, RequestState& 
         res.set_header("X-Clef-Ignored-Fields", field_list(state.ignored_fields));
       }
       return res;
-    case DecisionOutcome::Status::cancelled:
+    case runtime::DecisionOutcome::Status::cancelled:
       log_.event("info",
                  "client gone: decision cancelled after " +
                      std::to_string(static_cast<long>(outcome.decision_ms)) + " ms",
                  state.id);
       [[fallthrough]];
-    case DecisionOutcome::Status::dropped:
+    case runtime::DecisionOutcome::Status::dropped:
       // Nobody reads this answer; 499 (client closed request) marks it in the log and metrics.
       metrics_.count_dropped();
       res = answer(ErrorReply{499, "invalid_request_error", "client_closed_request",
                               "the client closed the connection before its turn", ""});
       res.set_header("Connection", "close");
       return res;
-    case DecisionOutcome::Status::failed:
+    case runtime::DecisionOutcome::Status::failed:
       break;
   }
   try {

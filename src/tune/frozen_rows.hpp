@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/engine.hpp"
+#include "runtime/engine/head_inputs.hpp"
+#include "runtime/make_engine.hpp"
 #include "tune/head_trainer.hpp"
 #include "tune/labeled_records.hpp"
 

@@ -23,7 +23,7 @@
 #include "record/llama_tokenizer.hpp"
 #include "record/llama_vocab.hpp"
 #include "request/parse.hpp"
-#include "runtime/head_inputs.hpp"
+#include "runtime/engine/head_inputs.hpp"
 #include "util/error.hpp"
 
 namespace clef::artifact {

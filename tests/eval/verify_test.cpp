@@ -17,7 +17,7 @@
 #include "eval/verify.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 

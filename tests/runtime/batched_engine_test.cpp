@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "json/parse.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/batched_decisions.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"

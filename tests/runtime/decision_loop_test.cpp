@@ -1,7 +1,7 @@
-// The one decision loop (runtime/decision_loop.hpp) over the tiny test model: what it plans is
+// The one decision loop (runtime/loop/decision_loop.hpp) over the tiny test model: what it plans is
 // carried out on a real engine, and every answer keeps the bytes of the request decided alone.
 
-#include "runtime/decision_loop.hpp"
+#include "runtime/loop/decision_loop.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "json/value.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/batched_decisions.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"

@@ -14,7 +14,7 @@
 #include "artifact/layout.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "testmodel/make_test_model.hpp"
 #include "util/error.hpp"
@@ -232,8 +232,8 @@ TEST_F(EngineTest, AGoneClientStopsALongStateBetweenPieces) {
   gone.cancel();
   std::string words;
   while (words.size() < 300000) words += "word ";
-  const Value long_state = clef::json::parse(R"({"state": ")" + words +
-                                             R"(", "questions": {"q": {"type": "noul"}}})");
+  const Value long_state =
+      clef::json::parse(R"({"state": ")" + words + R"(", "questions": {"q": {"type": "noul"}}})");
   EXPECT_THROW(engine().prepare(long_state, gone), clef::DecisionCancelled);
   const Value short_state =
       clef::json::parse(R"({"state": "word", "questions": {"q": {"type": "noul"}}})");

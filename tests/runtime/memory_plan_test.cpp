@@ -2,7 +2,7 @@
 // refusals with the arithmetic, the state cache and vision memory sized to what is left, and
 // gpu_layers auto fitted to a GPU's free memory. The arithmetic on data here; on a real model
 // (a no_alloc load measured by llama.cpp) at the end.
-#include "runtime/memory_plan.hpp"
+#include "runtime/engine/memory_plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include "artifact/open_model.hpp"
 #include "gguf/gguf_file.hpp"
 #include "json/parse.hpp"
-#include "runtime/engine.hpp"
-#include "runtime/engine_config.hpp"
-#include "runtime/engine_memory.hpp"
+#include "runtime/engine/engine_config.hpp"
+#include "runtime/engine/engine_memory.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
 

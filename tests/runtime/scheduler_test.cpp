@@ -1,6 +1,6 @@
-// The one decision loop's policy (runtime/scheduler.hpp): plain data in, plain data out.
+// The one decision loop's policy (runtime/loop/scheduler.hpp): plain data in, plain data out.
 
-#include "runtime/scheduler.hpp"
+#include "runtime/loop/scheduler.hpp"
 
 #include <gtest/gtest.h>
 

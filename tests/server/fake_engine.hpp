@@ -30,7 +30,7 @@
 
 #include "json/render.hpp"
 #include "request/parse.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "util/error.hpp"
 
 namespace clef::server::testing {

@@ -66,11 +66,11 @@ TEST(Routes, KnownPathsAndMethods) {
 }
 
 TEST(InfoBodies, HealthStates) {
-  EXPECT_EQ(health_of(QueueState::loading, false), Health::loading);
-  EXPECT_EQ(health_of(QueueState::ready, false), Health::ok);
-  EXPECT_EQ(health_of(QueueState::ready, true), Health::draining);
-  EXPECT_EQ(health_of(QueueState::draining, false), Health::draining);
-  EXPECT_EQ(health_of(QueueState::failed, false), Health::failed);
+  EXPECT_EQ(health_of(runtime::QueueState::loading, false), Health::loading);
+  EXPECT_EQ(health_of(runtime::QueueState::ready, false), Health::ok);
+  EXPECT_EQ(health_of(runtime::QueueState::ready, true), Health::draining);
+  EXPECT_EQ(health_of(runtime::QueueState::draining, false), Health::draining);
+  EXPECT_EQ(health_of(runtime::QueueState::failed, false), Health::failed);
   EXPECT_EQ(health_status(Health::ok), 200);
   EXPECT_EQ(health_status(Health::loading), 503);
   EXPECT_EQ(health_status(Health::draining), 503);

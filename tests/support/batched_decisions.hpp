@@ -13,7 +13,7 @@
 
 #include "backbone/prefill_layout.hpp"
 #include "json/value.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/grey_png.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"

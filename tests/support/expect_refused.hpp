@@ -7,7 +7,7 @@
 #include <string>
 
 #include "json/value.hpp"
-#include "runtime/engine.hpp"
+#include "runtime/make_engine.hpp"
 #include "util/error.hpp"
 
 namespace clef::test {

@@ -4,7 +4,7 @@
 // another preset (preset_engine_config). Tests change
 // what they need from there.
 
-#include "runtime/engine_config.hpp"
+#include "runtime/engine/engine_config.hpp"
 #include "support/tiny_model.hpp"
 
 namespace clef::test {
