@@ -7,23 +7,23 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "media/base64.hpp"
+#include "media/data_uri.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
-#include "vision/data_uri.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  clef::vision::DecodeLimits limits;
+  clef::media::DecodeLimits limits;
   limits.max_encoded_bytes = 1 << 16;
   try {
-    const clef::vision::DataUri uri = clef::vision::parse_data_uri(text, limits, "images.0");
+    const clef::media::DataUri uri = clef::media::parse_data_uri(text, limits, "images.0");
     if (uri.bytes.size() > limits.max_encoded_bytes) std::abort();
   } catch (const clef::Error&) {
   }
   try {
-    const auto decoded = clef::vision::decode_base64(text);
-    if (decoded.size() != clef::vision::base64_decoded_size(text)) std::abort();
-    if (clef::vision::encode_base64(decoded) != text) std::abort();
+    const auto decoded = clef::media::decode_base64(text);
+    if (decoded.size() != clef::media::base64_decoded_size(text)) std::abort();
+    if (clef::media::encode_base64(decoded) != text) std::abort();
   } catch (const clef::Error&) {
   }
   return 0;

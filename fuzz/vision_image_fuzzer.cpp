@@ -9,19 +9,19 @@
 #include <cstdlib>
 #include <span>
 
+#include "media/decode.hpp"
+#include "media/probe.hpp"
 #include "util/error.hpp"
-#include "vision/decode.hpp"
-#include "vision/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::uint8_t> bytes(data, size);
-  (void)clef::vision::sniff_image_format(bytes);
-  const auto probed = clef::vision::probe_stored_size(bytes);
+  (void)clef::media::sniff_image_format(bytes);
+  const auto probed = clef::media::probe_stored_size(bytes);
   // Small limits keep one execution fast; the limits' own checks are exercised all the same.
-  clef::vision::DecodeLimits limits;
+  clef::media::DecodeLimits limits;
   limits.max_pixels = 1 << 20;
   try {
-    const clef::vision::RgbImage image = clef::vision::decode_image(bytes, limits, "images.0");
+    const clef::media::RgbImage image = clef::media::decode_image(bytes, limits, "images.0");
     if (image.width <= 0 || image.height <= 0) std::abort();
     if (image.rgb.size() != static_cast<std::size_t>(image.width) * image.height * 3) std::abort();
     if (probed) {

@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   config.max_pixels = 1 << 16;
   const int height = 1 + static_cast<int>(data[0] % 96);
   const int width = 1 + static_cast<int>(data[1] % 96);
-  clef::vision::RgbImage image(width, height);
+  clef::media::RgbImage image(width, height);
   const std::size_t n = size - 12;
   for (std::size_t i = 0; i < image.rgb.size(); ++i) image.rgb[i] = n ? data[12 + i % n] : 0;
   try {

@@ -9,10 +9,10 @@
 #include "cli/engine_options.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
+#include "media/image_source.hpp"
 #include "runtime/make_engine.hpp"
 #include "runtime/prepare/video_inputs.hpp"
 #include "util/error.hpp"
-#include "vision/image_source.hpp"
 
 namespace clef::cli {
 namespace {
@@ -65,7 +65,7 @@ int run_ask(const AskOptions& options) {
   json::Value body = json::parse(read_request(options.request_path));
   std::vector<std::string> images;
   for (const std::string& path : options.image_paths) {
-    images.push_back(vision::image_file_data_uri(path, vision::DecodeLimits{}, "image"));
+    images.push_back(media::image_file_data_uri(path, media::DecodeLimits{}, "image"));
   }
   append_media(body, "images", std::move(images));
   std::vector<std::string> videos;

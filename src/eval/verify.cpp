@@ -6,10 +6,10 @@
 
 #include "decision/response.hpp"
 #include "decision/softmax.hpp"
+#include "media/base64.hpp"
+#include "media/decode.hpp"
+#include "media/encode_png.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
-#include "vision/decode.hpp"
-#include "vision/encode_png.hpp"
 #include "vision/resample.hpp"
 
 namespace clef::eval {
@@ -24,7 +24,7 @@ std::vector<std::uint8_t> read_image_file(const std::filesystem::path& path) {
         "image " + path.filename().string() + " is not in " + path.parent_path().string(),
         "fixture.images");
   }
-  const vision::DecodeLimits limits;
+  const media::DecodeLimits limits;
   if (!std::filesystem::is_regular_file(path, ec) ||
       std::filesystem::file_size(path, ec) > limits.max_encoded_bytes) {
     throw invalid_request("image " + path.string() + " is not a regular file of at most " +
@@ -36,7 +36,7 @@ std::vector<std::uint8_t> read_image_file(const std::filesystem::path& path) {
 }
 
 std::string png_data_uri(std::span<const std::uint8_t> png) {
-  return "data:image/png;base64," + vision::encode_base64(png);
+  return "data:image/png;base64," + media::encode_base64(png);
 }
 
 bool selected(const std::vector<std::string>& wanted, const std::string& value) {
@@ -89,8 +89,8 @@ json::Value run_request(const Fixture& fixture, const FixtureRun& run) {
     std::vector<std::uint8_t> bytes = read_image_file(fixture.images_dir / file);
     if (run.arm == "g256" || run.arm == "g448") {
       const int side = run.arm == "g256" ? 256 : 448;
-      const vision::RgbImage rgb = vision::decode_image(bytes, vision::DecodeLimits{}, "images");
-      bytes = vision::encode_png(
+      const media::RgbImage rgb = media::decode_image(bytes, media::DecodeLimits{}, "images");
+      bytes = media::encode_png(
           vision::resize_bicubic(rgb, side, side, vision::ResampleKind::pillow_bicubic));
     }
     images.push_back(json::Value::string(png_data_uri(bytes)));

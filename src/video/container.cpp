@@ -119,9 +119,9 @@ ContentScan VideoContainer::scan() {
   return state_->backend->scan();
 }
 
-std::vector<vision::RgbImage> VideoContainer::decode(
+std::vector<media::RgbImage> VideoContainer::decode(
     std::span<const std::int64_t> indices,
-    const std::function<vision::RgbImage(vision::RgbImage)>& transform) {
+    const std::function<media::RgbImage(media::RgbImage)>& transform) {
   return state_->backend->decode(indices, transform);
 }
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "media/image.hpp"
 #include "video/limits.hpp"
-#include "vision/image.hpp"
 
 namespace clef::video {
 
@@ -81,9 +81,9 @@ class VideoContainer {
   /// resize, so that only one full-size frame is held at a time). Stops after the last index.
   /// Refuses an index the stream does not reach (400) and more decoded frames than
   /// limits.max_stream_frames (413).
-  std::vector<vision::RgbImage> decode(
+  std::vector<media::RgbImage> decode(
       std::span<const std::int64_t> indices,
-      const std::function<vision::RgbImage(vision::RgbImage)>& transform = {});
+      const std::function<media::RgbImage(media::RgbImage)>& transform = {});
 
  private:
   struct State;

@@ -22,9 +22,9 @@ class ContainerBackend {
   virtual ~ContainerBackend() = default;
   virtual const StreamInfo& info() const noexcept = 0;
   virtual ContentScan scan() = 0;
-  virtual std::vector<vision::RgbImage> decode(
+  virtual std::vector<media::RgbImage> decode(
       std::span<const std::int64_t> indices,
-      const std::function<vision::RgbImage(vision::RgbImage)>& transform) = 0;
+      const std::function<media::RgbImage(media::RgbImage)>& transform) = 0;
 };
 
 /// The module's entry point (exported unmangled as kOpenContainerSymbol): opens `bytes` as a

@@ -3,14 +3,14 @@
 
 #include <string>
 
+#include "media/errors.hpp"
 #include "util/error.hpp"
-#include "vision/errors.hpp"
 
 namespace clef::video {
 
 /// Videos for the helpers shared with images (data URIs, URL fetching).
-inline constexpr vision::MediaKind kVideoMedia{"video", "invalid_video", "video_too_large",
-                                               "unsupported_video", "video/*"};
+inline constexpr media::MediaKind kVideoMedia{"video", "invalid_video", "video_too_large",
+                                              "unsupported_video", "video/*"};
 
 /// 400: the bytes are not a video clef can read (corrupt or truncated container, no video stream,
 /// a frame that does not decode).

@@ -263,9 +263,9 @@ class FfmpegContainer final : public ContainerBackend {
 
   const StreamInfo& info() const noexcept override { return info_; }
   ContentScan scan() override;
-  std::vector<vision::RgbImage> decode(
+  std::vector<media::RgbImage> decode(
       std::span<const std::int64_t> indices,
-      const std::function<vision::RgbImage(vision::RgbImage)>& transform) override;
+      const std::function<media::RgbImage(media::RgbImage)>& transform) override;
 };
 
 ContentScan FfmpegContainer::scan() {
@@ -312,12 +312,12 @@ ContentScan FfmpegContainer::scan() {
   return out;
 }
 
-std::vector<vision::RgbImage> FfmpegContainer::decode(
+std::vector<media::RgbImage> FfmpegContainer::decode(
     std::span<const std::int64_t> indices,
-    const std::function<vision::RgbImage(vision::RgbImage)>& transform) {
+    const std::function<media::RgbImage(media::RgbImage)>& transform) {
   FfmpegContainer& s = *this;
   const Operation op(s);
-  std::vector<vision::RgbImage> out;
+  std::vector<media::RgbImage> out;
   if (indices.empty()) return out;
   if (!std::is_sorted(indices.begin(), indices.end()) || indices.front() < 0) {
     throw Error(ErrorKind::internal, "internal", "frame indices must be ascending and >= 0",
@@ -366,7 +366,7 @@ std::vector<vision::RgbImage> FfmpegContainer::decode(
         if (!out.empty() && next > 0 && indices[next - 1] == index) {
           out.push_back(out.back());
         } else {
-          vision::RgbImage rgb = converter.convert(*frame, s.param);
+          media::RgbImage rgb = converter.convert(*frame, s.param);
           out.push_back(transform ? transform(std::move(rgb)) : std::move(rgb));
         }
         ++next;

@@ -99,25 +99,25 @@ VideoPlan plan_video(std::int64_t total_frames, double video_fps, int height, in
   return plan;
 }
 
-vision::RgbImage resize_frame(const vision::RgbImage& frame, const VideoPlan& plan) {
+media::RgbImage resize_frame(const media::RgbImage& frame, const VideoPlan& plan) {
   if (frame.width == plan.resized_width && frame.height == plan.resized_height) return frame;
   return vision::resize_bicubic(frame, plan.resized_width, plan.resized_height,
                                 vision::ResampleKind::torch_bicubic_aa);
 }
 
-std::vector<vision::RgbImage> processed_frames(const std::vector<vision::RgbImage>& sampled,
-                                               const VideoPlan& plan,
-                                               const VideoProcessorConfig& config) {
-  std::vector<vision::RgbImage> out;
+std::vector<media::RgbImage> processed_frames(const std::vector<media::RgbImage>& sampled,
+                                              const VideoPlan& plan,
+                                              const VideoProcessorConfig& config) {
+  std::vector<media::RgbImage> out;
   out.reserve(static_cast<std::size_t>(plan.groups * config.temporal_patch_size));
-  for (const vision::RgbImage& frame : sampled) out.push_back(resize_frame(frame, plan));
+  for (const media::RgbImage& frame : sampled) out.push_back(resize_frame(frame, plan));
   while (!out.empty() && out.size() % static_cast<std::size_t>(config.temporal_patch_size) != 0) {
     out.push_back(out.back());
   }
   return out;
 }
 
-vision::PatchTensor make_video_patches(const std::vector<vision::RgbImage>& frames,
+vision::PatchTensor make_video_patches(const std::vector<media::RgbImage>& frames,
                                        const VideoProcessorConfig& config) {
   const int tp = config.temporal_patch_size;
   const int p = config.patch_size;
@@ -146,7 +146,7 @@ vision::PatchTensor make_video_patches(const std::vector<vision::RgbImage>& fram
           for (int mw = 0; mw < m; ++mw)
             for (int c = 0; c < 3; ++c)
               for (int s = 0; s < tp; ++s) {
-                const vision::RgbImage& f = frames[static_cast<std::size_t>(t * tp + s)];
+                const media::RgbImage& f = frames[static_cast<std::size_t>(t * tp + s)];
                 for (int py = 0; py < p; ++py)
                   for (int px = 0; px < p; ++px) {
                     const int y = (bh * m + mh) * p + py;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "media/image.hpp"
 #include "video/sampling.hpp"
 #include "vision/grid.hpp"
-#include "vision/image.hpp"
 #include "vision/patches.hpp"
 #include "vision/processor_config.hpp"
 #include "vision/smart_resize.hpp"
@@ -69,20 +69,20 @@ VideoPlan plan_video(std::int64_t total_frames, double video_fps, int height, in
 
 /// One decoded frame at the plan's size: the image path's torch antialiased bicubic on 8-bit RGB,
 /// skipped when the frame already has that size.
-vision::RgbImage resize_frame(const vision::RgbImage& frame, const VideoPlan& plan);
+media::RgbImage resize_frame(const media::RgbImage& frame, const VideoPlan& plan);
 
 /// The sampled frames resized to the plan's size (resize_frame) and padded to a multiple of
 /// temporal_patch_size by repeating the last frame: 2 * plan.groups frames.
-std::vector<vision::RgbImage> processed_frames(const std::vector<vision::RgbImage>& sampled,
-                                               const VideoPlan& plan,
-                                               const VideoProcessorConfig& config);
+std::vector<media::RgbImage> processed_frames(const std::vector<media::RgbImage>& sampled,
+                                              const VideoPlan& plan,
+                                              const VideoProcessorConfig& config);
 
 /// pixel_values_videos of processed frames (processed_frames): float32
 /// [groups * grid_h * grid_w, 3 * temporal_patch_size * patch_size^2], rows in the reference's
 /// order (view(gt, tp, C, gh/m, m, p, gw/m, m, p) permuted to (gt, gh/m, gw/m, m, m, C, tp, p, p)),
 /// values normalize_sample. Throws clef::Error (internal) for a frame count that is not a
 /// multiple of temporal_patch_size or frames of different sizes.
-vision::PatchTensor make_video_patches(const std::vector<vision::RgbImage>& frames,
+vision::PatchTensor make_video_patches(const std::vector<media::RgbImage>& frames,
                                        const VideoProcessorConfig& config);
 
 }  // namespace clef::video

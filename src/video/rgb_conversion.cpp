@@ -14,7 +14,7 @@ RgbConverter::~RgbConverter() {
   sws_freeContext(context_);
 }
 
-vision::RgbImage RgbConverter::convert(const AVFrame& frame, const std::string& param) {
+media::RgbImage RgbConverter::convert(const AVFrame& frame, const std::string& param) {
   const auto format = static_cast<AVPixelFormat>(frame.format);
   if (frame.width <= 0 || frame.height <= 0 || sws_isSupportedInput(format) <= 0) {
     throw bad_video("a video frame has a pixel format that cannot be converted to RGB", param);
@@ -46,7 +46,7 @@ vision::RgbImage RgbConverter::convert(const AVFrame& frame, const std::string& 
     sws_setColorspaceDetails(context_, coefficients, src_range, coefficients, dst_range, brightness,
                              contrast, saturation);
   }
-  vision::RgbImage out(frame.width, frame.height);
+  media::RgbImage out(frame.width, frame.height);
   std::uint8_t* dst[4] = {out.rgb.data(), nullptr, nullptr, nullptr};
   int dst_stride[4] = {frame.width * 3, 0, 0, 0};
   const int rows =

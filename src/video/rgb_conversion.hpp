@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "vision/image.hpp"
+#include "media/image.hpp"
 
 struct AVFrame;
 struct SwsContext;
@@ -26,7 +26,7 @@ class RgbConverter {
   /// pixel format, or the frame's stated range when its width is not a multiple of 32 (where
   /// torchcodec converts through a scale filter); RGB sources are repacked without change.
   /// Throws clef::Error (400 naming `param`) for a pixel format swscale cannot convert.
-  vision::RgbImage convert(const AVFrame& frame, const std::string& param);
+  media::RgbImage convert(const AVFrame& frame, const std::string& param);
 
  private:
   SwsContext* context_ = nullptr;  // owned; freed with sws_freeContext

@@ -8,7 +8,7 @@ float normalize_sample(int x) noexcept {
   return static_cast<float>((static_cast<double>(x) / 255.0 - 0.5) / 0.5);
 }
 
-PatchTensor make_patches(const RgbImage& image, const ProcessorConfig& config) {
+PatchTensor make_patches(const media::RgbImage& image, const ProcessorConfig& config) {
   const ImageGrid g = image_grid(image.height, image.width, config);
   std::array<float, 256> lut{};
   for (int v = 0; v < 256; ++v) lut[v] = normalize_sample(v);

@@ -3,8 +3,8 @@
 
 #include <vector>
 
+#include "media/image.hpp"
 #include "vision/grid.hpp"
-#include "vision/image.hpp"
 #include "vision/processor_config.hpp"
 
 namespace clef::vision {
@@ -27,6 +27,6 @@ float normalize_sample(int x) noexcept;
 /// over blocks), and inside a block its merge_size x merge_size patches row-major; each row is
 /// channel (R, G, B), then the temporal copies (the still frame repeated), then the patch's
 /// pixels row-major. Throws clef::Error (invalid_request) for sides that are not multiples.
-PatchTensor make_patches(const RgbImage& image, const ProcessorConfig& config = {});
+PatchTensor make_patches(const media::RgbImage& image, const ProcessorConfig& config = {});
 
 }  // namespace clef::vision

@@ -4,15 +4,15 @@
 
 namespace clef::vision {
 
-RgbImage resize_for_processor(const RgbImage& image, const ProcessorConfig& config,
-                              ResampleKind kind) {
+media::RgbImage resize_for_processor(const media::RgbImage& image, const ProcessorConfig& config,
+                                     ResampleKind kind) {
   const ResizedSize size = smart_resize(image.height, image.width, config.factor(),
                                         config.min_pixels, config.max_pixels);
   if (size.height == image.height && size.width == image.width) return image;
   return resize_bicubic(image, size.width, size.height, kind);
 }
 
-ProcessedImage preprocess_image(const RgbImage& image, const ProcessorConfig& config,
+ProcessedImage preprocess_image(const media::RgbImage& image, const ProcessorConfig& config,
                                 ResampleKind kind) {
   const ResizedSize size = smart_resize(image.height, image.width, config.factor(),
                                         config.min_pixels, config.max_pixels);

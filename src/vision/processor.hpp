@@ -3,8 +3,8 @@
 // normalize, patchify (transformers Qwen2VLImageProcessor with the TorchvisionBackend, as the
 // model's processor_config.json selects it).
 
+#include "media/image.hpp"
 #include "vision/grid.hpp"
-#include "vision/image.hpp"
 #include "vision/patches.hpp"
 #include "vision/processor_config.hpp"
 #include "vision/resample.hpp"
@@ -22,13 +22,14 @@ struct ProcessedImage {
 /// `image` at the size the processor gives it, smart_resize(h, w) with config's factor and min/max
 /// pixels, resized with `kind` (returned unchanged when the size is already right): the pixels the
 /// vision tower gets. Throws clef::Error (400) for an aspect ratio above 200.
-RgbImage resize_for_processor(const RgbImage& image, const ProcessorConfig& config = {},
-                              ResampleKind kind = ResampleKind::torch_bicubic_aa);
+media::RgbImage resize_for_processor(const media::RgbImage& image,
+                                     const ProcessorConfig& config = {},
+                                     ResampleKind kind = ResampleKind::torch_bicubic_aa);
 
 /// Resizes `image` to smart_resize(h, w) (skipped when the size is already right) with `kind`
 /// (the reference's torchvision kernel by default) and patchifies it. Throws clef::Error (400)
 /// for an aspect ratio above 200.
-ProcessedImage preprocess_image(const RgbImage& image, const ProcessorConfig& config = {},
+ProcessedImage preprocess_image(const media::RgbImage& image, const ProcessorConfig& config = {},
                                 ResampleKind kind = ResampleKind::torch_bicubic_aa);
 
 }  // namespace clef::vision

@@ -96,10 +96,10 @@ std::uint8_t round_fixed(std::int64_t acc, int precision) {
   return static_cast<std::uint8_t>(std::clamp<std::int64_t>(acc >> precision, 0, 255));
 }
 
-RgbImage resample_horizontal(const RgbImage& in, int out_width, ResampleKind kind) {
+media::RgbImage resample_horizontal(const media::RgbImage& in, int out_width, ResampleKind kind) {
   const AxisTaps t = make_taps(in.width, out_width, kind);
   const std::int64_t half = std::int64_t{1} << (t.precision - 1);
-  RgbImage out(out_width, in.height);
+  media::RgbImage out(out_width, in.height);
   for (int y = 0; y < in.height; ++y) {
     const std::uint8_t* row = in.pixel(0, y);
     std::uint8_t* o = out.pixel(0, y);
@@ -120,11 +120,11 @@ RgbImage resample_horizontal(const RgbImage& in, int out_width, ResampleKind kin
   return out;
 }
 
-RgbImage resample_vertical(const RgbImage& in, int out_height, ResampleKind kind) {
+media::RgbImage resample_vertical(const media::RgbImage& in, int out_height, ResampleKind kind) {
   const AxisTaps t = make_taps(in.height, out_height, kind);
   const std::int64_t half = std::int64_t{1} << (t.precision - 1);
   const std::size_t stride = static_cast<std::size_t>(in.width) * 3;
-  RgbImage out(in.width, out_height);
+  media::RgbImage out(in.width, out_height);
   std::vector<std::int64_t> acc(stride);
   for (int y = 0; y < out_height; ++y) {
     std::fill(acc.begin(), acc.end(), half);
@@ -142,7 +142,8 @@ RgbImage resample_vertical(const RgbImage& in, int out_height, ResampleKind kind
 
 }  // namespace
 
-RgbImage resize_bicubic(const RgbImage& image, int out_width, int out_height, ResampleKind kind) {
+media::RgbImage resize_bicubic(const media::RgbImage& image, int out_width, int out_height,
+                               ResampleKind kind) {
   if (out_width <= 0 || out_height <= 0) {
     throw invalid_request("resize target " + std::to_string(out_width) + "x" +
                           std::to_string(out_height) + " is not positive");
@@ -152,7 +153,7 @@ RgbImage resize_bicubic(const RgbImage& image, int out_width, int out_height, Re
   // (Pillow: need_horizontal / need_vertical; torch: separable kernel per changed dimension).
   if (out_width == image.width && out_height == image.height) return image;
   if (out_width == image.width) return resample_vertical(image, out_height, kind);
-  RgbImage h = resample_horizontal(image, out_width, kind);
+  media::RgbImage h = resample_horizontal(image, out_width, kind);
   if (out_height == image.height) return h;
   return resample_vertical(h, out_height, kind);
 }

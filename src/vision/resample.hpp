@@ -14,7 +14,7 @@
 // still fits int16 (so int16 weights with typically 14-15 bits), and evaluates the cubic with a
 // different (algebraically equal) expression.
 
-#include "vision/image.hpp"
+#include "media/image.hpp"
 
 namespace clef::vision {
 
@@ -25,6 +25,7 @@ enum class ResampleKind {
 
 /// `image` resized to out_width x out_height with `kind`. Throws clef::Error (invalid_request)
 /// if a target size is not positive.
-RgbImage resize_bicubic(const RgbImage& image, int out_width, int out_height, ResampleKind kind);
+media::RgbImage resize_bicubic(const media::RgbImage& image, int out_width, int out_height,
+                               ResampleKind kind);
 
 }  // namespace clef::vision

@@ -189,7 +189,7 @@ const std::array<float, 3>& VisionTower::std_dev() const noexcept {
   return impl_->std_dev;
 }
 
-std::vector<float> VisionTower::normalized_pixels(const RgbImage& resized) const {
+std::vector<float> VisionTower::normalized_pixels(const media::RgbImage& resized) const {
   std::array<std::array<float, 256>, 3> lut{};
   for (int c = 0; c < 3; ++c) {
     const double mean = impl_->mean[c];
@@ -203,16 +203,17 @@ std::vector<float> VisionTower::normalized_pixels(const RgbImage& resized) const
   return out;
 }
 
-std::vector<float> VisionTower::encode(const RgbImage& resized) {
+std::vector<float> VisionTower::encode(const media::RgbImage& resized) {
   return encode(resized, nullptr);
 }
 
-std::vector<float> VisionTower::encode(const RgbImage& first, const RgbImage* second) {
+std::vector<float> VisionTower::encode(const media::RgbImage& first,
+                                       const media::RgbImage* second) {
   Impl& s = *impl_;
   if (s.ctx == nullptr) s.load();  // the first image, or a fresh load that failed: say why
   const ImageGrid grid = image_grid(first.height, first.width, s.info.processor);
   clip_image_f32_batch batch;
-  for (const RgbImage* frame : {&first, second}) {
+  for (const media::RgbImage* frame : {&first, second}) {
     if (frame == nullptr) continue;
     if (frame->rgb.size() != static_cast<std::size_t>(frame->width) * frame->height * 3 ||
         frame->width != first.width || frame->height != first.height) {

@@ -20,7 +20,7 @@
 
 #include "device/device.hpp"
 #include "ggml-backend.h"
-#include "vision/image.hpp"
+#include "media/image.hpp"
 #include "vision/mmproj_info.hpp"
 #include "vision/processor_config.hpp"
 
@@ -77,19 +77,19 @@ class VisionTower {
   /// The normalized pixels of `resized` as the encoder takes them: interleaved RGB float32,
   /// width * height * 3 values, each (x / 255 - mean) / std computed in double and rounded once
   /// (normalize_sample for 0.5 / 0.5).
-  std::vector<float> normalized_pixels(const RgbImage& resized) const;
+  std::vector<float> normalized_pixels(const media::RgbImage& resized) const;
 
   /// Encodes an image already at its processed size (both sides multiples of
   /// processor().factor(); preprocess with smart_resize + resize_bicubic). Returns
   /// (H/f) * (W/f) rows of n_embd() floats, row-major, image tokens row by row. Throws clef::Error
   /// (invalid_request for bad sides, internal when the encoder fails).
-  std::vector<float> encode(const RgbImage& resized);
+  std::vector<float> encode(const media::RgbImage& resized);
 
   /// Encodes one temporal patch of a video: `first` in the patch embedding's first temporal slot,
   /// `second` in the second (clip's two-frame input, the Conv3D's two temporal kernels); with
   /// `second` null, `first` in both (a still image, as encode(first)). Both frames at the same
   /// processed size. Returns (H/f) * (W/f) rows of n_embd() floats. Throws as encode().
-  std::vector<float> encode(const RgbImage& first, const RgbImage* second);
+  std::vector<float> encode(const media::RgbImage& first, const media::RgbImage* second);
 
   /// Gives back the compute memory the largest image so far made ggml reserve (its scheduler
   /// keeps buffers at their peak size): the clip context is created anew from the mmproj, which

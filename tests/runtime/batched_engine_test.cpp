@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json/parse.hpp"
+#include "media/base64.hpp"
 #include "runtime/make_engine.hpp"
 #include "support/batched_decisions.hpp"
 #include "support/ticket_requests.hpp"
@@ -18,7 +19,6 @@
 #include "support/tiny_engine_config.hpp"
 #include "testmodel/make_test_model.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
 
 namespace {
 

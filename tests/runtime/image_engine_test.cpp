@@ -18,6 +18,9 @@
 #include "gguf.h"
 #include "json/parse.hpp"
 #include "json/render.hpp"
+#include "media/base64.hpp"
+#include "media/decode.hpp"
+#include "media/image_source.hpp"
 #include "record/encode.hpp"
 #include "record/llama_tokenizer.hpp"
 #include "request/parse.hpp"
@@ -29,10 +32,7 @@
 #include "support/run_command.hpp"
 #include "support/tiny_engine_config.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
-#include "vision/decode.hpp"
 #include "vision/grid.hpp"
-#include "vision/image_source.hpp"
 #include "vision/processor.hpp"
 #include "vision/tower.hpp"
 
@@ -46,7 +46,7 @@ const std::string kArrows = kImages + "arrows_640x480.png";  // 640x480: 20 x 15
 const std::string kGauge = kImages + "gauge_300x200.png";    // up to 320x224: 10 x 7 = 70 tokens
 
 std::string uri(const std::string& path) {
-  return clef::vision::image_file_data_uri(path, clef::vision::DecodeLimits{}, "image");
+  return clef::media::image_file_data_uri(path, clef::media::DecodeLimits{}, "image");
 }
 
 rt::EngineConfig tiny_config(bool with_mmproj = true) {
@@ -87,7 +87,7 @@ std::vector<std::uint8_t> test_png_header(std::uint32_t width, std::uint32_t hei
 namespace {
 
 int grid_tokens(const std::string& path) {
-  const clef::vision::RgbImage img = clef::vision::decode_image([&] {
+  const clef::media::RgbImage img = clef::media::decode_image([&] {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     std::vector<std::uint8_t> b;
     for (int c; (c = std::fgetc(f)) != EOF;) b.push_back(static_cast<std::uint8_t>(c));
@@ -303,7 +303,7 @@ TEST(ImageHiddenStates, APixelRegionChangesItsImageTokensRowsAndNothingBefore) {
   clef::backbone::Backbone backbone(m.backbone.string(), bp);
   clef::vision::VisionTower tower(m.mmproj.string(), backbone.n_embd());
 
-  clef::vision::RgbImage a(640, 480);  // 20 x 15 tokens, no resize
+  clef::media::RgbImage a(640, 480);  // 20 x 15 tokens, no resize
   for (int y = 0; y < a.height; ++y) {
     for (int x = 0; x < a.width; ++x) {
       std::uint8_t* p = a.pixel(x, y);
@@ -312,7 +312,7 @@ TEST(ImageHiddenStates, APixelRegionChangesItsImageTokensRowsAndNothingBefore) {
       p[2] = static_cast<std::uint8_t>(128 + ((x ^ y) & 63));
     }
   }
-  clef::vision::RgbImage b = a;
+  clef::media::RgbImage b = a;
   const int token_row = 6, token_col = 9;  // image token k = 6 * 20 + 9
   for (int y = token_row * 32; y < token_row * 32 + 32; ++y) {
     for (int x = token_col * 32; x < token_col * 32 + 32; ++x) b.pixel(x, y)[1] = 255;
@@ -326,7 +326,7 @@ TEST(ImageHiddenStates, APixelRegionChangesItsImageTokensRowsAndNothingBefore) {
   grid.merged_h = 15;
   grid.merged_w = 20;
   const auto positions = rt::record_positions(rec, {grid});
-  auto run = [&](const clef::vision::RgbImage& img) {
+  auto run = [&](const clef::media::RgbImage& img) {
     const std::vector<float> rows = tower.encode(img);
     const clef::backbone::EmbeddingSpan span{static_cast<int>(rec.images[0].first_token), 300,
                                              rows};
@@ -434,7 +434,7 @@ TEST(ImageEngineRefusals, NoMmprojContextTooSmallAndForbiddenUrls) {
     // and whose pixel data is missing (decoding it would be a 400) gets the budget's 413.
     std::vector<std::uint8_t> header = clef::vision::test_png_header(1280, 960);
     expect_refused(engine,
-                   with_images({"data:image/png;base64," + clef::vision::encode_base64(header)}),
+                   with_images({"data:image/png;base64," + clef::media::encode_base64(header)}),
                    413, "images", "1200 tokens");
     // 300 image tokens fit, but not with this schema: still a 413 that names the image tokens.
     Value small = clef::json::parse(R"({"state": "s", "questions": {"q": {"type": "noul"}}})");

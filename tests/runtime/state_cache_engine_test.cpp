@@ -15,15 +15,15 @@
 #include "backbone/backbone.hpp"
 #include "cache/prefix_points.hpp"
 #include "json/parse.hpp"
-#include "runtime/make_engine.hpp"
+#include "media/base64.hpp"
+#include "media/decode.hpp"
+#include "media/image_source.hpp"
 #include "runtime/loop/cancellation.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/grey_png.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
-#include "vision/base64.hpp"
-#include "vision/decode.hpp"
-#include "vision/image_source.hpp"
 
 namespace {
 
@@ -235,13 +235,13 @@ TEST_P(StateCacheEngineTest, ATruncatedStateIsCachedAtItsCutEnd) {
 }
 
 TEST_P(StateCacheEngineTest, ImagesAreKeyedByTheirPixels) {
-  const std::string arrows = clef::vision::image_file_data_uri(
+  const std::string arrows = clef::media::image_file_data_uri(
       std::string(CLEF_TEST_DATA) + "/oracle/coreai/images/arrows_640x480.png",
-      clef::vision::DecodeLimits{}, "image");
+      clef::media::DecodeLimits{}, "image");
   const std::string png = clef::test::grey_png(640, 480);
   const std::string grey =
       "data:image/png;base64," +
-      clef::vision::encode_base64({reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
+      clef::media::encode_base64({reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
   const std::string state = clef::test::ticket_words(40);
   const Value a = request(state, kQuestionsA, {arrows});
   const Value b = request(state, kQuestionsB, {arrows});

@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "json/parse.hpp"
+#include "media/base64.hpp"
+#include "media/decode.hpp"
+#include "media/encode_png.hpp"
 #include "record/llama_tokenizer.hpp"
 #include "record/llama_vocab.hpp"
 #include "runtime/make_engine.hpp"
@@ -22,9 +25,6 @@
 #include "support/tiny_engine_config.hpp"
 #include "support/video_clips.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
-#include "vision/decode.hpp"
-#include "vision/encode_png.hpp"
 
 namespace {
 
@@ -48,7 +48,7 @@ Value with_videos(std::vector<Value> videos, const char* media_kwargs = nullptr)
 
 std::string video_uri(const std::vector<std::uint8_t>& bytes,
                       const char* type = "video/x-matroska") {
-  return std::string("data:") + type + ";base64," + clef::vision::encode_base64(bytes);
+  return std::string("data:") + type + ";base64," + clef::media::encode_base64(bytes);
 }
 
 using ct::square_clip;  // 8 lossless 64x48 frames at 4 fps (2 s): the moving square
@@ -131,7 +131,7 @@ TEST_F(VideoEngineTest, AFrameListEqualsTheSameFramesAsAFile) {
   for (int i = 0; i < 8; ++i) {
     frames.push_back(Value::string(
         "data:image/png;base64," +
-        clef::vision::encode_base64(clef::vision::encode_png(ct::moving_square(64, 48, i)))));
+        clef::media::encode_base64(clef::media::encode_png(ct::moving_square(64, 48, i)))));
   }
   const Value list = Value::object({{"frames", Value::array(frames)}, {"fps", Value::integer(4)}});
   EXPECT_EQ(engine().decide(with_videos({list})).body, file.body);
@@ -168,7 +168,7 @@ TEST_F(VideoEngineTest, MediaKwargsPixelsReachTheImageProcessor) {
   // with min_pixels 4,096 and max_pixels 8,192 it stays 64 x 64 (2 x 2 = 4 tokens: round(48/32)).
   const std::string png =
       "data:image/png;base64," +
-      clef::vision::encode_base64(clef::vision::encode_png(ct::moving_square(64, 48, 1)));
+      clef::media::encode_base64(clef::media::encode_png(ct::moving_square(64, 48, 1)));
   Value body = clef::json::parse(kCard);
   body.members().emplace_back("images", Value::array({Value::string(png)}));
   EXPECT_EQ(engine().prepare(body).images[0].grid.n_image_tokens(), 70);
@@ -224,8 +224,7 @@ TEST(VideoUrls, FetchedFromALoopbackServerOnlyWithTheTestSwitch) {
     res.set_content(std::string(clip.begin(), clip.end()), "video/x-matroska");
   });
   std::atomic<int> frame_fetches{0};
-  const std::vector<std::uint8_t> frame_png =
-      clef::vision::encode_png(ct::moving_square(64, 48, 2));
+  const std::vector<std::uint8_t> frame_png = clef::media::encode_png(ct::moving_square(64, 48, 2));
   server.Get(R"(/frame/(\d+)\.png)", [&](const httplib::Request&, httplib::Response& res) {
     ++frame_fetches;
     res.set_content(std::string(frame_png.begin(), frame_png.end()), "image/png");
@@ -265,7 +264,7 @@ std::string file_uri(const std::string& path, const char* type) {
   std::vector<std::uint8_t> bytes;
   for (int c; (c = std::fgetc(f)) != EOF;) bytes.push_back(static_cast<std::uint8_t>(c));
   std::fclose(f);
-  return std::string("data:") + type + ";base64," + clef::vision::encode_base64(bytes);
+  return std::string("data:") + type + ";base64," + clef::media::encode_base64(bytes);
 }
 
 TEST_F(VideoEngineTest, FrameListsTurnExifFramesAndTakeMediaTypeParameters) {
@@ -279,8 +278,8 @@ TEST_F(VideoEngineTest, FrameListsTurnExifFramesAndTakeMediaTypeParameters) {
                      {"fps", Value::integer(2)}});
   const rt::PreparedRequest p = engine().prepare(with_videos({list}));
   ASSERT_EQ(p.images.size(), 2u);
-  const clef::vision::RgbImage turned =
-      clef::vision::decode_image(clef::vision::decode_base64(jpeg.substr(jpeg.find(',') + 1)));
+  const clef::media::RgbImage turned =
+      clef::media::decode_image(clef::media::decode_base64(jpeg.substr(jpeg.find(',') + 1)));
   EXPECT_EQ(p.images[0].input_width, turned.width);
   EXPECT_EQ(p.images[0].input_height, turned.height);
   EXPECT_NO_THROW(engine().decide(p));
@@ -288,7 +287,7 @@ TEST_F(VideoEngineTest, FrameListsTurnExifFramesAndTakeMediaTypeParameters) {
   const std::vector<std::uint8_t> clip = ct::write_clip(square_clip());
   EXPECT_EQ(engine()
                 .decide(with_videos({Value::string("data:video/x-matroska;codecs=ffv1;base64," +
-                                                   clef::vision::encode_base64(clip))}))
+                                                   clef::media::encode_base64(clip))}))
                 .body,
             engine().decide(with_videos({Value::string(video_uri(clip))})).body);
 }
@@ -307,7 +306,7 @@ TEST_F(VideoEngineTest, ReportedEdgeValuesAreClearRefusals) {
   // fps 0 in a frame list: "above 0", not an integer range.
   const std::string png =
       "data:image/png;base64," +
-      clef::vision::encode_base64(clef::vision::encode_png(ct::moving_square(64, 48, 0)));
+      clef::media::encode_base64(clef::media::encode_png(ct::moving_square(64, 48, 0)));
   Value zero = Value::object({{"frames", Value::array({Value::string(png), Value::string(png)})},
                               {"fps", Value::integer(0)}});
   expect_refused(engine(), with_videos({zero}), 400, "videos.0.fps", "above 0");
@@ -326,7 +325,7 @@ TEST_F(VideoEngineTest, ReportedEdgeValuesAreClearRefusals) {
   Value huge = Value::object(
       {{"frames",
         Value::array({Value::string(png), Value::string("data:image/png;base64," +
-                                                        clef::vision::encode_base64(header))})}});
+                                                        clef::media::encode_base64(header))})}});
   expect_refused(engine(), with_videos({huge}), 413, "videos.0.frames.1", "videos.0.frames.1");
 }
 
@@ -371,7 +370,7 @@ TEST(VideoEngineRefusals, BadFilesLimitsUrlsAndNoMmproj) {
   const auto png = [](int w, int h) {
     return Value::string(
         "data:image/png;base64," +
-        clef::vision::encode_base64(clef::vision::encode_png(ct::solid_frame(w, h, 1, 1, 1))));
+        clef::media::encode_base64(clef::media::encode_png(ct::solid_frame(w, h, 1, 1, 1))));
   };
   expect_refused(
       engine, with_videos({Value::object({{"frames", Value::array({png(32, 32), png(64, 32)})}})}),

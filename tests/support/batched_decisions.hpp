@@ -13,11 +13,11 @@
 
 #include "backbone/prefill_layout.hpp"
 #include "json/value.hpp"
+#include "media/base64.hpp"
 #include "runtime/make_engine.hpp"
 #include "support/grey_png.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
-#include "vision/base64.hpp"
 
 namespace clef::test {
 
@@ -25,7 +25,7 @@ namespace clef::test {
 inline std::string grey_png_uri(int w, int h) {
   const std::string png = grey_png(static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(h));
   return "data:image/png;base64," +
-         vision::encode_base64({reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
+         media::encode_base64({reinterpret_cast<const std::uint8_t*>(png.data()), png.size()});
 }
 
 /// A mix of 8 requests: short and long states, two with an image, one whose state a 1,024-token

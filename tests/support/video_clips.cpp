@@ -28,9 +28,8 @@ void check(int err, const char* what) {
 
 }  // namespace
 
-vision::RgbImage solid_frame(int width, int height, std::uint8_t r, std::uint8_t g,
-                             std::uint8_t b) {
-  vision::RgbImage img(width, height);
+media::RgbImage solid_frame(int width, int height, std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  media::RgbImage img(width, height);
   for (std::size_t i = 0; i < img.rgb.size(); i += 3) {
     img.rgb[i] = r;
     img.rgb[i + 1] = g;
@@ -39,9 +38,9 @@ vision::RgbImage solid_frame(int width, int height, std::uint8_t r, std::uint8_t
   return img;
 }
 
-vision::RgbImage moving_square(int width, int height, int i) {
-  vision::RgbImage img = solid_frame(width, height, static_cast<std::uint8_t>(20 * i % 256),
-                                     static_cast<std::uint8_t>(255 - 13 * i % 256), 90);
+media::RgbImage moving_square(int width, int height, int i) {
+  media::RgbImage img = solid_frame(width, height, static_cast<std::uint8_t>(20 * i % 256),
+                                    static_cast<std::uint8_t>(255 - 13 * i % 256), 90);
   for (int y = 4; y < 12 && y < height; ++y)
     for (int x = 4 * i; x < 4 * i + 8 && x < width; ++x) {
       std::uint8_t* p = img.pixel(x, y);
@@ -113,7 +112,7 @@ std::vector<std::uint8_t> write_clip(const ClipSpec& spec) {
   };
   for (int i = 0; i < spec.frames; ++i) {
     check(av_frame_make_writable(frame), "writable");
-    const vision::RgbImage rgb = spec.frame(i);
+    const media::RgbImage rgb = spec.frame(i);
     const std::uint8_t* src[1] = {rgb.rgb.data()};
     const int stride[1] = {spec.width * 3};
     sws_scale(sws, src, stride, 0, spec.height, frame->data, frame->linesize);

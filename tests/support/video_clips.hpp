@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vision/image.hpp"
+#include "media/image.hpp"
 
 namespace clef::test {
 
@@ -24,7 +24,7 @@ struct ClipSpec {
   /// Presentation times in milliseconds, one per frame (variable frame rate); empty: i / fps.
   std::vector<std::int64_t> pts_ms;
   /// The RGB content of frame i.
-  std::function<vision::RgbImage(int i)> frame;
+  std::function<media::RgbImage(int i)> frame;
 };
 
 /// Encodes `spec` into a file in memory (through a temporary file) and returns its bytes.
@@ -32,7 +32,7 @@ struct ClipSpec {
 std::vector<std::uint8_t> write_clip(const ClipSpec& spec);
 
 /// A width x height frame of one colour.
-vision::RgbImage solid_frame(int width, int height, std::uint8_t r, std::uint8_t g, std::uint8_t b);
+media::RgbImage solid_frame(int width, int height, std::uint8_t r, std::uint8_t g, std::uint8_t b);
 
 /// A lossless clip (FFV1 in Matroska, the spec's defaults) of `frames` moving_square frames of
 /// width x height at `fps`.
@@ -40,6 +40,6 @@ ClipSpec square_clip(int frames = 8, int fps = 4, int width = 64, int height = 4
 
 /// Frame i of a test pattern: a colour that changes per frame as background and a 8x8 white
 /// square that moves 4 pixels right per frame.
-vision::RgbImage moving_square(int width, int height, int i);
+media::RgbImage moving_square(int width, int height, int i);
 
 }  // namespace clef::test

@@ -66,8 +66,8 @@ TEST(PlanVideo, GroupsTokensAndTimestampsFollowTheRules) {
 TEST(VideoPatches, EachTemporalSlotHoldsItsOwnFrame) {
   VideoProcessorConfig c;
   // Two 32x32 frames of one colour each: one temporal patch of 2 x 2 patches.
-  const std::vector<vision::RgbImage> frames = {test::solid_frame(32, 32, 0, 128, 255),
-                                                test::solid_frame(32, 32, 255, 64, 1)};
+  const std::vector<media::RgbImage> frames = {test::solid_frame(32, 32, 0, 128, 255),
+                                               test::solid_frame(32, 32, 255, 64, 1)};
   const vision::PatchTensor t = make_video_patches(frames, c);
   ASSERT_EQ(t.rows, 4);
   ASSERT_EQ(t.cols, 1536);
@@ -90,7 +90,7 @@ TEST(VideoPatches, RowsFollowMergeBlocksThenPatches) {
   VideoProcessorConfig c;
   // 64 x 32 frames (2 x 4 patches, 1 x 2 merge blocks): a pixel in patch (row 1, col 2)
   // lies in merge block 1 at (1, 0): row 1 * 4 + 1 * 2 + 0 = 6.
-  vision::RgbImage f = test::solid_frame(64, 32, 0, 0, 0);
+  media::RgbImage f = test::solid_frame(64, 32, 0, 0, 0);
   f.pixel(2 * 16 + 5, 1 * 16 + 3)[0] = 255;
   const vision::PatchTensor t = make_video_patches({f, f}, c);
   ASSERT_EQ(t.rows, 8);
@@ -108,9 +108,9 @@ TEST(ProcessedFrames, AnOddCountRepeatsTheLastFrame) {
   plan.resized_height = 32;
   plan.resized_width = 32;
   plan.groups = 2;
-  const std::vector<vision::RgbImage> sampled = {test::solid_frame(32, 32, 1, 1, 1),
-                                                 test::solid_frame(32, 32, 2, 2, 2),
-                                                 test::solid_frame(32, 32, 3, 3, 3)};
+  const std::vector<media::RgbImage> sampled = {test::solid_frame(32, 32, 1, 1, 1),
+                                                test::solid_frame(32, 32, 2, 2, 2),
+                                                test::solid_frame(32, 32, 3, 3, 3)};
   const auto out = processed_frames(sampled, plan, c);
   ASSERT_EQ(out.size(), 4u);
   EXPECT_EQ(out[3].rgb, sampled[2].rgb);

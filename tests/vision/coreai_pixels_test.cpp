@@ -11,9 +11,9 @@
 #include <map>
 #include <string>
 
+#include "media/decode.hpp"
 #include "sha256.hpp"
-#include "test_files.hpp"
-#include "vision/decode.hpp"
+#include "support/test_files.hpp"
 #include "vision/grid.hpp"
 #include "vision/processor.hpp"
 #include "vision/resample.hpp"
@@ -37,7 +37,7 @@ std::pair<int, int> pair_of(const rapidjson::Value& v) {
   return {v[0].GetInt(), v[1].GetInt()};
 }
 
-ProcessedImage run_arm(const RgbImage& rgb, const std::string& arm) {
+ProcessedImage run_arm(const media::RgbImage& rgb, const std::string& arm) {
   if (arm == "native") return preprocess_image(rgb);  // torch kernel, as the processor resizes
   const int side = std::stoi(arm.substr(1));          // g256 / g448: Pillow first
   return preprocess_image(resize_bicubic(rgb, side, side, ResampleKind::pillow_bicubic));
@@ -59,7 +59,7 @@ TEST(CoreaiPixels, AllDrawnImageHashesMatchTheReference) {
     if (!std::filesystem::exists(path)) continue;  // the 4 photographs are not shipped
     const std::string arm = run["arm"].GetString();
     SCOPED_TRACE(std::string(run["id"].GetString()) + " " + arm + " " + file);
-    const RgbImage rgb = decode_image(read_bytes(path));
+    const media::RgbImage rgb = media::decode_image(read_bytes(path));
     ASSERT_EQ(sha256_hex(rgb.rgb.data(), rgb.rgb.size()), rgb_sha.at(file));
     const ProcessedImage p = run_arm(rgb, arm);
     ++checked;

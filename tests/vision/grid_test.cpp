@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "test_files.hpp"
+#include "support/test_files.hpp"
 #include "util/error.hpp"
 #include "vision/grid.hpp"
 #include "vision/smart_resize.hpp"

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "test_files.hpp"
+#include "support/test_files.hpp"
 #include "util/error.hpp"
 #include "vision/patches.hpp"
 #include "vision/processor.hpp"
@@ -20,8 +20,8 @@ namespace {
 using test::data_path;
 using test::read_bytes;
 
-RgbImage load_rgb(const std::string& rel, int w, int h) {
-  RgbImage img(w, h);
+media::RgbImage load_rgb(const std::string& rel, int w, int h) {
+  media::RgbImage img(w, h);
   img.rgb = read_bytes(data_path("vision/" + rel));
   if (img.rgb.size() != static_cast<std::size_t>(w) * h * 3) throw std::runtime_error(rel);
   return img;
@@ -38,7 +38,7 @@ TEST(Resample, PillowBicubicEqualsPillow) {
     int sw, sh, dw, dh;
     in >> src >> sw >> sh >> dst >> dw >> dh;
     SCOPED_TRACE(dst);
-    const RgbImage out =
+    const media::RgbImage out =
         resize_bicubic(load_rgb(src, sw, sh), dw, dh, ResampleKind::pillow_bicubic);
     ASSERT_EQ(out.width, dw);
     ASSERT_EQ(out.height, dh);
@@ -49,7 +49,7 @@ TEST(Resample, PillowBicubicEqualsPillow) {
 }
 
 TEST(Resample, SameSizeIsACopyAndBadSizesThrow) {
-  const RgbImage src = load_rgb("resize/noise_37x29.rgb", 37, 29);
+  const media::RgbImage src = load_rgb("resize/noise_37x29.rgb", 37, 29);
   for (auto kind : {ResampleKind::pillow_bicubic, ResampleKind::torch_bicubic_aa}) {
     EXPECT_EQ(resize_bicubic(src, 37, 29, kind).rgb, src.rgb);
     EXPECT_THROW(resize_bicubic(src, 0, 29, kind), Error);
@@ -58,12 +58,12 @@ TEST(Resample, SameSizeIsACopyAndBadSizesThrow) {
 
 TEST(Resample, TorchAndPillowAgreeOnFlatImagesAndDifferInRounding) {
   // A flat colour stays flat under both (weights sum to 1 in either fixed point).
-  RgbImage flat(30, 20);
+  media::RgbImage flat(30, 20);
   for (std::size_t i = 0; i < flat.rgb.size(); i += 3) {
     flat.rgb[i] = 200, flat.rgb[i + 1] = 17, flat.rgb[i + 2] = 99;
   }
   for (auto kind : {ResampleKind::pillow_bicubic, ResampleKind::torch_bicubic_aa}) {
-    const RgbImage out = resize_bicubic(flat, 64, 45, kind);
+    const media::RgbImage out = resize_bicubic(flat, 64, 45, kind);
     for (std::size_t i = 0; i < out.rgb.size(); i += 3) {
       ASSERT_EQ(out.rgb[i], 200);
       ASSERT_EQ(out.rgb[i + 1], 17);
@@ -71,9 +71,9 @@ TEST(Resample, TorchAndPillowAgreeOnFlatImagesAndDifferInRounding) {
     }
   }
   // On noise the two fixed points round some samples differently, by at most 1.
-  const RgbImage src = load_rgb("resize/noise_37x29.rgb", 37, 29);
-  const RgbImage a = resize_bicubic(src, 64, 48, ResampleKind::pillow_bicubic);
-  const RgbImage b = resize_bicubic(src, 64, 48, ResampleKind::torch_bicubic_aa);
+  const media::RgbImage src = load_rgb("resize/noise_37x29.rgb", 37, 29);
+  const media::RgbImage a = resize_bicubic(src, 64, 48, ResampleKind::pillow_bicubic);
+  const media::RgbImage b = resize_bicubic(src, 64, 48, ResampleKind::torch_bicubic_aa);
   int differ = 0;
   for (std::size_t i = 0; i < a.rgb.size(); ++i) {
     const int d = std::abs(a.rgb[i] - b.rgb[i]);
@@ -84,7 +84,7 @@ TEST(Resample, TorchAndPillowAgreeOnFlatImagesAndDifferInRounding) {
 }
 
 TEST(Patches, PureRedIsPlusOneInRedMinusOneElsewhere) {
-  RgbImage red(64, 96);
+  media::RgbImage red(64, 96);
   for (std::size_t i = 0; i < red.rgb.size(); i += 3) red.rgb[i] = 255;
   const PatchTensor p = make_patches(red);
   ASSERT_EQ(p.rows, 4 * 6);
@@ -100,7 +100,7 @@ TEST(Patches, PureRedIsPlusOneInRedMinusOneElsewhere) {
 TEST(Patches, MergeBlockMajorOrder) {
   // Each 16x16 patch filled with a value naming its (row, column) in the patch grid.
   const int gh = 4, gw = 6;
-  RgbImage img(gw * 16, gh * 16);
+  media::RgbImage img(gw * 16, gh * 16);
   for (int y = 0; y < img.height; ++y) {
     for (int x = 0; x < img.width; ++x) {
       std::uint8_t* px = img.pixel(x, y);
@@ -136,8 +136,9 @@ TEST(Patches, NormalizationIsDoubleThenFloat) {
 }
 
 TEST(Processor, SidesNotMultiplesOfThirtyTwoAreRefusedByMakePatches) {
-  EXPECT_THROW(make_patches(RgbImage(48, 32)), Error);
-  const ProcessedImage p = preprocess_image(RgbImage(48, 40));  // smart-resized to 256 x 288?
+  EXPECT_THROW(make_patches(media::RgbImage(48, 32)), Error);
+  const ProcessedImage p =
+      preprocess_image(media::RgbImage(48, 40));  // smart-resized to 256 x 288?
   EXPECT_EQ(p.resized_height % 32, 0);
   EXPECT_EQ(p.resized_width % 32, 0);
   EXPECT_EQ(p.pixel_values.rows, p.grid.n_patches());

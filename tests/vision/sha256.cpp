@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-namespace clef::vision::test {
+namespace clef::test {
 namespace {
 
 constexpr std::array<std::uint32_t, 64> kK = {
@@ -79,4 +79,4 @@ std::string sha256_hex(const void* data, std::size_t size) {
   return out;
 }
 
-}  // namespace clef::vision::test
+}  // namespace clef::test

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-namespace clef::vision::test {
+namespace clef::test {
 
 /// Lower-case hex SHA-256 of `size` bytes at `data`.
 std::string sha256_hex(const void* data, std::size_t size);
 
-}  // namespace clef::vision::test
+}  // namespace clef::test

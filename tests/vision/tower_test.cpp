@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "gguf.h"
+#include "media/decode.hpp"
 #include "sha256.hpp"
+#include "support/test_files.hpp"
 #include "support/tiny_model.hpp"
-#include "test_files.hpp"
 #include "util/error.hpp"
-#include "vision/decode.hpp"
 #include "vision/grid.hpp"
 #include "vision/mmproj_info.hpp"
 #include "vision/patches.hpp"
@@ -108,12 +108,12 @@ TEST(VisionTower, ReceivesTheReferencePixelTensorForEveryOracleImageRun) {
     if (!std::filesystem::exists(path)) continue;
     const std::string arm = run["arm"].GetString();
     SCOPED_TRACE(std::string(run["id"].GetString()) + " " + arm + " " + file);
-    RgbImage rgb = decode_image(read_bytes(path));
+    media::RgbImage rgb = media::decode_image(read_bytes(path));
     if (arm != "native") {  // g256 / g448: the oracle resized with Pillow before the processor
       const int side = std::stoi(arm.substr(1));
       rgb = resize_bicubic(rgb, side, side, ResampleKind::pillow_bicubic);
     }
-    const RgbImage resized = resize_for_processor(rgb, config);
+    const media::RgbImage resized = resize_for_processor(rgb, config);
     captured = {};
     const std::vector<float> rows = tower.encode(resized);
     ASSERT_EQ(captured.width, resized.width);
@@ -132,7 +132,7 @@ TEST(VisionTower, ReceivesTheReferencePixelTensorForEveryOracleImageRun) {
 
 TEST(VisionTower, RowsAreFiniteDeterministicAndDependOnTheirRegion) {
   VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
-  RgbImage img(320, 256);  // 10 x 8 image tokens, no resize needed (81,920 px >= min_pixels)
+  media::RgbImage img(320, 256);  // 10 x 8 image tokens, no resize needed (81,920 px >= min_pixels)
   for (int y = 0; y < img.height; ++y) {
     for (int x = 0; x < img.width; ++x) {
       std::uint8_t* p = img.pixel(x, y);
@@ -148,7 +148,7 @@ TEST(VisionTower, RowsAreFiniteDeterministicAndDependOnTheirRegion) {
   EXPECT_TRUE(a == b) << "the same image twice gives identical rows";
   for (float v : a) ASSERT_TRUE(std::isfinite(v));
 
-  RgbImage changed = img;
+  media::RgbImage changed = img;
   for (int y = 0; y < 32; ++y) {
     for (int x = 0; x < 32; ++x) changed.pixel(x, y)[0] = 255;  // image token (0, 0)
   }
@@ -167,7 +167,7 @@ TEST(VisionTower, ReadsItsWeightsAtTheFirstImage) {
   EXPECT_FALSE(tower.loaded());
   tower.release_compute_memory();
   EXPECT_FALSE(tower.loaded()) << "nothing to give back";
-  const RgbImage img(64, 64);
+  const media::RgbImage img(64, 64);
   const std::vector<float> first = tower.encode(img);
   EXPECT_TRUE(tower.loaded());
   tower.release_compute_memory();
@@ -179,7 +179,7 @@ TEST(VisionTower, ReadsItsWeightsAtTheFirstImage) {
 
 TEST(VisionTower, RefusesSidesThatAreNotMultiplesOfTheFactor) {
   VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd);
-  EXPECT_THROW(tower.encode(RgbImage(100, 64)), Error);
+  EXPECT_THROW(tower.encode(media::RgbImage(100, 64)), Error);
 }
 
 TEST(VisionTower, RefusesAProjectorOfAnotherWidthOrAFileThatIsNotOne) {
@@ -335,7 +335,7 @@ TEST(VisionTower, OtherMeanAndStdAreWarnedAboutAndReplacedUnlessInsistedOn) {
   EXPECT_NE(warning.find("0.481455"), std::string::npos) << warning;
   EXPECT_FALSE(tower.info().reference_normalization());
   EXPECT_EQ(tower.mean(), (std::array<float, 3>{0.5f, 0.5f, 0.5f}));
-  RgbImage px(1, 1);
+  media::RgbImage px(1, 1);
   px.rgb = {0, 128, 255};
   EXPECT_EQ(
       tower.normalized_pixels(px),
@@ -356,8 +356,8 @@ TEST(VisionTower, OtherMeanAndStdAreWarnedAboutAndReplacedUnlessInsistedOn) {
 namespace clef::vision {
 namespace {
 
-RgbImage pattern(int width, int height, int seed) {
-  RgbImage img(width, height);
+media::RgbImage pattern(int width, int height, int seed) {
+  media::RgbImage img(width, height);
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       std::uint8_t* p = img.pixel(x, y);
@@ -372,8 +372,8 @@ RgbImage pattern(int width, int height, int seed) {
 TEST(VisionTower, ATemporalPatchFeedsEachFrameToItsOwnSlot) {
   Captured captured;
   VisionTower tower(clef::test::tiny_model().mmproj.string(), kTinyEmbd, capturing(captured));
-  const RgbImage a = pattern(96, 64, 1);
-  const RgbImage b = pattern(96, 64, 3);
+  const media::RgbImage a = pattern(96, 64, 1);
+  const media::RgbImage b = pattern(96, 64, 3);
   // Two identical frames are a still image (which the tower repeats itself), bit for bit.
   const std::vector<float> still = tower.encode(a);
   EXPECT_TRUE(tower.encode(a, &a) == still);

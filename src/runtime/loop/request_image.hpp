@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "media/image.hpp"
 #include "vision/grid.hpp"
-#include "vision/image.hpp"
 
 namespace clef::runtime {
 
@@ -20,7 +20,7 @@ struct RequestImage {
   std::vector<std::uint8_t> bytes;  ///< encoded (PNG, JPEG or WebP); dropped by prepare_pixels
   /// Decoded pixels (EXIF orientation applied); after prepare_pixels, resized to the processor's
   /// size (resized_height x resized_width), the tower's input.
-  vision::RgbImage image;
+  media::RgbImage image;
   int input_height = 0;  ///< decoded, oriented size (0 until decoded)
   int input_width = 0;
   int resized_height = 0;  ///< smart_resize of the (oriented) size
@@ -28,7 +28,7 @@ struct RequestImage {
   vision::ImageGrid grid;
   /// A video's temporal patch: its second frame (the tower's second temporal slot), at the
   /// resized size; empty for an image (the tower repeats `image`).
-  vision::RgbImage second_frame;
+  media::RgbImage second_frame;
   /// A video's temporal patch: the video's index in the request; -1 for an image.
   int video = -1;
   /// cache::image_digest of the resized pixels (both frames of a temporal patch; set when the

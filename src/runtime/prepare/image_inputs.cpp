@@ -1,9 +1,9 @@
 #include "runtime/prepare/image_inputs.hpp"
 
 #include "backbone/mrope.hpp"
+#include "media/decode.hpp"
+#include "media/probe.hpp"
 #include "util/error.hpp"
-#include "vision/decode.hpp"
-#include "vision/probe.hpp"
 #include "vision/processor.hpp"
 #include "vision/smart_resize.hpp"
 
@@ -38,19 +38,19 @@ void set_grid(RequestImage& r, int height, int width, const vision::ProcessorCon
 }  // namespace
 
 std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
-                                      const vision::ImageSourcePolicy& policy,
+                                      const media::ImageSourcePolicy& policy,
                                       const vision::ProcessorConfig& processor) {
   std::vector<RequestImage> out(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     RequestImage& r = out[i];
     r.param = "images." + std::to_string(i);
-    naming_param(r, [&] { r.bytes = vision::load_request_bytes(sources[i], policy, r.param); });
-    if (const auto size = vision::probe_stored_size(r.bytes)) {
+    naming_param(r, [&] { r.bytes = media::load_request_bytes(sources[i], policy, r.param); });
+    if (const auto size = media::probe_stored_size(r.bytes)) {
       // The decoder's own size check, on the header's size: an image too large to decode is
       // refused before its budget is weighed (its resized size would hide how large it is).
       naming_param(r, [&] {
-        vision::check_dimensions(static_cast<std::uint64_t>(size->width),
-                                 static_cast<std::uint64_t>(size->height), policy.limits);
+        media::check_dimensions(static_cast<std::uint64_t>(size->width),
+                                static_cast<std::uint64_t>(size->height), policy.limits);
       });
       set_grid(r, size->height, size->width, processor);
     } else {
@@ -60,11 +60,11 @@ std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
   return out;
 }
 
-void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
+void decode_pixels(RequestImage& r, const media::ImageSourcePolicy& policy,
                    const vision::ProcessorConfig& processor) {
   if (r.image.width > 0) return;
   const int expected = r.grid.n_image_tokens();
-  naming_param(r, [&] { r.image = vision::decode_image(r.bytes, policy.limits, r.param); });
+  naming_param(r, [&] { r.image = media::decode_image(r.bytes, policy.limits, r.param); });
   r.input_height = r.image.height;
   r.input_width = r.image.width;
   set_grid(r, r.image.height, r.image.width, processor);
@@ -80,7 +80,7 @@ void decode_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
   }
 }
 
-void prepare_pixels(RequestImage& r, const vision::ImageSourcePolicy& policy,
+void prepare_pixels(RequestImage& r, const media::ImageSourcePolicy& policy,
                     const vision::ProcessorConfig& processor) {
   if (r.bytes.empty() && r.image.width > 0) return;  // already prepared
   decode_pixels(r, policy, processor);

@@ -8,30 +8,30 @@
 #include <vector>
 
 #include "backbone/prefill_layout.hpp"
+#include "media/image_source.hpp"
 #include "record/record.hpp"
 #include "runtime/loop/request_image.hpp"
 #include "vision/grid.hpp"
-#include "vision/image_source.hpp"
 #include "vision/processor_config.hpp"
 
 namespace clef::runtime {
 
-/// Loads every source (vision::load_request_bytes) and grids it from its header
-/// (vision::probe_stored_size); an image whose header cannot be probed is decoded here (the
+/// Loads every source (media::load_request_bytes) and grids it from its header
+/// (media::probe_stored_size); an image whose header cannot be probed is decoded here (the
 /// decoder gives the precise error). Errors name "images.<i>".
 std::vector<RequestImage> load_images(const std::vector<std::string>& sources,
-                                      const vision::ImageSourcePolicy& policy,
+                                      const media::ImageSourcePolicy& policy,
                                       const vision::ProcessorConfig& processor);
 
 /// Decodes `image`'s pixels (EXIF orientation applied) and sets its resized size from them.
 /// Throws clef::Error naming image.param for an undecodable image.
-void decode_pixels(RequestImage& image, const vision::ImageSourcePolicy& policy,
+void decode_pixels(RequestImage& image, const media::ImageSourcePolicy& policy,
                    const vision::ProcessorConfig& processor);
 
 /// decode_pixels, then resizes the pixels to the processed size in place
 /// (vision::resize_for_processor: the reference's torch antialiased bicubic, skipped when the size
 /// is already right, as preprocess_image does) and drops the encoded bytes. Idempotent.
-void prepare_pixels(RequestImage& image, const vision::ImageSourcePolicy& policy,
+void prepare_pixels(RequestImage& image, const media::ImageSourcePolicy& policy,
                     const vision::ProcessorConfig& processor);
 
 /// M-RoPE position of every token of `rec` whose image blocks have `grids` (one per

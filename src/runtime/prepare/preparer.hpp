@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json/value.hpp"
+#include "media/image_source.hpp"
 #include "record/encode.hpp"
 #include "record/llama_tokenizer.hpp"
 #include "runtime/engine/engine_config.hpp"
@@ -18,7 +19,6 @@
 #include "runtime/loop/model.hpp"
 #include "runtime/loop/prepared_request.hpp"
 #include "runtime/prepare/video_inputs.hpp"
-#include "vision/image_source.hpp"
 #include "vision/mmproj_info.hpp"
 
 struct llama_vocab;
@@ -70,7 +70,7 @@ class Preparer final : public Model {
   const record::LlamaTokenizer tokenizer_;
   const std::optional<TowerFacts> tower_;
   const bool image_digests_;
-  vision::ImageSourcePolicy image_policy_;
+  media::ImageSourcePolicy image_policy_;
   VideoSourcePolicy video_policy_;
 };
 

@@ -8,14 +8,14 @@
 #include <iterator>
 #include <string_view>
 
+#include "media/base64.hpp"
+#include "media/data_uri.hpp"
+#include "media/decode.hpp"
+#include "media/image_source.hpp"
+#include "media/image_url.hpp"
+#include "media/probe.hpp"
 #include "util/error.hpp"
 #include "video/errors.hpp"
-#include "vision/base64.hpp"
-#include "vision/data_uri.hpp"
-#include "vision/decode.hpp"
-#include "vision/image_source.hpp"
-#include "vision/image_url.hpp"
-#include "vision/probe.hpp"
 
 namespace clef::runtime {
 namespace {
@@ -28,11 +28,11 @@ constexpr std::array<std::string_view, 7> kVideoMediaTypes = {
 
 std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoSourcePolicy& policy,
                                            const std::string& param) {
-  const vision::SourceKind kind = vision::source_kind(source);
-  if (kind == vision::SourceKind::data_uri) {
-    vision::DataUri uri =
-        vision::split_data_uri(source, video::kVideoMedia, policy.limits.max_encoded_bytes, param,
-                               "data:video/mp4;base64,...");
+  const media::SourceKind kind = media::source_kind(source);
+  if (kind == media::SourceKind::data_uri) {
+    media::DataUri uri =
+        media::split_data_uri(source, video::kVideoMedia, policy.limits.max_encoded_bytes, param,
+                              "data:video/mp4;base64,...");
     // Media-type parameters ("video/mp4;codecs=avc1") are legal in a data URI: the type decides.
     const std::string type = uri.media_type.substr(0, uri.media_type.find(';'));
     if (std::find(kVideoMediaTypes.begin(), kVideoMediaTypes.end(), type) ==
@@ -45,7 +45,7 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
     }
     return std::move(uri.bytes);
   }
-  if (kind == vision::SourceKind::url) {
+  if (kind == media::SourceKind::url) {
     if (!policy.allow_urls) {
       throw Error(ErrorKind::unprocessable, "media_urls_disabled",
                   param +
@@ -53,9 +53,9 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
                       "--allow-media-urls); send the video as a data URI",
                   param);
     }
-    vision::UrlFetchPolicy url = policy.url;
+    media::UrlFetchPolicy url = policy.url;
     url.max_bytes = policy.limits.max_encoded_bytes;  // the video limit, not the image one
-    return vision::fetch_media_url(source, url, param, video::kVideoMedia);
+    return media::fetch_media_url(source, url, param, video::kVideoMedia);
   }
   throw invalid_request(param +
                             ": a video must be a data URI (data:video/mp4;base64,...), a frame "
@@ -82,9 +82,9 @@ void plan(RequestVideo& v, double fps, const video::VideoProcessorConfig& config
 
 /// The image limits a frame of a frame list gets: the image ones, with the video frame-pixel
 /// limit when it is lower.
-vision::ImageSourcePolicy frame_policy(const vision::ImageSourcePolicy& image_policy,
-                                       const VideoSourcePolicy& policy) {
-  vision::ImageSourcePolicy p = image_policy;
+media::ImageSourcePolicy frame_policy(const media::ImageSourcePolicy& image_policy,
+                                      const VideoSourcePolicy& policy) {
+  media::ImageSourcePolicy p = image_policy;
   p.limits.max_pixels = std::min(p.limits.max_pixels, policy.limits.max_frame_pixels);
   return p;
 }
@@ -111,7 +111,7 @@ void check_frame_work(RequestVideo& v, Clock::time_point since,
 /// processor samples are kept (URLs: only those are fetched), all of the first sampled frame's
 /// stored size; the first sampled frame is decoded (its oriented size is the video's).
 void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSourcePolicy& policy,
-                     const vision::ImageSourcePolicy& image_policy,
+                     const media::ImageSourcePolicy& image_policy,
                      const video::VideoProcessorConfig& config,
                      const std::function<bool()>& cancelled) {
   const std::size_t n = src.frames.size();
@@ -129,36 +129,36 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
       video::sample_frame_indices(v.total_frames, fps, config.sampling, v.param);
   std::vector<bool> sampled(n, false);
   for (const std::int64_t k : indices) sampled[static_cast<std::size_t>(k)] = true;
-  const vision::ImageSourcePolicy fp = frame_policy(image_policy, policy);
+  const media::ImageSourcePolicy fp = frame_policy(image_policy, policy);
   v.listed.resize(n);
   std::size_t kept_bytes = 0;
   int stored_w = 0;
   int stored_h = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const auto since = Clock::now();
-    const bool url = vision::source_kind(src.frames[k]) == vision::SourceKind::url;
+    const bool url = media::source_kind(src.frames[k]) == media::SourceKind::url;
     if (!sampled[k] && url) continue;  // never fetched: the processor does not use it
     RequestImage& r = v.listed[k];
     r.param = v.param + ".frames." + std::to_string(k);
-    std::vector<std::uint8_t> bytes = vision::load_request_bytes(src.frames[k], fp, r.param);
-    const auto size = vision::probe_stored_size(bytes);
+    std::vector<std::uint8_t> bytes = media::load_request_bytes(src.frames[k], fp, r.param);
+    const auto size = media::probe_stored_size(bytes);
     if (size) {
       try {
-        vision::check_dimensions(static_cast<std::uint64_t>(size->width),
-                                 static_cast<std::uint64_t>(size->height), fp.limits);
+        media::check_dimensions(static_cast<std::uint64_t>(size->width),
+                                static_cast<std::uint64_t>(size->height), fp.limits);
       } catch (const Error& e) {
         throw Error(e.kind(), e.code(), r.param + ": " + e.what(), r.param);
       }
     }
     if (sampled[k]) {
       if (!size) {  // the decoder gives the precise error
-        vision::decode_image(bytes, fp.limits, r.param);
+        media::decode_image(bytes, fp.limits, r.param);
         throw video::bad_video(r.param + ": the image's size cannot be read", r.param);
       }
       if (stored_w == 0) {
         stored_w = size->width;
         stored_h = size->height;
-        r.image = vision::decode_image(bytes, fp.limits, r.param);  // oriented
+        r.image = media::decode_image(bytes, fp.limits, r.param);  // oriented
         v.width = r.image.width;
         v.height = r.image.height;
       } else if (size->width != stored_w || size->height != stored_h) {
@@ -213,7 +213,7 @@ vision::ProcessorConfig image_config(const vision::ProcessorConfig& tower,
 
 std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
                                       const VideoSourcePolicy& policy,
-                                      const vision::ImageSourcePolicy& image_policy,
+                                      const media::ImageSourcePolicy& image_policy,
                                       const video::VideoProcessorConfig& config,
                                       const std::function<bool()>& cancelled) {
   std::vector<RequestVideo> out(videos.size());
@@ -250,11 +250,11 @@ RequestImage patch_block(const RequestVideo& v) {
 }
 
 std::vector<RequestImage> video_blocks(RequestVideo& v, const VideoSourcePolicy& policy,
-                                       const vision::ImageSourcePolicy& image_policy,
+                                       const media::ImageSourcePolicy& image_policy,
                                        const video::VideoProcessorConfig& config,
                                        const std::function<bool()>& cancelled) {
   // Each frame is checked and resized as soon as it is decoded: only one full-size frame is held.
-  const auto resize = [&](vision::RgbImage f) {
+  const auto resize = [&](media::RgbImage f) {
     if (f.width != v.width || f.height != v.height) {
       throw video::bad_video(v.param + ": the video's frames change size (" +
                                  std::to_string(v.width) + "x" + std::to_string(v.height) +
@@ -264,12 +264,12 @@ std::vector<RequestImage> video_blocks(RequestVideo& v, const VideoSourcePolicy&
     }
     return video::resize_frame(f, v.plan);
   };
-  std::vector<vision::RgbImage> sampled;
+  std::vector<media::RgbImage> sampled;
   if (v.container) {
     sampled = v.container->decode(v.plan.indices, resize);
     v.container.reset();
   } else {
-    const vision::ImageSourcePolicy fp = frame_policy(image_policy, policy);
+    const media::ImageSourcePolicy fp = frame_policy(image_policy, policy);
     for (std::size_t k = 0; k < v.plan.indices.size(); ++k) {
       if (k > 0 && v.plan.indices[k] == v.plan.indices[k - 1]) {
         sampled.push_back(sampled.back());
@@ -277,16 +277,15 @@ std::vector<RequestImage> video_blocks(RequestVideo& v, const VideoSourcePolicy&
       }
       const auto since = Clock::now();
       RequestImage& r = v.listed[static_cast<std::size_t>(v.plan.indices[k])];
-      vision::RgbImage frame = r.image.width > 0
-                                   ? std::move(r.image)
-                                   : vision::decode_image(r.bytes, fp.limits, r.param);
+      media::RgbImage frame =
+          r.image.width > 0 ? std::move(r.image) : media::decode_image(r.bytes, fp.limits, r.param);
       r.bytes = {};
       sampled.push_back(resize(std::move(frame)));
       check_frame_work(v, since, cancelled);
     }
     v.listed.clear();
   }
-  std::vector<vision::RgbImage> frames = video::processed_frames(sampled, v.plan, config);
+  std::vector<media::RgbImage> frames = video::processed_frames(sampled, v.plan, config);
   std::vector<RequestImage> out(static_cast<std::size_t>(v.plan.groups));
   const auto tp = static_cast<std::size_t>(config.temporal_patch_size);
   for (std::size_t g = 0; g < out.size(); ++g) {
@@ -330,7 +329,7 @@ std::string video_file_data_uri(const std::string& path, std::size_t max_bytes,
     throw video::unsupported_video(
         "video file '" + path + "' is not an MP4/QuickTime, Matroska/WebM or AVI file", param);
   }
-  return std::string("data:") + media + ";base64," + vision::encode_base64(bytes);
+  return std::string("data:") + media + ";base64," + media::encode_base64(bytes);
 }
 
 }  // namespace clef::runtime

@@ -10,22 +10,22 @@
 #include <string>
 #include <vector>
 
+#include "media/image_source.hpp"
 #include "record/encode.hpp"
 #include "request/request.hpp"
 #include "runtime/prepare/image_inputs.hpp"
 #include "video/container.hpp"
 #include "video/limits.hpp"
 #include "video/processor.hpp"
-#include "vision/image_source.hpp"
 #include "vision/processor_config.hpp"
 
 namespace clef::runtime {
 
 /// Where request videos may come from and how large they may be.
 struct VideoSourcePolicy {
-  bool allow_urls = false;     ///< http(s) URLs (server --allow-media-urls)
-  vision::UrlFetchPolicy url;  ///< limits of URL fetching
-  video::VideoLimits limits;   ///< per video
+  bool allow_urls = false;    ///< http(s) URLs (server --allow-media-urls)
+  media::UrlFetchPolicy url;  ///< limits of URL fetching
+  video::VideoLimits limits;  ///< per video
 };
 
 /// One request video, planned.
@@ -69,7 +69,7 @@ vision::ProcessorConfig image_config(const vision::ProcessorConfig& tower,
 /// "videos.0.frames.2"): 400 / 413 / 415 / 422 as the source, container and processor rules say.
 std::vector<RequestVideo> load_videos(const std::vector<request::Video>& videos,
                                       const VideoSourcePolicy& policy,
-                                      const vision::ImageSourcePolicy& image_policy,
+                                      const media::ImageSourcePolicy& image_policy,
                                       const video::VideoProcessorConfig& config,
                                       const std::function<bool()>& cancelled = {});
 
@@ -81,7 +81,7 @@ RequestImage patch_block(const RequestVideo& video);
 /// one vision block per temporal patch (RequestImage with image = first frame, second_frame =
 /// second, grid = the patch's grid), in order. Releases the container.
 std::vector<RequestImage> video_blocks(RequestVideo& video, const VideoSourcePolicy& policy,
-                                       const vision::ImageSourcePolicy& image_policy,
+                                       const media::ImageSourcePolicy& image_policy,
                                        const video::VideoProcessorConfig& config,
                                        const std::function<bool()>& cancelled = {});
 

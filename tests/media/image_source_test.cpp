@@ -9,17 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "media/base64.hpp"
+#include "media/decode.hpp"
+#include "media/image_source.hpp"
+#include "media/image_url.hpp"
+#include "media/probe.hpp"
 #include "support/status_of.hpp"
-#include "test_files.hpp"
+#include "support/test_files.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
-#include "vision/decode.hpp"
 #include "vision/grid.hpp"
-#include "vision/image_source.hpp"
-#include "vision/image_url.hpp"
-#include "vision/probe.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 using clef::test::status_of;
@@ -145,9 +145,9 @@ TEST(ImageUrl, ForbiddenHostsAreRefusedBeforeConnecting) {
 }
 
 }  // namespace
-}  // namespace clef::vision
+}  // namespace clef::media
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 /// Every decodable test image: the header probe gives the decoded size, up to the transpose of
@@ -170,8 +170,8 @@ TEST(ProbeStoredSize, MatchesTheDecodedSizeUpToOrientation) {
     EXPECT_EQ(transposed ? size->height : size->width, width);
     EXPECT_EQ(transposed ? size->width : size->height, height);
     // The token count does not depend on the orientation.
-    EXPECT_EQ(image_grid_for_input(size->height, size->width).n_image_tokens(),
-              image_grid_for_input(height, width).n_image_tokens());
+    EXPECT_EQ(vision::image_grid_for_input(size->height, size->width).n_image_tokens(),
+              vision::image_grid_for_input(height, width).n_image_tokens());
     ++checked;
   }
   EXPECT_EQ(checked, 33);
@@ -217,4 +217,4 @@ TEST(ProbeStoredSize, StuffedZeroAfterSoiDoesNotLeadToAFakeFrameHeader) {
 }
 
 }  // namespace
-}  // namespace clef::vision
+}  // namespace clef::media

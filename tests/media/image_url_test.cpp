@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "media/image_url.hpp"
 #include "util/error.hpp"
-#include "vision/image_url.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -209,4 +209,4 @@ TEST(ImageUrlReservedRanges, EveryDocumentationAndSpecialPurposeBlockIsRefused) 
 }
 
 }  // namespace
-}  // namespace clef::vision
+}  // namespace clef::media

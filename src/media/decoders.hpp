@@ -6,12 +6,12 @@
 #include <optional>
 #include <span>
 
-#include "vision/decode.hpp"
-#include "vision/image.hpp"
-#include "vision/limits.hpp"
-#include "vision/probe.hpp"
+#include "media/decode.hpp"
+#include "media/image.hpp"
+#include "media/limits.hpp"
+#include "media/probe.hpp"
 
-namespace clef::vision::detail {
+namespace clef::media::detail {
 
 struct Decoded {
   RgbImage image;
@@ -25,4 +25,4 @@ Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& lim
 std::optional<StoredSize> jpeg_stored_size(std::span<const std::uint8_t> bytes) noexcept;
 Decoded decode_webp(std::span<const std::uint8_t> bytes, const DecodeLimits& limits);
 
-}  // namespace clef::vision::detail
+}  // namespace clef::media::detail

@@ -1,16 +1,16 @@
-#include "vision/image_source.hpp"
+#include "media/image_source.hpp"
 
 #include <cctype>
 #include <fstream>
 #include <iterator>
 #include <vector>
 
-#include "vision/base64.hpp"
-#include "vision/data_uri.hpp"
-#include "vision/decode.hpp"
-#include "vision/errors.hpp"
+#include "media/base64.hpp"
+#include "media/data_uri.hpp"
+#include "media/decode.hpp"
+#include "media/errors.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 SourceKind source_kind(std::string_view source) noexcept {
   const auto starts_with_ci = [&](std::string_view prefix) {
@@ -80,4 +80,4 @@ std::string image_file_data_uri(const std::filesystem::path& path, const DecodeL
   return std::string("data:") + media + ";base64," + encode_base64(bytes);
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -1,12 +1,12 @@
-#include "vision/data_uri.hpp"
+#include "media/data_uri.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-#include "vision/base64.hpp"
-#include "vision/errors.hpp"
+#include "media/base64.hpp"
+#include "media/errors.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 std::string lower(std::string_view s) {
@@ -75,4 +75,4 @@ DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits, const s
                         "data:image/png;base64,...");
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <span>
 
-#include "vision/image.hpp"
+#include "media/image.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 /// The Orientation tag (0x0112) of IFD0 in a TIFF-structured EXIF block (as found in a JPEG APP1
 /// segment, a PNG eXIf chunk or a WebP EXIF chunk); a leading "Exif\0\0" is skipped. Returns 1
@@ -21,4 +21,4 @@ int exif_orientation(std::span<const std::uint8_t> exif) noexcept;
 /// else return the image unchanged. 5..8 swap width and height.
 RgbImage apply_exif_orientation(RgbImage image, int orientation);
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "test_files.hpp"
+#include "media/base64.hpp"
+#include "media/data_uri.hpp"
+#include "media/decode.hpp"
+#include "support/test_files.hpp"
 #include "util/error.hpp"
-#include "vision/base64.hpp"
-#include "vision/data_uri.hpp"
-#include "vision/decode.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 using test::data_path;
@@ -240,4 +240,4 @@ TEST(Decode, DamagedFilesAreRefusedNotCrashed) {
 }
 
 }  // namespace
-}  // namespace clef::vision
+}  // namespace clef::media

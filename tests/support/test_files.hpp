@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace clef::vision::test {
+namespace clef::test {
 
 inline std::string data_path(const std::string& relative) {
   return std::string(CLEF_TEST_DATA) + "/" + relative;
@@ -21,4 +21,4 @@ inline std::vector<std::uint8_t> read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-}  // namespace clef::vision::test
+}  // namespace clef::test

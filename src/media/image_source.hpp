@@ -7,11 +7,11 @@
 #include <string_view>
 #include <vector>
 
-#include "vision/image.hpp"
-#include "vision/image_url.hpp"
-#include "vision/limits.hpp"
+#include "media/image.hpp"
+#include "media/image_url.hpp"
+#include "media/limits.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 /// What request images may be and how large.
 struct ImageSourcePolicy {
@@ -46,4 +46,4 @@ RgbImage load_request_image(std::string_view source, const ImageSourcePolicy& po
 std::string image_file_data_uri(const std::filesystem::path& path, const DecodeLimits& limits,
                                 const std::string& param);
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace clef::vision {
+namespace clef::media {
 
 /// An 8-bit RGB image: `rgb` holds height rows of width pixels, 3 bytes (R, G, B) each,
 /// row-major with no padding (size = width * height * 3).
@@ -31,4 +31,4 @@ struct RgbImage {
   }
 };
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -11,11 +11,11 @@
 #include <cstring>
 #include <string>
 
-#include "vision/decoders.hpp"
-#include "vision/errors.hpp"
-#include "vision/exif.hpp"
+#include "media/decoders.hpp"
+#include "media/errors.hpp"
+#include "media/exif.hpp"
 
-namespace clef::vision::detail {
+namespace clef::media::detail {
 namespace {
 
 struct JpegError {
@@ -123,4 +123,4 @@ Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& lim
   return Decoded{std::move(s.image), s.orientation};
 }
 
-}  // namespace clef::vision::detail
+}  // namespace clef::media::detail

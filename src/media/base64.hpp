@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace clef::vision {
+namespace clef::media {
 
 /// Number of bytes `text` decodes to if it is well-formed base64 (length multiple of 4, at most
 /// two '=' at the end); used to apply a size limit before decoding. Returns 0 for malformed
@@ -23,4 +23,4 @@ std::vector<std::uint8_t> decode_base64(std::string_view text);
 /// Standard base64 with '=' padding (the inverse of decode_base64).
 std::string encode_base64(std::span<const std::uint8_t> bytes);
 
-}  // namespace clef::vision
+}  // namespace clef::media

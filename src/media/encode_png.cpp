@@ -1,4 +1,4 @@
-#include "vision/encode_png.hpp"
+#include "media/encode_png.hpp"
 
 #include <png.h>
 
@@ -7,7 +7,7 @@
 
 #include "util/error.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 void append_bytes(png_structp png, png_bytep data, png_size_t n) {
@@ -67,4 +67,4 @@ std::vector<std::uint8_t> encode_png(const RgbImage& image) {
   return out;
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -1,4 +1,4 @@
-#include "vision/image_url.hpp"
+#include "media/image_url.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -15,10 +15,10 @@
 
 #include <httplib.h>
 
+#include "media/errors.hpp"
 #include "util/error.hpp"
-#include "vision/errors.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -363,4 +363,4 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
                              std::to_string(policy.max_redirects) + " times");
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -6,11 +6,11 @@
 #include <cstring>
 #include <string>
 
-#include "vision/decoders.hpp"
-#include "vision/errors.hpp"
-#include "vision/exif.hpp"
+#include "media/decoders.hpp"
+#include "media/errors.hpp"
+#include "media/exif.hpp"
 
-namespace clef::vision::detail {
+namespace clef::media::detail {
 namespace {
 
 std::uint32_t le32(const std::uint8_t* p) {
@@ -54,4 +54,4 @@ Decoded decode_webp(std::span<const std::uint8_t> bytes, const DecodeLimits& lim
   return d;
 }
 
-}  // namespace clef::vision::detail
+}  // namespace clef::media::detail

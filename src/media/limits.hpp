@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace clef::vision {
+namespace clef::media {
 
 /// Refusal thresholds for one image. The image count per request is the request module's job.
 struct DecodeLimits {
@@ -15,4 +15,4 @@ struct DecodeLimits {
   std::uint64_t max_pixels = std::uint64_t{64} * 1024 * 1024;  // 64 Mpx
 };
 
-}  // namespace clef::vision
+}  // namespace clef::media

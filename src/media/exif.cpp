@@ -1,8 +1,8 @@
-#include "vision/exif.hpp"
+#include "media/exif.hpp"
 
 #include <cstring>
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 struct TiffReader {
@@ -102,4 +102,4 @@ RgbImage apply_exif_orientation(RgbImage image, int orientation) {
   return out;
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -1,11 +1,11 @@
-#include "vision/base64.hpp"
+#include "media/base64.hpp"
 
 #include <array>
 #include <string>
 
-#include "vision/errors.hpp"
+#include "media/errors.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 constexpr std::array<std::int8_t, 256> make_table() {
@@ -87,4 +87,4 @@ std::string encode_base64(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

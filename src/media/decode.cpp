@@ -1,13 +1,13 @@
-#include "vision/decode.hpp"
+#include "media/decode.hpp"
 
 #include <cstring>
 
-#include "vision/data_uri.hpp"
-#include "vision/decoders.hpp"
-#include "vision/errors.hpp"
-#include "vision/exif.hpp"
+#include "media/data_uri.hpp"
+#include "media/decoders.hpp"
+#include "media/errors.hpp"
+#include "media/exif.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 bool starts_with(std::span<const std::uint8_t> b, std::size_t at, std::string_view magic) {
@@ -85,4 +85,4 @@ RgbImage decode_data_uri(std::string_view uri, const DecodeLimits& limits,
   return decode_image(data.bytes, limits, param);
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

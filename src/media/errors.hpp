@@ -7,7 +7,7 @@
 
 #include "util/error.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 /// What a request's media item is, for the helpers that images and videos share (data URIs,
 /// URL fetching): the noun their refusals use, their error codes and the HTTP Accept header.
@@ -39,4 +39,4 @@ inline Error unsupported_image(std::string message, std::string param = {}) {
                std::move(param));
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media

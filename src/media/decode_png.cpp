@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "vision/decoders.hpp"
-#include "vision/errors.hpp"
-#include "vision/exif.hpp"
+#include "media/decoders.hpp"
+#include "media/errors.hpp"
+#include "media/exif.hpp"
 
-namespace clef::vision::detail {
+namespace clef::media::detail {
 namespace {
 
 struct PngState {
@@ -146,4 +146,4 @@ Decoded decode_png(std::span<const std::uint8_t> bytes, const DecodeLimits& limi
   return Decoded{to_rgb(s), s.orientation};
 }
 
-}  // namespace clef::vision::detail
+}  // namespace clef::media::detail

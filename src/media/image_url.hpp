@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "vision/errors.hpp"
+#include "media/errors.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 /// Limits and switches of image URL fetching.
 struct UrlFetchPolicy {
@@ -57,4 +57,4 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
                                           const std::string& param = {},
                                           const MediaKind& kind = kImageMedia);
 
-}  // namespace clef::vision
+}  // namespace clef::media

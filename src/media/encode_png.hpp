@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "vision/image.hpp"
+#include "media/image.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 /// `image` as PNG file bytes (8-bit RGB, no interlace, libpng's default compression).
 /// Throws clef::Error (internal) if libpng fails or the image is empty.
 std::vector<std::uint8_t> encode_png(const RgbImage& image);
 
-}  // namespace clef::vision
+}  // namespace clef::media

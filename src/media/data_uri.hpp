@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include "vision/errors.hpp"
-#include "vision/limits.hpp"
+#include "media/errors.hpp"
+#include "media/limits.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 /// A decoded data URI: its media type (lower case, e.g. "image/png") and payload bytes.
 struct DataUri {
@@ -33,4 +33,4 @@ DataUri split_data_uri(std::string_view uri, const MediaKind& kind, std::size_t 
 DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits = {},
                        const std::string& param = {});
 
-}  // namespace clef::vision
+}  // namespace clef::media

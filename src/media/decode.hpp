@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
-#include "vision/image.hpp"
-#include "vision/limits.hpp"
+#include "media/image.hpp"
+#include "media/limits.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 
 enum class ImageFormat { png, jpeg, webp };
 
@@ -40,4 +40,4 @@ void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLim
 RgbImage decode_data_uri(std::string_view uri, const DecodeLimits& limits = {},
                          const std::string& param = {});
 
-}  // namespace clef::vision
+}  // namespace clef::media

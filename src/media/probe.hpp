@@ -6,7 +6,7 @@
 #include <optional>
 #include <span>
 
-namespace clef::vision {
+namespace clef::media {
 
 /// Width and height as stored (before EXIF orientation, which may swap them; the processor's token
 /// count is the same either way, as smart_resize treats height and width alike).
@@ -22,4 +22,4 @@ struct StoredSize {
 /// (decode_image then gives the precise error). Reads headers only.
 std::optional<StoredSize> probe_stored_size(std::span<const std::uint8_t> bytes) noexcept;
 
-}  // namespace clef::vision
+}  // namespace clef::media

@@ -1,13 +1,13 @@
-#include "vision/probe.hpp"
+#include "media/probe.hpp"
 
 #include <webp/decode.h>
 
 #include <climits>
 
-#include "vision/decode.hpp"
-#include "vision/decoders.hpp"
+#include "media/decode.hpp"
+#include "media/decoders.hpp"
 
-namespace clef::vision {
+namespace clef::media {
 namespace {
 
 std::uint32_t be32(const std::uint8_t* p) {
@@ -51,4 +51,4 @@ std::optional<StoredSize> probe_stored_size(std::span<const std::uint8_t> bytes)
   return std::nullopt;
 }
 
-}  // namespace clef::vision
+}  // namespace clef::media
