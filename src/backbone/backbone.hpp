@@ -179,7 +179,7 @@ class Backbone {
   llama_model* model() noexcept { return model_.get(); }
   const llama_vocab* vocab() const noexcept;
   /// The vocabulary, sharing ownership of the llama_model: it stays valid after the backbone
-  /// (and its context) are gone, for a tokenizer that outlives them (runtime::Preparer).
+  /// (and its context) are gone, for a tokenizer that outlives them (runtime::EnginePreparer).
   std::shared_ptr<const llama_vocab> shared_vocab() const;
 
   /// Starts a record's prefill on context sequence `seq` (0 <= seq < params().parallel), from a

@@ -393,9 +393,9 @@ int run_tune(TuneCommandOptions& o) {
   // own copy goes with the backbone before training).
   const head::HeadConfig head_config = head::read_head_config(config.head_config_path);
 
-  std::vector<tune::PreparedRecord> train_prepared = tune::prepare_records(*engine.model, train);
+  std::vector<tune::PreparedRecord> train_prepared = tune::prepare_records(*engine.preparer, train);
   std::vector<tune::PreparedRecord> validation_prepared =
-      tune::prepare_records(*engine.model, validation);
+      tune::prepare_records(*engine.preparer, validation);
   // Augmented training records are run at each visit (their tokens change): only the
   // validation rows are kept then.
   const bool augmenting = o.augment.any();
@@ -467,13 +467,13 @@ int run_tune(TuneCommandOptions& o) {
   if (!augmenting) {
     // The backbone is not needed while the head trains: its memory goes back before training.
     engine.runner.reset();
-    engine.model.reset();
+    engine.preparer.reset();
   }
   const tune::TrainingVisit visit = [&](std::size_t i, int epoch) -> tune::RowsRecord {
     if (!augmenting) return train_rows[i];
     const tune::LabeledRecord a = tune::augment(train[i], o.augment, o.settings.seed, epoch, i);
     std::vector<tune::RowsRecord> rows =
-        tune::compute_rows(engine, tune::prepare_records(*engine.model, {a}), {});
+        tune::compute_rows(engine, tune::prepare_records(*engine.preparer, {a}), {});
     return std::move(rows.front());
   };
   // What training adds is measured from here: the rows are resident, the backbone is gone.

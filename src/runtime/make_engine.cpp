@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "runtime/engine/engine_runner.hpp"
-#include "runtime/prepare/preparer.hpp"
+#include "runtime/prepare/engine_preparer.hpp"
 
 namespace clef::runtime {
 
@@ -19,9 +19,9 @@ Engine make_engine(const EngineConfig& config) {
     tower = TowerFacts{m.tower->info(), m.tower->flash_attention(),
                        m.placement.gpu != nullptr ? m.placement.info.name : ""};
   }
-  std::shared_ptr<const Model> model = std::make_shared<const Preparer>(
+  std::shared_ptr<const Preparer> preparer = std::make_shared<const EnginePreparer>(
       m.config, m.served(), m.backbone.shared_vocab(), std::move(tower), loaded.state_cache);
-  return {std::move(model), std::move(loaded.runner)};
+  return {std::move(preparer), std::move(loaded.runner)};
 }
 
 }  // namespace clef::runtime

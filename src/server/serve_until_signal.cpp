@@ -127,7 +127,7 @@ int serve_until_signal(const ServerConfig& config, runtime::DecisionQueue::Facto
     }
     if (!reported_ready && health == Health::ok) {
       reported_ready = true;
-      auto model = server->queue().model();
+      auto model = server->queue().served();
       events.event("info", "ready: model " + (model ? model->name : std::string("?")) +
                                ", context " + std::to_string(model ? model->context_size : 0) +
                                " tokens, loaded in " +

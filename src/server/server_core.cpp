@@ -177,7 +177,7 @@ HttpResponse ServerCore::handle_health() const {
 }
 
 HttpResponse ServerCore::handle_models() const {
-  auto model = queue_.model();
+  auto model = queue_.served();
   if (!model) {
     return answer(ErrorReply::from(
         Error(ErrorKind::unavailable, "model_loading", "the model is not loaded")));
@@ -191,7 +191,7 @@ HttpResponse ServerCore::handle_metrics() const {
   GaugeValues gauges;
   gauges.queue_depth = queue_.depth();
   gauges.in_flight = queue_.in_flight();
-  auto model = queue_.model();
+  auto model = queue_.served();
   gauges.model_loaded = model.has_value() && queue_.state() == runtime::QueueState::ready;
   gauges.model_load_seconds = model ? model->load_seconds : 0.0;
   gauges.state_cache = queue_.state_cache_stats();

@@ -1,6 +1,6 @@
 // ServerCore's decision endpoints (declared in server_core.hpp), POST /v1/systemone and POST
 // /v1/decisions: read the body within limits, parse it, prepare it (validate, default, encode,
-// decode images: Model::prepare on this HTTP thread), queue the prepared request for the runtime
+// decode images: Preparer::prepare on this HTTP thread), queue the prepared request for the runtime
 // thread, wait for the outcome, answer. A request that cannot
 // be decided is refused here, without waiting behind running decisions.
 

@@ -51,17 +51,17 @@ HeadExample RowsRecord::example() const {
   return {rows->hidden, rows->n_tokens, rows->inputs.questions, rows->inputs.lexical, targets};
 }
 
-std::vector<PreparedRecord> prepare_records(const runtime::Model& model,
+std::vector<PreparedRecord> prepare_records(const runtime::Preparer& preparer,
                                             const std::vector<LabeledRecord>& records) {
   std::vector<PreparedRecord> out;
   out.reserve(records.size());
-  const int context = model.served().context_size;
+  const int context = preparer.served().context_size;
   for (const LabeledRecord& r : records) {
     PreparedRecord p;
     p.where = r.where;
     p.id = r.id;
     try {
-      p.prepared = model.prepare(r.request);
+      p.prepared = preparer.prepare(r.request);
     } catch (const DecisionCancelled&) {
       throw;
     } catch (const Error& e) {

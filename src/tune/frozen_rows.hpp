@@ -39,12 +39,12 @@ struct RowsRecord {
   HeadExample example() const;
 };
 
-/// Prepares `records` with `model` (tokenization only, no backbone call). Throws clef::Error
+/// Prepares `records` with `preparer` (tokenization only, no backbone call). Throws clef::Error
 /// (invalid_request) naming the record's file and line for a request the model refuses, a label
 /// on a question the request does not have, a gold option or a target option the question does
 /// not have, or a record longer than the context: refused with its token count, never truncated
 /// (no label is paired with lost evidence; the recipe refuses too).
-std::vector<PreparedRecord> prepare_records(const runtime::Model& model,
+std::vector<PreparedRecord> prepare_records(const runtime::Preparer& preparer,
                                             const std::vector<LabeledRecord>& records);
 
 /// The rows' memory, said before the backbone runs: tokens x hidden size x 4 bytes (f32), plus

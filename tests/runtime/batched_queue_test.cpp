@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/make_engine.hpp"
 #include "runtime/loop/decision_queue.hpp"
+#include "runtime/make_engine.hpp"
 #include "support/ticket_requests.hpp"
 #include "support/ticket_text.hpp"
 #include "support/tiny_engine_config.hpp"
@@ -41,7 +41,7 @@ TEST(BatchedQueue, GivesTheSoloBytesAndAGoneClientStopsOnlyItsOwnRequest) {
   DecisionQueue queue([] { return runtime::make_engine(config(2)); }, 16, warmup_request());
   queue.start();
   ASSERT_TRUE(queue.wait_until_ready(60s));
-  ASSERT_EQ(queue.model()->limits.parallel, 2);
+  ASSERT_EQ(queue.served()->limits.parallel, 2);
 
   // A long request, then shorter ones while it runs, one of them gone before it is decided.
   std::vector<std::future<DecisionOutcome>> answers;

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "server/fake_engine.hpp"
 #include "json/parse.hpp"
+#include "server/fake_engine.hpp"
 
 namespace clef::runtime {
 namespace {
@@ -34,15 +34,15 @@ TEST(DecisionQueue, LoadsThenWarmsUpThenIsReady) {
   DecisionQueue queue(fake_factory(control, "m", 512), 4, warmup_request());
   queue.start();
   EXPECT_EQ(queue.state(), QueueState::loading);
-  EXPECT_FALSE(queue.model().has_value());
+  EXPECT_FALSE(queue.served().has_value());
   EXPECT_THROW(submit(queue, request_with_state("x")), Error);
   control->open_load_gate();
   ASSERT_TRUE(queue.wait_until_ready(10s));
   EXPECT_EQ(control->finished.load(), 1);  // the warm-up decision ran before ready
-  ASSERT_TRUE(queue.model().has_value());
-  EXPECT_EQ(queue.model()->name, "m");
-  EXPECT_EQ(queue.model()->context_size, 512);
-  EXPECT_GE(queue.model()->load_seconds, 0.0);
+  ASSERT_TRUE(queue.served().has_value());
+  EXPECT_EQ(queue.served()->name, "m");
+  EXPECT_EQ(queue.served()->context_size, 512);
+  EXPECT_GE(queue.served()->load_seconds, 0.0);
 }
 
 TEST(DecisionQueue, SubmitWhileLoadingIsUnavailable) {

@@ -1,5 +1,5 @@
 #pragma once
-// A test double of the engine (runtime::Engine: a FakeModel and a FakeRunner): deterministic
+// A test double of the engine (runtime::Engine: a FakePreparer and a FakeRunner): deterministic
 // answers computed from the request, an optional delay, an optional gate that holds a decision
 // until the test opens it, and checks that deciding is never entered by two threads at once. One
 // sequence; a decision is made whole in its first step(), so the loop never suspends one.
@@ -86,9 +86,9 @@ inline std::uint64_t fnv1a(const std::string& s) {
 /// Prepares like the engine (request::parse_request with this model's name as the default).
 /// The fake keeps the body's canonical JSON, which its answers hash, in the record's
 /// rendered_state (it has no tokenizer, so no real record).
-class FakeModel final : public runtime::Model {
+class FakePreparer final : public runtime::Preparer {
  public:
-  FakeModel(std::string name, int context_size) {
+  FakePreparer(std::string name, int context_size) {
     served_.name = std::move(name);
     served_.context_size = context_size;
     served_.limits.context_size = context_size;
@@ -111,7 +111,7 @@ class FakeModel final : public runtime::Model {
   runtime::ServedModel served_;
 };
 
-/// Decides what FakeModel prepared, each decision whole in its first step().
+/// Decides what FakePreparer prepared, each decision whole in its first step().
 class FakeRunner final : public runtime::Runner {
  public:
   FakeRunner(std::shared_ptr<FakeControl> control, int context_size)
@@ -239,10 +239,10 @@ class FakeRunner final : public runtime::Runner {
   int context_size_;
 };
 
-/// A fake engine: FakeModel named `name` and a FakeRunner over `control`.
+/// A fake engine: FakePreparer named `name` and a FakeRunner over `control`.
 inline runtime::Engine fake_engine(std::shared_ptr<FakeControl> control,
                                    std::string name = "fake-model", int context_size = 4096) {
-  return {std::make_shared<const FakeModel>(std::move(name), context_size),
+  return {std::make_shared<const FakePreparer>(std::move(name), context_size),
           std::make_unique<FakeRunner>(std::move(control), context_size)};
 }
 

@@ -2,7 +2,7 @@
 // The model files of one engine, loaded once, and what the server says of them: the backbone, the
 // joint schema head, the lexical prior, the vision tower, the calibration, where each runs, and
 // the model served (ServedModel). The engine's runner owns it and alone uses it (the backbone's
-// context, the tower's compute buffers); preparation takes copies (runtime::Preparer).
+// context, the tower's compute buffers); preparation takes copies (runtime::EnginePreparer).
 
 #include <cstdint>
 #include <memory>
@@ -18,7 +18,7 @@
 #include "lexical/lexical_table.hpp"
 #include "runtime/engine/engine_config.hpp"
 #include "runtime/engine/memory_plan.hpp"
-#include "runtime/loop/model.hpp"
+#include "runtime/loop/preparer.hpp"
 #include "vision/tower.hpp"
 
 namespace clef::artifact {

@@ -70,13 +70,13 @@ cache::StateCacheStats DecisionQueue::state_cache_stats() const {
 
 PreparedRequest DecisionQueue::prepare(json::Value body, const Cancellation& cancellation,
                                        const util::MemoryCharge& charge) {
-  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Preparer> preparer;
   {
     std::lock_guard lock(mutex_);
-    if (state_ != QueueState::ready || !model_) throw unavailable_error(state_);
-    model = model_;  // a share: the model outlives the runner while this prepares
+    if (state_ != QueueState::ready || !preparer_) throw unavailable_error(state_);
+    preparer = preparer_;  // a share: it outlives the runner while this prepares
   }
-  return model->prepare(std::move(body), cancellation, charge);
+  return preparer->prepare(std::move(body), cancellation, charge);
 }
 
 std::future<DecisionOutcome> DecisionQueue::submit(PreparedRequest prepared) {
@@ -156,7 +156,7 @@ QueueState DecisionQueue::state() const {
   return state_;
 }
 
-std::optional<ServedModel> DecisionQueue::model() const {
+std::optional<ServedModel> DecisionQueue::served() const {
   std::lock_guard lock(mutex_);
   return served_;
 }
@@ -194,7 +194,7 @@ void DecisionQueue::run(Factory factory, json::Value warmup) {
   {
     std::lock_guard lock(mutex_);
     if (state_ != QueueState::failed) state_ = QueueState::stopped;  // failed stays failed
-    model_.reset();  // no new prepare() starts; one under way keeps its share
+    preparer_.reset();  // no new prepare() starts; one under way keeps its share
     cache_stats_ = {};
     state_cv_.notify_all();
   }
@@ -207,7 +207,8 @@ Engine DecisionQueue::load(const Factory& factory, const json::Value& warmup) {
   std::string error;
   try {
     engine = factory();
-    if (!engine.model || !engine.runner) throw model_error("the model factory returned no engine");
+    if (!engine.preparer || !engine.runner)
+      throw model_error("the model factory returned no engine");
     engine.decide(warmup);
   } catch (const std::exception& e) {
     error = e.what();
@@ -220,7 +221,7 @@ Engine DecisionQueue::load(const Factory& factory, const json::Value& warmup) {
   } else {
     served_ = engine.served();
     served_->load_seconds = ms_between(start, Clock::now()) / 1000.0;
-    model_ = engine.model;
+    preparer_ = engine.preparer;
     cache_stats_ = engine.runner->state_cache_stats();
     state_ = closing_ ? QueueState::draining : QueueState::ready;
   }

@@ -2,7 +2,7 @@
 // The bounded queue between the HTTP threads and the ONE runtime thread that owns the engine's
 // Runner (not thread-safe). The runtime thread loads the model, runs one warm-up decision, then
 // decides queued requests in the one decision loop (runtime/loop/decision_loop.hpp). The HTTP
-// threads prepare their requests themselves on the shared const Model before they queue, so the
+// threads prepare their requests themselves on the shared const Preparer before they queue, so the
 // queue holds only requests that can be decided and the runtime thread only runs the model.
 
 #include <chrono>
@@ -22,7 +22,7 @@
 #include "json/value.hpp"
 #include "runtime/loop/decision_loop.hpp"
 #include "runtime/loop/engine.hpp"
-#include "runtime/loop/model.hpp"
+#include "runtime/loop/preparer.hpp"
 #include "util/error.hpp"
 
 namespace clef::runtime {
@@ -59,9 +59,9 @@ class DecisionQueue {
   DecisionQueue(const DecisionQueue&) = delete;
   DecisionQueue& operator=(const DecisionQueue&) = delete;
 
-  /// Prepares a parsed request body with the loaded Model, on the calling thread (any thread;
-  /// several at once). Throws clef::Error: what Model::prepare throws (400/413/415 naming the
-  /// field), or unavailable (503) as submit() when no model is ready.
+  /// Prepares a parsed request body with the loaded model's Preparer, on the calling thread (any
+  /// thread; several at once). Throws clef::Error: what Preparer::prepare throws (400/413/415
+  /// naming the field), or unavailable (503) as submit() when no model is ready.
   PreparedRequest prepare(json::Value body, const Cancellation& cancellation = {},
                           const util::MemoryCharge& charge = {});
 
@@ -89,7 +89,7 @@ class DecisionQueue {
 
   QueueState state() const;
   /// The served model (its load_seconds: load + warm-up), once it is ready.
-  std::optional<ServedModel> model() const;
+  std::optional<ServedModel> served() const;
   /// The serving runner's state-cache counters as the runtime thread published them with its
   /// latest results (all zero while no model serves). Thread-safe.
   cache::StateCacheStats state_cache_stats() const;
@@ -148,7 +148,7 @@ class DecisionQueue {
   int parallel_ = 1;                          ///< the serving runner's parallel()
   std::optional<double> recent_decision_ms_;  ///< slot_wait_ms()'s average, once one is decided
   /// The loaded model, while it serves: prepare() takes a share and prepares unlocked.
-  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Preparer> preparer_;
   /// The runner's state-cache counters as the runtime thread last published them (after the
   /// warm-up, then with every decision that leaves the loop); HTTP threads never call the runner.
   cache::StateCacheStats cache_stats_;

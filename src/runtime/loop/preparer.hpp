@@ -70,9 +70,9 @@ struct ServedModel {
 };
 
 /// A loaded model as preparation sees it.
-class Model {
+class Preparer {
  public:
-  virtual ~Model() = default;
+  virtual ~Preparer() = default;
 
   /// Validates and prepares a parsed request body (see PreparedRequest) that `cancellation` may
   /// stop while it is prepared (a client that hangs up while its video is decoded:

@@ -1,8 +1,9 @@
 #pragma once
-// Preparation, the engine's Model: a parsed request body -> a PreparedRequest (validated, defaulted
-// once, encoded into ids and spans, images and video frames decoded and resized, every budget
-// checked), with the refusals that name the field at fault. Holds copies of what it reads and a
-// share of the backbone's llama_model (the vocabulary), so it is const and may outlive the runner.
+// Preparation, the engine's Preparer: a parsed request body -> a PreparedRequest (validated,
+// defaulted once, encoded into ids and spans, images and video frames decoded and resized, every
+// budget checked), with the refusals that name the field at fault. Holds copies of what it reads
+// and a share of the backbone's llama_model (the vocabulary), so it is const and may outlive the
+// runner.
 
 #include <cstddef>
 #include <memory>
@@ -16,8 +17,8 @@
 #include "record/llama_tokenizer.hpp"
 #include "runtime/engine/engine_config.hpp"
 #include "runtime/loop/cancellation.hpp"
-#include "runtime/loop/model.hpp"
 #include "runtime/loop/prepared_request.hpp"
+#include "runtime/loop/preparer.hpp"
 #include "runtime/prepare/video_inputs.hpp"
 #include "vision/mmproj_info.hpp"
 
@@ -33,14 +34,14 @@ struct TowerFacts {
   std::string device;
 };
 
-class Preparer final : public Model {
+class EnginePreparer final : public Preparer {
  public:
   /// Prepares requests for `served` as `config` says, tokenizing with `vocabulary` (the
   /// backbone's, sharing its llama_model: Backbone::shared_vocab); `tower`: none without an mmproj;
   /// `image_digests`: give each image its content digest (the state cache's key).
-  Preparer(const EngineConfig& config, ServedModel served,
-           std::shared_ptr<const llama_vocab> vocabulary, std::optional<TowerFacts> tower,
-           bool image_digests);
+  EnginePreparer(const EngineConfig& config, ServedModel served,
+                 std::shared_ptr<const llama_vocab> vocabulary, std::optional<TowerFacts> tower,
+                 bool image_digests);
 
   /// Thread-safe: reads only its own copies and the tokenizer (llama_tokenize on a const
   /// vocabulary). Reading videos asks `cancellation` (a gone client stops it: DecisionCancelled),

@@ -1,4 +1,4 @@
-#include "runtime/prepare/preparer.hpp"
+#include "runtime/prepare/engine_preparer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -37,9 +37,9 @@ void refuse_empty_question_spans(const record::Record& rec) {
 
 }  // namespace
 
-Preparer::Preparer(const EngineConfig& config, ServedModel served,
-                   std::shared_ptr<const llama_vocab> vocabulary, std::optional<TowerFacts> tower,
-                   bool image_digests)
+EnginePreparer::EnginePreparer(const EngineConfig& config, ServedModel served,
+                         std::shared_ptr<const llama_vocab> vocabulary,
+                         std::optional<TowerFacts> tower, bool image_digests)
     : config_(config),
       served_(std::move(served)),
       vocabulary_(std::move(vocabulary)),
@@ -58,8 +58,8 @@ Preparer::Preparer(const EngineConfig& config, ServedModel served,
   video_policy_.limits.decode_timeout = std::chrono::milliseconds(config.video_decode_timeout_ms);
 }
 
-PreparedRequest Preparer::prepare(json::Value body, const Cancellation& cancellation,
-                                  const util::MemoryCharge& charge) const {
+PreparedRequest EnginePreparer::prepare(json::Value body, const Cancellation& cancellation,
+                                        const util::MemoryCharge& charge) const {
   const auto t0 = Clock::now();
   const std::function<bool()> cancelled = cancellation.as_check();
   request::RequestLimits limits;
@@ -184,8 +184,8 @@ PreparedRequest Preparer::prepare(json::Value body, const Cancellation& cancella
 
 /// The image blocks alone (<|vision_start|> + N + <|vision_end|> each, then "\n") must fit the
 /// context: 413 naming every image's tokens and the context size, before any image is encoded.
-void Preparer::check_image_budget(const std::vector<RequestImage>& images,
-                                  std::size_t video_text_tokens) const {
+void EnginePreparer::check_image_budget(const std::vector<RequestImage>& images,
+                                        std::size_t video_text_tokens) const {
   if (images.empty()) return;
   std::size_t total = tokenizer_.tokenize("\n").size() + video_text_tokens;
   std::string detail;
@@ -226,8 +226,8 @@ void Preparer::check_image_budget(const std::vector<RequestImage>& images,
 /// The server's own bounds on one request's image work (EngineConfig::max_image_tokens,
 /// max_request_image_tokens, max_vision_memory): 413 naming the image, before any pixel is
 /// decoded. `detail` lists every image's size and tokens.
-void Preparer::check_image_costs(const std::vector<RequestImage>& images,
-                                 const std::string& detail) const {
+void EnginePreparer::check_image_costs(const std::vector<RequestImage>& images,
+                                       const std::string& detail) const {
   std::int64_t request_tokens = 0;
   for (const RequestImage& image : images) {
     const vision::ImageGrid& g = image.grid;
@@ -273,9 +273,9 @@ void Preparer::check_image_costs(const std::vector<RequestImage>& images,
 
 /// encode_record; with images, a record whose fixed part does not fit the context is a 413 that
 /// names the image tokens (the images, not the schema, are what the client can shrink).
-record::Record Preparer::encode_with_images(const request::Request& req,
-                                            const record::EncodeOptions& options,
-                                            const std::vector<RequestImage>& images) const {
+record::Record EnginePreparer::encode_with_images(const request::Request& req,
+                                                  const record::EncodeOptions& options,
+                                                  const std::vector<RequestImage>& images) const {
   try {
     return record::encode_record(req, tokenizer_, options);
   } catch (const Error& e) {
@@ -304,7 +304,8 @@ record::Record Preparer::encode_with_images(const request::Request& req,
 /// Under --truncation refuse: 413 for a record whose state, cut to the request's
 /// max_state_tokens if it has one, does not fit the served context; nothing when it would (the
 /// client's own cut is what was made).
-void Preparer::refuse_truncation(const request::Request& req, const record::Record& rec) const {
+void EnginePreparer::refuse_truncation(const request::Request& req,
+                                       const record::Record& rec) const {
   std::size_t full_state = rec.state_span.size() + rec.state_tokens_cut;
   if (req.max_state_tokens) {
     full_state = std::min(full_state, static_cast<std::size_t>(*req.max_state_tokens));
