@@ -94,8 +94,8 @@ int Backbone::n_layer() const noexcept {
   return llama_model_n_layer(model());
 }
 
-llama_model_params Backbone::model_params(const BackboneParams& params,
-                                          std::span<const llama_model_kv_override> kv_overrides) {
+llama_model_params BackboneWeights::model_params(
+    const BackboneParams& params, std::span<const llama_model_kv_override> kv_overrides) {
   llama_model_params mp = llama_model_default_params();
   const device::Placement placement = device::resolve(params.device, params.gpu_layers);
   mp.n_gpu_layers = placement.gpu_layers;
@@ -119,37 +119,25 @@ llama_model_params Backbone::model_params(const BackboneParams& params,
   return mp;
 }
 
+Backbone::Backbone(std::shared_ptr<const BackboneWeights> weights, const BackboneParams& params)
+    : params_(params), weights_(std::move(weights)) {
+  validate(params_);
+  if (!weights_) throw std::invalid_argument("Backbone: null weights");
+  weights_->check_context_params(params_);
+  init();
+}
+
 Backbone::Backbone(const std::string& gguf_path, const BackboneParams& params,
                    std::span<const llama_model_kv_override> kv_overrides)
-    : params_(params) {
-  validate(params_);
-  ensure_llama_backend();
-  const llama_model_params mp = model_params(params_, kv_overrides);
-  LlamaModelPtr model(llama_model_load_from_file(gguf_path.c_str(), mp));
-  if (!model) throw model_error("cannot load backbone GGUF '" + gguf_path + "' (see log above)");
-  init(std::move(model), gguf_path);
-}
+    : Backbone(BackboneWeights::load(gguf_path, params, kv_overrides), params) {}
 
 Backbone::Backbone(LlamaModelPtr model, const BackboneParams& params, const std::string& name)
-    : params_(params) {
-  validate(params_);
-  if (!model) throw std::invalid_argument("Backbone: null model");
-  init(std::move(model), name);
-}
+    : Backbone(std::make_shared<const BackboneWeights>(std::move(model), params, name), params) {}
 
-void Backbone::init(LlamaModelPtr model, const std::string& name) {
-  model_ = std::move(model);
-  name_ = name;
-  char arch[64] = {0};
-  llama_model_meta_val_str(model_.get(), "general.architecture", arch, sizeof arch);
-  if (std::string(arch) != "qwen35") {
-    throw model_error("backbone '" + name + "' has architecture '" + arch +
-                      "'; clef needs a qwen35 backbone");
-  }
-  n_embd_ = llama_model_n_embd(model_.get());
-  const llama_rope_type rope = llama_model_rope_type(model_.get());
-  mrope_ = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
-
+void Backbone::init() {
+  name_ = weights_->name();
+  n_embd_ = weights_->n_embd();
+  mrope_ = weights_->mrope();
   make_context(1);
   sequence_memory_ = measure_sequence_memory();
   if (params_.parallel > 1) {
@@ -277,9 +265,9 @@ void check_kv_tensors(const llama_model* model, const BackboneParams& params, in
 void Backbone::make_context(int sequences) {
   ctx_.reset();  // first: the old context's buffers are freed before the new ones are made
   check_scheduler_metadata(params_);
-  check_kv_tensors(model_.get(), params_, sequences);
+  check_kv_tensors(model(), params_, sequences);
   const llama_context_params cp = context_params(params_, sequences);
-  ctx_.reset(llama_init_from_model(model_.get(), cp));
+  ctx_.reset(llama_init_from_model(weights_->model(), cp));
   if (!ctx_ && sequences > 1) {
     throw invalid_request("cannot create a llama context of " + std::to_string(sequences) +
                               " sequences x " + std::to_string(params_.context_size) +
@@ -335,14 +323,6 @@ SequenceMemory Backbone::measure_sequence_memory() {
 
 int Backbone::n_vocab() const noexcept {
   return llama_vocab_n_tokens(vocab());
-}
-
-const llama_vocab* Backbone::vocab() const noexcept {
-  return llama_model_get_vocab(model_.get());
-}
-
-std::shared_ptr<const llama_vocab> Backbone::shared_vocab() const {
-  return {model_, vocab()};  // the aliasing constructor: owns the model, points at its vocabulary
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backbone/backbone_params.hpp"
+#include "backbone/backbone_weights.hpp"
 #include "backbone/llama_handles.hpp"
 #include "backbone/memory_snapshot.hpp"
 #include "backbone/prefill_layout.hpp"
@@ -144,26 +145,28 @@ class Prefill {
   HiddenStates out_;
 };
 
-/// A loaded backbone with one llama context. Not thread-safe: one prefill at a time (the server's
-/// decision runtime serializes calls).
+/// A llama context on a backbone's weights (BackboneWeights, shared: several contexts, and the
+/// tokenizer's users, may hold the same weights). Not thread-safe: one prefill at a time (the
+/// server's decision runtime serializes calls).
 class Backbone {
  public:
-  /// Loads `gguf_path` (mmap) and creates the context. `kv_overrides` (terminated by an entry with
-  /// an empty key, or empty) replace GGUF metadata at load, e.g. the tokenizer's pre-tokenizer.
-  /// Throws clef::Error (model_error) when the file cannot be loaded or is not a usable qwen35
-  /// backbone (wrong arch), invalid_request for bad params.
+  /// A context of `params` on `weights` (which must have been loaded with params' device, GPU
+  /// layers and repacking: BackboneWeights::check_context_params). Throws clef::Error
+  /// (invalid_request) for bad params, model_error when llama.cpp cannot make the context.
+  Backbone(std::shared_ptr<const BackboneWeights> weights, const BackboneParams& params);
+
+  /// Loads `gguf_path` (mmap: BackboneWeights::load) and creates the context. `kv_overrides`
+  /// (terminated by an entry with an empty key, or empty) replace GGUF metadata at load, e.g. the
+  /// tokenizer's pre-tokenizer. Throws clef::Error (model_error) when the file cannot be loaded or
+  /// is not a usable qwen35 backbone (wrong arch), invalid_request for bad params.
   Backbone(const std::string& gguf_path, const BackboneParams& params,
            std::span<const llama_model_kv_override> kv_overrides = {});
 
   /// Takes an already loaded qwen35 model (e.g. a layout B/C file loaded by
-  /// artifact::load_backbone) and creates the context; `name` is used in messages.
+  /// artifact::load_backbone, loaded with `params`) and creates the context; `name` is used in
+  /// messages.
   /// Throws clef::Error like the file constructor.
   Backbone(LlamaModelPtr model, const BackboneParams& params, const std::string& name);
-
-  /// The llama_model_params clef loads a backbone with (mmap, gpu_layers, weight repacking,
-  /// `kv_overrides`, progress callback). `params` and `kv_overrides` must outlive the load.
-  static llama_model_params model_params(const BackboneParams& params,
-                                         std::span<const llama_model_kv_override> kv_overrides);
 
   /// The llama_context_params of a context of `sequences` sequences of `params` (one KV stream
   /// of params.context_size cells each, chunk_tokens batches, one output row per sequence).
@@ -175,12 +178,14 @@ class Backbone {
   int n_vocab() const noexcept;
   int context_size() const noexcept { return params_.context_size; }
   const BackboneParams& params() const noexcept { return params_; }
-  const llama_model* model() const noexcept { return model_.get(); }
-  llama_model* model() noexcept { return model_.get(); }
-  const llama_vocab* vocab() const noexcept;
-  /// The vocabulary, sharing ownership of the llama_model: it stays valid after the backbone
-  /// (and its context) are gone, for a tokenizer that outlives them (runtime::EnginePreparer).
-  std::shared_ptr<const llama_vocab> shared_vocab() const;
+  const llama_model* model() const noexcept { return weights_->model(); }
+  llama_model* model() noexcept { return weights_->model(); }
+  const llama_vocab* vocab() const noexcept { return weights_->vocab(); }
+  /// The vocabulary, sharing ownership of the weights: it stays valid after the backbone (and its
+  /// context) are gone, for a tokenizer that outlives them (runtime::EnginePreparer).
+  std::shared_ptr<const llama_vocab> shared_vocab() const { return weights_->shared_vocab(); }
+  /// The weights it runs on, to share with another context.
+  const std::shared_ptr<const BackboneWeights>& weights() const noexcept { return weights_; }
 
   /// Starts a record's prefill on context sequence `seq` (0 <= seq < params().parallel), from a
   /// fresh state: that sequence's memory is cleared (only it: the others keep theirs) and
@@ -245,7 +250,8 @@ class Backbone {
   void release_compute_memory();
 
  private:
-  void init(LlamaModelPtr model, const std::string& name);
+  /// Makes the context (one sequence to measure sequence_memory_, then params().parallel).
+  void init();
   /// Makes the llama context with `sequences` sequences (n_seq_max).
   void make_context(int sequences);
   /// Measures sequence_memory_ on the current (one-sequence) context.
@@ -272,7 +278,7 @@ class Backbone {
   void decode_pieces(std::span<Prefill* const> group, int n, const Cancelled& cancelled);
 
   BackboneParams params_;
-  std::shared_ptr<llama_model> model_;  ///< shared with the tokenizer's users (shared_vocab)
+  std::shared_ptr<const BackboneWeights> weights_;  ///< shared with other contexts, tokenizers
   LlamaContextPtr ctx_;
   int n_embd_ = 0;
   bool mrope_ = false;  ///< the model uses (I)M-RoPE: four positions per embedding

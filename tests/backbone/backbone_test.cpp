@@ -343,3 +343,42 @@ TEST(ChunkLayout, FullChunksThenTheRestButNeverAOneTokenTail) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The weights and the context apart (llama.cpp's llama_model and llama_context): two contexts
+/// made on one load of the weights share them, each gives the rows a backbone loaded alone gives,
+/// and the weights outlive the context that loaded them.
+TEST(BackboneWeights, TwoContextsShareOneLoadOfTheWeights) {
+  const std::string path = clef::test::tiny_model().backbone.string();
+  const BackboneParams one = params_with_chunk(64);
+  BackboneParams two = one;
+  two.parallel = 2;
+  two.chunk_tokens = 128;
+  const std::vector<std::int32_t> ids = random_token_ids(200, 1000, 7);
+  Backbone alone(path, one);
+  const HiddenStates reference = clef::test::hidden_states(alone, ids);
+
+  std::shared_ptr<const clef::backbone::BackboneWeights> weights;
+  {
+    auto first = std::make_unique<Backbone>(clef::backbone::BackboneWeights::load(path, one), one);
+    weights = first->weights();
+    Backbone second(weights, two);
+    EXPECT_EQ(first->model(), second.model()) << "one llama_model";
+    EXPECT_TRUE(clef::test::hidden_states(*first, ids).data == reference.data);
+    first.reset();  // the context that loaded them goes; the weights stay
+    EXPECT_TRUE(clef::test::hidden_states(second, ids).data == reference.data);
+  }
+  EXPECT_EQ(weights.use_count(), 1);
+  // A context on weights placed otherwise is refused, naming what differs.
+  BackboneParams plain = one;
+  plain.weight_repacking = !one.weight_repacking;
+  try {
+    Backbone refused(weights, plain);
+    FAIL() << "a context with other weight repacking was made";
+  } catch (const clef::Error& e) {
+    EXPECT_EQ(e.param(), "weight_repacking") << e.what();
+  }
+}
+
+}  // namespace

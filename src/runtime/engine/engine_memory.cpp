@@ -23,7 +23,7 @@ backbone::BackboneMemory measure_backbone(const EngineConfig& config,
   backbone::BackboneParams params = config.backbone;
   params.gpu_layers = gpu_layers;
   params.on_progress = nullptr;
-  llama_model_params mp = backbone::Backbone::model_params(params, {});
+  llama_model_params mp = backbone::BackboneWeights::model_params(params, {});
   mp.no_alloc = true;
   mp.load_mode = LLAMA_LOAD_MODE_NONE;
   const artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);

@@ -35,7 +35,7 @@ backbone::Backbone load_backbone(const artifact::OpenedModel& opened,
                                  std::span<const llama_model_kv_override> overrides) {
   params.gpu_layers = gpu_layers;
   backbone::validate(params);
-  const llama_model_params mp = backbone::Backbone::model_params(params, overrides);
+  const llama_model_params mp = backbone::BackboneWeights::model_params(params, overrides);
   artifact::OwnedLlamaModel model = artifact::load_backbone(opened.backbone, mp);
   return backbone::Backbone(backbone::LlamaModelPtr(model.release()), params,
                             opened.backbone.gguf.string());
