@@ -35,9 +35,10 @@ std::size_t base64_decoded_size(std::string_view text) noexcept {
 }
 
 std::vector<std::uint8_t> decode_base64(std::string_view text) {
-  if (text.empty()) throw bad_image("base64 data is empty");
+  if (text.empty()) throw media::kImageMedia.invalid("base64 data is empty");
   if (text.size() % 4 != 0) {
-    throw bad_image("base64 length " + std::to_string(text.size()) + " is not a multiple of 4");
+    throw media::kImageMedia.invalid("base64 length " + std::to_string(text.size()) +
+                                     " is not a multiple of 4");
   }
   const std::size_t pad = padding_of(text);
   const std::size_t body = text.size() - pad;
@@ -48,7 +49,8 @@ std::vector<std::uint8_t> decode_base64(std::string_view text) {
   for (std::size_t i = 0; i < body; ++i) {
     const std::int8_t v = kTable[static_cast<unsigned char>(text[i])];
     if (v < 0) {
-      throw bad_image("base64 has an invalid character at offset " + std::to_string(i));
+      throw media::kImageMedia.invalid("base64 has an invalid character at offset " +
+                                       std::to_string(i));
     }
     acc = (acc << 6) | static_cast<std::uint32_t>(v);
     bits += 6;
@@ -59,7 +61,7 @@ std::vector<std::uint8_t> decode_base64(std::string_view text) {
   }
   // What is left are the unused low bits of the last group (2 bits with "==", 4 with "=").
   if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) {
-    throw bad_image("base64 has non-zero padding bits in its last group");
+    throw media::kImageMedia.invalid("base64 has non-zero padding bits in its last group");
   }
   return out;
 }

@@ -22,9 +22,7 @@ DataUri split_data_uri(std::string_view uri, const MediaKind& kind, std::size_t 
                        const std::string& param, std::string_view example) {
   const std::string w(kind.noun);
   const std::string ex(example);
-  const auto invalid = [&](const std::string& message) {
-    return Error(ErrorKind::invalid_request, std::string(kind.invalid_code), message, param);
-  };
+  const auto invalid = [&](const std::string& message) { return kind.invalid(message, param); };
   constexpr std::string_view kScheme = "data:";
   if (uri.size() < kScheme.size() || lower(uri.substr(0, kScheme.size())) != kScheme) {
     throw invalid(w + " must be a data URI (" + ex + ")");
@@ -42,8 +40,7 @@ DataUri split_data_uri(std::string_view uri, const MediaKind& kind, std::size_t 
   const std::string_view payload = uri.substr(comma + 1);
   const std::size_t size = base64_decoded_size(payload);
   if (size > max_bytes) {
-    throw Error(
-        ErrorKind::payload_too_large, std::string(kind.too_large_code),
+    throw kind.too_large(
         w + " is " + std::to_string(size) + " bytes; the limit is " + std::to_string(max_bytes),
         param);
   }
@@ -65,9 +62,10 @@ DataUri parse_data_uri(std::string_view uri, const DecodeLimits& limits, const s
         header.compare(header.size() - kBase64.size(), kBase64.size(), kBase64) == 0) {
       const std::string media = header.substr(0, header.size() - kBase64.size());
       if (media != "image/png" && media != "image/jpeg" && media != "image/webp") {
-        throw unsupported_image("image media type '" + media +
-                                    "' is not supported; use image/png, image/jpeg or image/webp",
-                                param);
+        throw media::kImageMedia.unsupported(
+            "image media type '" + media +
+                "' is not supported; use image/png, image/jpeg or image/webp",
+            param);
       }
     }
   }

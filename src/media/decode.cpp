@@ -30,11 +30,13 @@ const char* other_format_name(std::span<const std::uint8_t> b) {
 }  // namespace
 
 void check_dimensions(std::uint64_t width, std::uint64_t height, const DecodeLimits& limits) {
-  if (width == 0 || height == 0) throw bad_image("image has no pixels (width or height is 0)");
+  if (width == 0 || height == 0)
+    throw media::kImageMedia.invalid("image has no pixels (width or height is 0)");
   if (width > limits.max_pixels || height > limits.max_pixels ||
       width * height > limits.max_pixels) {
-    throw image_too_large("image is " + std::to_string(width) + "x" + std::to_string(height) +
-                          " pixels; the limit is " + std::to_string(limits.max_pixels) + " pixels");
+    throw media::kImageMedia.too_large("image is " + std::to_string(width) + "x" +
+                                       std::to_string(height) + " pixels; the limit is " +
+                                       std::to_string(limits.max_pixels) + " pixels");
   }
 }
 
@@ -49,16 +51,17 @@ RgbImage decode_image(std::span<const std::uint8_t> bytes, const DecodeLimits& l
                       const std::string& param) {
   try {
     if (bytes.size() > limits.max_encoded_bytes) {
-      throw image_too_large("image is " + std::to_string(bytes.size()) + " bytes; the limit is " +
-                            std::to_string(limits.max_encoded_bytes));
+      throw media::kImageMedia.too_large("image is " + std::to_string(bytes.size()) +
+                                         " bytes; the limit is " +
+                                         std::to_string(limits.max_encoded_bytes));
     }
     const auto format = sniff_image_format(bytes);
     if (!format) {
       if (const char* name = other_format_name(bytes)) {
-        throw unsupported_image(std::string("image format ") + name +
-                                " is not supported; use PNG, JPEG or WebP");
+        throw media::kImageMedia.unsupported(std::string("image format ") + name +
+                                             " is not supported; use PNG, JPEG or WebP");
       }
-      throw bad_image("image is not a PNG, JPEG or WebP file");
+      throw media::kImageMedia.invalid("image is not a PNG, JPEG or WebP file");
     }
     detail::Decoded d;
     switch (*format) {

@@ -113,13 +113,15 @@ Decoded decode_jpeg(std::span<const std::uint8_t> bytes, const DecodeLimits& lim
   JpegState s;
   create(s);
   if (!read_header(s, bytes))
-    throw bad_image(std::string("JPEG image is invalid: ") + s.err.message);
+    throw media::kImageMedia.invalid(std::string("JPEG image is invalid: ") + s.err.message);
   check_dimensions(s.cinfo.image_width, s.cinfo.image_height, limits);
   if (s.cmyk) {
-    throw unsupported_image("CMYK JPEG images are not supported; convert the image to RGB");
+    throw media::kImageMedia.unsupported(
+        "CMYK JPEG images are not supported; convert the image to RGB");
   }
-  if (!read_pixels(s)) throw bad_image(std::string("JPEG image is invalid: ") + s.err.message);
-  if (s.err.truncated) throw bad_image("JPEG image is truncated");
+  if (!read_pixels(s))
+    throw media::kImageMedia.invalid(std::string("JPEG image is invalid: ") + s.err.message);
+  if (s.err.truncated) throw media::kImageMedia.invalid("JPEG image is truncated");
   return Decoded{std::move(s.image), s.orientation};
 }
 

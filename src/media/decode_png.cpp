@@ -139,9 +139,9 @@ Decoded decode_png(std::span<const std::uint8_t> bytes, const DecodeLimits& limi
   if (s.png == nullptr) throw Error(ErrorKind::internal, "internal", "libpng init failed");
   s.info = png_create_info_struct(s.png);
   if (s.info == nullptr) throw Error(ErrorKind::internal, "internal", "libpng init failed");
-  if (!read_header(s)) throw bad_image("PNG image is invalid: " + s.error);
+  if (!read_header(s)) throw media::kImageMedia.invalid("PNG image is invalid: " + s.error);
   check_dimensions(s.width, s.height, limits);
-  if (!read_pixels(s)) throw bad_image("PNG image is invalid: " + s.error);
+  if (!read_pixels(s)) throw media::kImageMedia.invalid("PNG image is invalid: " + s.error);
   read_tail(s);
   return Decoded{to_rgb(s), s.orientation};
 }

@@ -36,19 +36,20 @@ int webp_orientation(std::span<const std::uint8_t> b) {
 Decoded decode_webp(std::span<const std::uint8_t> bytes, const DecodeLimits& limits) {
   WebPBitstreamFeatures features;
   if (WebPGetFeatures(bytes.data(), bytes.size(), &features) != VP8_STATUS_OK) {
-    throw bad_image("WebP image is invalid");
+    throw media::kImageMedia.invalid("WebP image is invalid");
   }
   check_dimensions(static_cast<std::uint64_t>(features.width),
                    static_cast<std::uint64_t>(features.height), limits);
   if (features.has_animation != 0) {
-    throw unsupported_image("animated WebP images are not supported; send a still image");
+    throw media::kImageMedia.unsupported(
+        "animated WebP images are not supported; send a still image");
   }
   Decoded d;
   d.image = RgbImage(features.width, features.height);
   const int stride = features.width * 3;
   if (WebPDecodeRGBInto(bytes.data(), bytes.size(), d.image.rgb.data(), d.image.rgb.size(),
                         stride) == nullptr) {
-    throw bad_image("WebP image is invalid or truncated");
+    throw media::kImageMedia.invalid("WebP image is invalid or truncated");
   }
   d.orientation = webp_orientation(bytes);
   return d;

@@ -61,9 +61,10 @@ std::string image_file_data_uri(const std::filesystem::path& path, const DecodeL
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw invalid_request("cannot read image file '" + path.string() + "'", param);
   if (size > limits.max_encoded_bytes) {
-    throw image_too_large("image file '" + path.string() + "' is " + std::to_string(size) +
-                              " bytes; the limit is " + std::to_string(limits.max_encoded_bytes),
-                          param);
+    throw media::kImageMedia.too_large("image file '" + path.string() + "' is " +
+                                           std::to_string(size) + " bytes; the limit is " +
+                                           std::to_string(limits.max_encoded_bytes),
+                                       param);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw invalid_request("cannot read image file '" + path.string() + "'", param);
@@ -71,8 +72,8 @@ std::string image_file_data_uri(const std::filesystem::path& path, const DecodeL
                                         std::istreambuf_iterator<char>());
   const auto format = sniff_image_format(bytes);
   if (!format) {
-    throw unsupported_image("image file '" + path.string() + "' is not a PNG, JPEG or WebP image",
-                            param);
+    throw media::kImageMedia.unsupported(
+        "image file '" + path.string() + "' is not a PNG, JPEG or WebP image", param);
   }
   const char* media = *format == ImageFormat::png    ? "image/png"
                       : *format == ImageFormat::jpeg ? "image/jpeg"

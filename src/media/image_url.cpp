@@ -335,10 +335,9 @@ std::vector<std::uint8_t> fetch_media_url(std::string_view url, const UrlFetchPo
           return true;
         });
     if (too_big) {
-      throw Error(ErrorKind::payload_too_large, std::string(kind.too_large_code),
-                  param + ": the " + noun + " at the URL is larger than " +
-                      std::to_string(policy.max_bytes) + " bytes",
-                  param);
+      throw kind.too_large(param + ": the " + noun + " at the URL is larger than " +
+                               std::to_string(policy.max_bytes) + " bytes",
+                           param);
     }
     if (status >= 300 && status < 400 && !location.empty()) {
       current = resolve_location(u, location);

@@ -5,9 +5,9 @@
 
 #include <filesystem>
 
+#include "media/errors.hpp"
 #include "util/install_layout.hpp"
 #include "video/container_backend.hpp"
-#include "video/errors.hpp"
 
 namespace clef::video {
 namespace {
@@ -93,15 +93,16 @@ VideoContainer::VideoContainer(std::vector<std::uint8_t> bytes, const VideoLimit
                                std::string param, std::function<bool()> cancelled)
     : state_(std::make_unique<State>()) {
   if (bytes.size() > limits.max_encoded_bytes) {
-    throw video_too_large("the video is " + std::to_string(bytes.size()) + " bytes; the limit is " +
-                              std::to_string(limits.max_encoded_bytes),
-                          param);
+    throw media::kVideoMedia.too_large("the video is " + std::to_string(bytes.size()) +
+                                           " bytes; the limit is " +
+                                           std::to_string(limits.max_encoded_bytes),
+                                       param);
   }
-  if (bytes.empty()) throw bad_video("the video is empty", param);
+  if (bytes.empty()) throw media::kVideoMedia.invalid("the video is empty", param);
   const Module& m = module();
   if (m.open == nullptr) {
     // The client learns what it can do, not the server's paths (decoding_status() says those).
-    throw unsupported_video(
+    throw media::kVideoMedia.unsupported(
         "this server cannot decode video files (its FFmpeg module is not installed); send the "
         "frames as a frame list {\"frames\": [...], \"fps\": F}",
         param);

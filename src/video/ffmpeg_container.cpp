@@ -19,7 +19,7 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
-#include "video/errors.hpp"
+#include "media/errors.hpp"
 #include "video/rgb_conversion.hpp"
 
 namespace clef::video {
@@ -144,16 +144,16 @@ class FfmpegContainer final : public ContainerBackend {
                               ": the client closed its connection while the video was read");
     }
     if (timed_out) {
-      throw video_too_large("decoding the video took longer than " +
-                                std::to_string(limits.decode_timeout.count()) + " ms",
-                            param);
+      throw media::kVideoMedia.too_large("decoding the video took longer than " +
+                                             std::to_string(limits.decode_timeout.count()) + " ms",
+                                         param);
     }
   }
 
   // An FFmpeg failure while reading: the deadline's refusal when it was the cause.
   [[noreturn]] void fail(const std::string& what, int err) {
     check_time();
-    throw bad_video(what + ": " + av_error_text(err), param);
+    throw media::kVideoMedia.invalid(what + ": " + av_error_text(err), param);
   }
 
   void open() {
@@ -192,18 +192,20 @@ class FfmpegContainer final : public ContainerBackend {
       probed = av_probe_input_format(&pd, 1);
       if (probed != nullptr &&
           std::string(kFormatWhitelist).find(probed->name) == std::string::npos) {
-        throw unsupported_video(std::string("the video container '") + probed->name +
-                                    "' is not supported; use MP4/QuickTime, Matroska/WebM or AVI",
-                                param);
+        throw media::kVideoMedia.unsupported(
+            std::string("the video container '") + probed->name +
+                "' is not supported; use MP4/QuickTime, Matroska/WebM or AVI",
+            param);
       }
-      throw bad_video("the video could not be read as a container: " + av_error_text(err), param);
+      throw media::kVideoMedia.invalid(
+          "the video could not be read as a container: " + av_error_text(err), param);
     }
     format.reset(fmt);
     if (const int e = avformat_find_stream_info(fmt, nullptr); e < 0) {
       fail("the video's streams could not be read", e);
     }
     stream_index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
-    if (stream_index < 0) throw bad_video("the file has no video stream", param);
+    if (stream_index < 0) throw media::kVideoMedia.invalid("the file has no video stream", param);
     const AVStream* st = fmt->streams[stream_index];
     const AVCodecParameters* par = st->codecpar;
     codec = avcodec_find_decoder(par->codec_id);
@@ -213,10 +215,11 @@ class FfmpegContainer final : public ContainerBackend {
                 .append(kCodecWhitelist)
                 .append(",")
                 .find(std::string(",") + codec->name + ",") == std::string::npos) {
-      throw unsupported_video(std::string("the video codec '") + codec_name +
-                                  "' is not supported; use H.264, HEVC, VP8, VP9, AV1, MPEG-1/2/4, "
-                                  "Motion JPEG, FFV1, PNG or raw video",
-                              param);
+      throw media::kVideoMedia.unsupported(
+          std::string("the video codec '") + codec_name +
+              "' is not supported; use H.264, HEVC, VP8, VP9, AV1, MPEG-1/2/4, "
+              "Motion JPEG, FFV1, PNG or raw video",
+          param);
     }
     info_.container = fmt->iformat->name;
     info_.codec = codec->name;
@@ -232,15 +235,16 @@ class FfmpegContainer final : public ContainerBackend {
       info_.duration_s = static_cast<double>(fmt->duration) / AV_TIME_BASE;
     }
     if (info_.width <= 0 || info_.height <= 0) {
-      throw bad_video("the video stream declares no frame size", param);
+      throw media::kVideoMedia.invalid("the video stream declares no frame size", param);
     }
     const auto pixels =
         static_cast<std::uint64_t>(info_.width) * static_cast<std::uint64_t>(info_.height);
     if (pixels > limits.max_frame_pixels) {
-      throw video_too_large("video frames are " + std::to_string(info_.width) + "x" +
-                                std::to_string(info_.height) + " = " + std::to_string(pixels) +
-                                " pixels; the limit is " + std::to_string(limits.max_frame_pixels),
-                            param);
+      throw media::kVideoMedia.too_large("video frames are " + std::to_string(info_.width) + "x" +
+                                             std::to_string(info_.height) + " = " +
+                                             std::to_string(pixels) + " pixels; the limit is " +
+                                             std::to_string(limits.max_frame_pixels),
+                                         param);
     }
     // The header's duration and frame count are not trusted for the limits (a header may claim
     // anything, and libavformat estimates a missing duration from the bit rate): scan() measures
@@ -291,7 +295,7 @@ ContentScan FfmpegContainer::scan() {
     }
     av_packet_unref(pkt.get());
     if (out.frames > s.limits.max_stream_frames) {
-      throw video_too_large(
+      throw media::kVideoMedia.too_large(
           "the video has more than " + std::to_string(s.limits.max_stream_frames) + " frames",
           s.param);
     }
@@ -305,9 +309,10 @@ ContentScan FfmpegContainer::scan() {
                         ? static_cast<double>(out.frames) / (out.end_s - out.begin_s)
                         : s.info_.average_fps;
   if (out.end_s - out.begin_s > s.limits.max_duration_s) {
-    throw video_too_large("the video's frames span " + seconds_text(out.end_s - out.begin_s) +
-                              " s; the limit is " + seconds_text(s.limits.max_duration_s) + " s",
-                          s.param);
+    throw media::kVideoMedia.too_large(
+        "the video's frames span " + seconds_text(out.end_s - out.begin_s) + " s; the limit is " +
+            seconds_text(s.limits.max_duration_s) + " s",
+        s.param);
   }
   return out;
 }
@@ -355,12 +360,13 @@ std::vector<media::RgbImage> FfmpegContainer::decode(
       if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return r;
       if (r < 0) s.fail("a video frame could not be decoded", r);
       if (index > s.limits.max_stream_frames) {
-        throw video_too_large(
+        throw media::kVideoMedia.too_large(
             "the video has more than " + std::to_string(s.limits.max_stream_frames) + " frames",
             s.param);
       }
       if (frame->width * static_cast<std::uint64_t>(frame->height) > s.limits.max_frame_pixels) {
-        throw video_too_large("a video frame is larger than the frame pixel limit", s.param);
+        throw media::kVideoMedia.too_large("a video frame is larger than the frame pixel limit",
+                                           s.param);
       }
       while (next < indices.size() && indices[next] == index) {
         if (!out.empty() && next > 0 && indices[next - 1] == index) {
@@ -401,9 +407,10 @@ std::vector<media::RgbImage> FfmpegContainer::decode(
     s.check_time();
   }
   if (next < indices.size()) {
-    throw bad_video("the video has " + std::to_string(index) + " decodable frames; frame " +
-                        std::to_string(indices[next]) + " was asked for",
-                    s.param);
+    throw media::kVideoMedia.invalid("the video has " + std::to_string(index) +
+                                         " decodable frames; frame " +
+                                         std::to_string(indices[next]) + " was asked for",
+                                     s.param);
   }
   return out;
 }

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "video/errors.hpp"
+#include "media/errors.hpp"
 #include "vision/processor.hpp"
 #include "vision/resample.hpp"
 
@@ -22,7 +22,7 @@ double round_half_even(double x) {
 
 int to_side(double v, const std::string& param) {
   if (!(v >= 1) || v > std::numeric_limits<int>::max()) {
-    throw bad_video("the video's resized size does not fit", param);
+    throw media::kVideoMedia.invalid("the video's resized size does not fit", param);
   }
   return static_cast<int>(v);
 }
@@ -43,14 +43,15 @@ vision::ResizedSize video_smart_resize(int num_frames, int height, int width, in
                                        int factor, std::int64_t min_pixels, std::int64_t max_pixels,
                                        const std::string& param) {
   if (num_frames < temporal_factor) {
-    throw bad_video("the video gives " + std::to_string(num_frames) +
-                        " frame(s); the processor needs at least " +
-                        std::to_string(temporal_factor) + " (t:" + std::to_string(num_frames) +
-                        " must be larger than temporal_factor:" + std::to_string(temporal_factor) +
-                        ")",
-                    param);
+    throw media::kVideoMedia.invalid(
+        "the video gives " + std::to_string(num_frames) +
+            " frame(s); the processor needs at least " + std::to_string(temporal_factor) +
+            " (t:" + std::to_string(num_frames) +
+            " must be larger than temporal_factor:" + std::to_string(temporal_factor) + ")",
+        param);
   }
-  if (height <= 0 || width <= 0) throw bad_video("the video has an empty frame size", param);
+  if (height <= 0 || width <= 0)
+    throw media::kVideoMedia.invalid("the video has an empty frame size", param);
   double h = height;
   double w = width;
   const double f = factor;
@@ -61,8 +62,8 @@ vision::ResizedSize video_smart_resize(int num_frames, int height, int width, in
   }
   const double ratio = std::max(h, w) / std::min(h, w);
   if (ratio > 200) {
-    throw bad_video("absolute aspect ratio must be smaller than 200, got " + std::to_string(ratio),
-                    param);
+    throw media::kVideoMedia.invalid(
+        "absolute aspect ratio must be smaller than 200, got " + std::to_string(ratio), param);
   }
   const double t = num_frames;
   double h_bar = round_half_even(h / f) * f;

@@ -6,7 +6,7 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
-#include "video/errors.hpp"
+#include "media/errors.hpp"
 
 namespace clef::video {
 
@@ -17,13 +17,14 @@ RgbConverter::~RgbConverter() {
 media::RgbImage RgbConverter::convert(const AVFrame& frame, const std::string& param) {
   const auto format = static_cast<AVPixelFormat>(frame.format);
   if (frame.width <= 0 || frame.height <= 0 || sws_isSupportedInput(format) <= 0) {
-    throw bad_video("a video frame has a pixel format that cannot be converted to RGB", param);
+    throw media::kVideoMedia.invalid(
+        "a video frame has a pixel format that cannot be converted to RGB", param);
   }
   context_ =
       sws_getCachedContext(context_, frame.width, frame.height, format, frame.width, frame.height,
                            AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr);
   if (context_ == nullptr) {
-    throw bad_video("a video frame could not be set up for RGB conversion", param);
+    throw media::kVideoMedia.invalid("a video frame could not be set up for RGB conversion", param);
   }
   // As torchcodec's CPU path: the frame's own matrix (sws_getCoefficients of its colorspace;
   // unspecified is BT.601). The source range is swscale's default for the pixel format (yuvj*:
@@ -51,7 +52,8 @@ media::RgbImage RgbConverter::convert(const AVFrame& frame, const std::string& p
   int dst_stride[4] = {frame.width * 3, 0, 0, 0};
   const int rows =
       sws_scale(context_, frame.data, frame.linesize, 0, frame.height, dst, dst_stride);
-  if (rows != frame.height) throw bad_video("a video frame could not be converted to RGB", param);
+  if (rows != frame.height)
+    throw media::kVideoMedia.invalid("a video frame could not be converted to RGB", param);
   return out;
 }
 

@@ -5,15 +5,15 @@
 #include <cmath>
 #include <cstdio>
 
+#include "media/errors.hpp"
 #include "util/error.hpp"
-#include "video/errors.hpp"
 
 namespace clef::video {
 
 std::vector<std::int64_t> sample_frame_indices(std::int64_t total_frames, double video_fps,
                                                const SamplingParams& params,
                                                const std::string& param) {
-  if (total_frames < 1) throw bad_video("the video has no frames", param);
+  if (total_frames < 1) throw media::kVideoMedia.invalid("the video has no frames", param);
   std::vector<std::int64_t> out;
   if (!params.do_sample_frames) {
     out.resize(static_cast<std::size_t>(total_frames));

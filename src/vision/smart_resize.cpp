@@ -14,7 +14,7 @@ std::int64_t to_side(double multiples, int factor) {
   // multiples is already integral (nearbyint/floor/ceil of a double)
   const double side = multiples * factor;
   if (!(side <= static_cast<double>(std::numeric_limits<int>::max()))) {
-    throw media::bad_image("image is too large to resize");
+    throw media::kImageMedia.invalid("image is too large to resize");
   }
   return static_cast<std::int64_t>(side);
 }
@@ -24,14 +24,14 @@ std::int64_t to_side(double multiples, int factor) {
 ResizedSize smart_resize(int height, int width, int factor, std::int64_t min_pixels,
                          std::int64_t max_pixels) {
   if (height <= 0 || width <= 0)
-    throw media::bad_image("image has no pixels (width or height is 0)");
+    throw media::kImageMedia.invalid("image has no pixels (width or height is 0)");
   const double h = height;
   const double w = width;
   const double ratio = std::max(h, w) / std::min(h, w);
   if (ratio > 200.0) {
-    throw media::bad_image("image aspect ratio " + std::to_string(std::max(height, width)) + ":" +
-                           std::to_string(std::min(height, width)) +
-                           " is too extreme; it must be at most 200:1");
+    throw media::kImageMedia.invalid(
+        "image aspect ratio " + std::to_string(std::max(height, width)) + ":" +
+        std::to_string(std::min(height, width)) + " is too extreme; it must be at most 200:1");
   }
   // Python's round() rounds half to even, as nearbyint does in the default rounding mode.
   std::int64_t h_bar = to_side(std::nearbyint(h / factor), factor);

@@ -11,11 +11,11 @@
 #include "media/base64.hpp"
 #include "media/data_uri.hpp"
 #include "media/decode.hpp"
+#include "media/errors.hpp"
 #include "media/image_source.hpp"
 #include "media/image_url.hpp"
 #include "media/probe.hpp"
 #include "util/error.hpp"
-#include "video/errors.hpp"
 
 namespace clef::runtime {
 namespace {
@@ -31,13 +31,13 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
   const media::SourceKind kind = media::source_kind(source);
   if (kind == media::SourceKind::data_uri) {
     media::DataUri uri =
-        media::split_data_uri(source, video::kVideoMedia, policy.limits.max_encoded_bytes, param,
+        media::split_data_uri(source, media::kVideoMedia, policy.limits.max_encoded_bytes, param,
                               "data:video/mp4;base64,...");
     // Media-type parameters ("video/mp4;codecs=avc1") are legal in a data URI: the type decides.
     const std::string type = uri.media_type.substr(0, uri.media_type.find(';'));
     if (std::find(kVideoMediaTypes.begin(), kVideoMediaTypes.end(), type) ==
         kVideoMediaTypes.end()) {
-      throw video::unsupported_video(
+      throw media::kVideoMedia.unsupported(
           param + ": video media type '" + uri.media_type +
               "' is not supported; use video/mp4, video/webm, video/quicktime, "
               "video/x-matroska or video/x-msvideo",
@@ -55,7 +55,7 @@ std::vector<std::uint8_t> load_video_bytes(std::string_view source, const VideoS
     }
     media::UrlFetchPolicy url = policy.url;
     url.max_bytes = policy.limits.max_encoded_bytes;  // the video limit, not the image one
-    return media::fetch_media_url(source, url, param, video::kVideoMedia);
+    return media::fetch_media_url(source, url, param, media::kVideoMedia);
   }
   throw invalid_request(param +
                             ": a video must be a data URI (data:video/mp4;base64,...), a frame "
@@ -68,7 +68,7 @@ void plan(RequestVideo& v, double fps, const video::VideoProcessorConfig& config
           const video::VideoLimits& limits) {
   v.plan = video::plan_video(v.total_frames, fps, v.height, v.width, config, v.param);
   if (static_cast<std::int64_t>(v.plan.indices.size()) > limits.max_sampled_frames) {
-    throw video::video_too_large(
+    throw media::kVideoMedia.too_large(
         v.param + ": the processor would keep " + std::to_string(v.plan.indices.size()) +
             " frames; this server takes at most " + std::to_string(limits.max_sampled_frames) +
             " (--max-video-frames): send a shorter video or a lower fps",
@@ -98,7 +98,7 @@ void check_frame_work(RequestVideo& v, Clock::time_point since,
                             ": the client closed its connection while the frames were read");
   }
   if (v.spent > v.time_limit) {
-    throw video::video_too_large(
+    throw media::kVideoMedia.too_large(
         v.param + ": reading the frames took longer than " +
             std::to_string(
                 std::chrono::duration_cast<std::chrono::milliseconds>(v.time_limit).count()) +
@@ -116,10 +116,10 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
                      const std::function<bool()>& cancelled) {
   const std::size_t n = src.frames.size();
   if (static_cast<std::int64_t>(n) > policy.limits.max_sampled_frames) {
-    throw video::video_too_large(v.param + ".frames has " + std::to_string(n) +
-                                     " frames; the limit is " +
-                                     std::to_string(policy.limits.max_sampled_frames),
-                                 v.param + ".frames");
+    throw media::kVideoMedia.too_large(v.param + ".frames has " + std::to_string(n) +
+                                           " frames; the limit is " +
+                                           std::to_string(policy.limits.max_sampled_frames),
+                                       v.param + ".frames");
   }
   v.time_limit = policy.limits.decode_timeout;
   v.total_frames = static_cast<std::int64_t>(n);
@@ -153,7 +153,7 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
     if (sampled[k]) {
       if (!size) {  // the decoder gives the precise error
         media::decode_image(bytes, fp.limits, r.param);
-        throw video::bad_video(r.param + ": the image's size cannot be read", r.param);
+        throw media::kVideoMedia.invalid(r.param + ": the image's size cannot be read", r.param);
       }
       if (stored_w == 0) {
         stored_w = size->width;
@@ -162,7 +162,7 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
         v.width = r.image.width;
         v.height = r.image.height;
       } else if (size->width != stored_w || size->height != stored_h) {
-        throw video::bad_video(
+        throw media::kVideoMedia.invalid(
             r.param + " is " + std::to_string(size->width) + "x" + std::to_string(size->height) +
                 "; the frames of a video must all have the first frame's size (" +
                 std::to_string(stored_w) + "x" + std::to_string(stored_h) + ")",
@@ -172,10 +172,10 @@ void load_frame_list(RequestVideo& v, const request::Video& src, const VideoSour
         r.bytes = std::move(bytes);
       }
       if (kept_bytes > policy.limits.max_encoded_bytes) {
-        throw video::video_too_large(v.param + ".frames: the sampled frames are over " +
-                                         std::to_string(policy.limits.max_encoded_bytes) +
-                                         " bytes together",
-                                     v.param + ".frames");
+        throw media::kVideoMedia.too_large(v.param + ".frames: the sampled frames are over " +
+                                               std::to_string(policy.limits.max_encoded_bytes) +
+                                               " bytes together",
+                                           v.param + ".frames");
       }
     }
     check_frame_work(v, since, cancelled);
@@ -256,11 +256,11 @@ std::vector<RequestImage> video_blocks(RequestVideo& v, const VideoSourcePolicy&
   // Each frame is checked and resized as soon as it is decoded: only one full-size frame is held.
   const auto resize = [&](media::RgbImage f) {
     if (f.width != v.width || f.height != v.height) {
-      throw video::bad_video(v.param + ": the video's frames change size (" +
-                                 std::to_string(v.width) + "x" + std::to_string(v.height) +
-                                 " first, " + std::to_string(f.width) + "x" +
-                                 std::to_string(f.height) + " later)",
-                             v.param);
+      throw media::kVideoMedia.invalid(
+          v.param + ": the video's frames change size (" + std::to_string(v.width) + "x" +
+              std::to_string(v.height) + " first, " + std::to_string(f.width) + "x" +
+              std::to_string(f.height) + " later)",
+          v.param);
     }
     return video::resize_frame(f, v.plan);
   };
@@ -303,9 +303,9 @@ std::string video_file_data_uri(const std::string& path, std::size_t max_bytes,
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw invalid_request("cannot read video file '" + path + "'", param);
   if (size > max_bytes) {
-    throw video::video_too_large("video file '" + path + "' is " + std::to_string(size) +
-                                     " bytes; the limit is " + std::to_string(max_bytes),
-                                 param);
+    throw media::kVideoMedia.too_large("video file '" + path + "' is " + std::to_string(size) +
+                                           " bytes; the limit is " + std::to_string(max_bytes),
+                                       param);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw invalid_request("cannot read video file '" + path + "'", param);
@@ -326,7 +326,7 @@ std::string video_file_data_uri(const std::string& path, std::size_t max_bytes,
     media = "video/x-msvideo";
   }
   if (media == nullptr) {
-    throw video::unsupported_video(
+    throw media::kVideoMedia.unsupported(
         "video file '" + path + "' is not an MP4/QuickTime, Matroska/WebM or AVI file", param);
   }
   return std::string("data:") + media + ";base64," + media::encode_base64(bytes);
