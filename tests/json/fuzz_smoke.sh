@@ -43,14 +43,14 @@ fi
 json_sources=("$src"/src/json/*.cpp)
 request_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/record/encode.cpp
                  "$src"/src/record/nfc.cpp "$src"/src/util/edit_distance.cpp)
-image_sources=("$src"/src/vision/{decode,decode_png,decode_jpeg,decode_webp,exif,probe,data_uri,base64}.cpp)
+image_sources=("$src"/src/media/{decode,decode_png,decode_jpeg,decode_webp,exif,probe,data_uri,base64}.cpp)
 processor_sources=("$src"/src/vision/{smart_resize,grid,resample,processor,patches}.cpp)
 # The server over the vendored cpp-httplib (compiled without its OpenSSL support; the server's own
 # TLS session and the API keys' SHA-256 use OpenSSL directly: -lssl -lcrypto).
 # The server embeds web/ (cmake/embed_web.cmake writes the source the build generates).
 cmake -DWEB_DIR="$src/web" -DOUT="$work/web_files.cpp" -P "$src/cmake/embed_web.cmake"
 server_sources=("${json_sources[@]}" "$src"/src/request/*.cpp "$src"/src/server/*.cpp "$src"/src/transport/*.cpp
-                "$src"/src/runtime/{cancellation,decision_loop,prepared_request,scheduler}.cpp "$src/src/util/digest.cpp"
+                "$src"/src/runtime/loop/{cancellation,decision_loop,decision_queue,prepared_request,scheduler}.cpp "$src/src/util/digest.cpp"
                 "$src/src/util/edit_distance.cpp" "$src/src/util/byte_size.cpp" "$src/src/util/memory_budget.cpp"
                 "$work/web_files.cpp"
                 "$src/third_party/llama.cpp/vendor/cpp-httplib/httplib.cpp")
