@@ -37,6 +37,19 @@ struct BatchCommandOptions {
 };
 
 int run_batch_command(BatchCommandOptions options) {
+  if (!options.endpoints.empty()) {
+    // The servers decide: a local model's options would be ignored without a word.
+    if (const std::vector<std::string> local = options.engine.given_model_options();
+        !local.empty()) {
+      std::string names;
+      for (const std::string& n : local) names += (names.empty() ? "" : ", ") + n;
+      throw invalid_request(names + (local.size() == 1 ? " configures" : " configure") +
+                                " a local model, which --endpoint does not load (the servers "
+                                "decide with their own): drop " +
+                                (local.size() == 1 ? "it" : "them") + ", or --endpoint",
+                            "endpoint");
+    }
+  }
   const std::string text = util::read_lines_file(options.in, json::ParseLimits{}.max_bytes, "in");
   const std::vector<batch::BatchItem> items = batch::parse_batch_input(text);
 

@@ -70,6 +70,7 @@ int parse_gpu_layers(const std::string& value) {
 }
 
 void EngineOptions::add_to(CLI::App& cmd) {
+  const std::size_t before = cmd.get_options().size();
   cmd.add_option("--model-dir", model_dir,
                  "directory with backbone.gguf, mmproj*.gguf, joint_head.safetensors, "
                  "joint_head_config.json");
@@ -211,6 +212,19 @@ void EngineOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--hub-endpoint", hub_endpoint, "hub URL for registry downloads (mirrors)")
       ->capture_default_str();
   cmd.add_flag("--offline", offline, "never download: a registry model must be in the store");
+  const std::vector<CLI::Option*> all = cmd.get_options();
+  model_options.assign(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+}
+
+std::vector<std::string> EngineOptions::given_model_options() const {
+  std::vector<std::string> given;
+  for (const CLI::Option* o : model_options) {
+    const std::string name = o->get_name();
+    // What clef prints, not what the model runs with.
+    if (name == "--verbose" || name == "--debug") continue;
+    if (o->count() > 0) given.push_back(name);
+  }
+  return given;
 }
 
 void EngineOptions::add_model_positional(CLI::App& cmd) {

@@ -47,8 +47,15 @@ struct EngineOptions {
   /// giving both is refused, whatever their order (set by add_to).
   std::vector<std::pair<std::string, CLI::Option*>> flag_of_setting;
 
+  /// The options add_to registered (set by add_to).
+  std::vector<const CLI::Option*> model_options;
+
   /// Registers the options on `cmd`.
   void add_to(CLI::App& cmd);
+  /// The options of add_to given on the command line that configure a local model (all but
+  /// --verbose and --debug), by their long names ("--threads"): what a command that does not load
+  /// one (`clef batch --endpoint`) refuses.
+  std::vector<std::string> given_model_options() const;
   /// Registers a positional registry name (`clef serve clef-flash:9b`), stored in `model`.
   void add_model_positional(CLI::App& cmd);
   /// The engine configuration the options describe. Throws clef::Error: invalid_request for a bad

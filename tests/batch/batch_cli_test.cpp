@@ -67,4 +67,26 @@ TEST(BatchCommand, EndpointBeforeInAndOutAndAnErrorAnswerIsNotExitZero) {
   fs::remove_all(dir);
 }
 
+/// A local model's options beside --endpoint (the servers decide: they were ignored without a
+/// word) are refused before anything is read or written, naming them.
+TEST(BatchCommand, LocalModelOptionsBesideAnEndpointAreRefused) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("clef-batch-cli-flags-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path in = dir / "in.jsonl";
+  std::ofstream(in) << R"({"state": "a", "questions": {"q": {"type": "noul"}}})"
+                    << "\n";
+  const fs::path out = dir / "out.jsonl";
+  const fs::path log = dir / "log.txt";
+  const int code = clef_batch("--endpoint http://127.0.0.1:9 " + in.string() + " " + out.string() +
+                                  " --threads 2 --model-dir /nowhere -v",
+                              log);
+  EXPECT_EQ(code, 2) << read_bytes(log);
+  const std::string said = read_bytes(log);
+  EXPECT_NE(said.find("--model-dir, --threads configure a local model"), std::string::npos) << said;
+  EXPECT_EQ(said.find("--verbose"), std::string::npos) << "what clef prints is not refused";
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove_all(dir);
+}
+
 }  // namespace
