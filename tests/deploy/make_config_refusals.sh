@@ -37,6 +37,13 @@ refused "--stats needs a value" --listen 127.0.0.1:8080 --replica 127.0.0.1:8081
 refused "--replica needs a value" --listen 127.0.0.1:8080 --replica
 refused "--stats takes ADDR:PORT" --listen 127.0.0.1:8080 --stats 127.0.0.1:x \
   --replica 127.0.0.1:8081:9081
+# Session 8's breaker: one replica twice, an agent port equal to the HTTP port, the stats page on
+# the frontend's port.
+refused "--replica 127.0.0.1:8081 is given twice" --listen :8080 --replica 127.0.0.1:8081:9081 \
+  --replica 127.0.0.1:8081:9082
+refused "the agent port is the HTTP port" --listen :8080 --replica 127.0.0.1:8081:8081
+refused "are one port" --listen 127.0.0.1:8080 --stats 127.0.0.1:8080 --replica 127.0.0.1:8081:9081
+refused "are one port" --listen :8080 --stats 127.0.0.1:8080 --replica 127.0.0.1:8081:9081
 
 cfg=$(mktemp)
 trap 'rm -f "$cfg"' EXIT
