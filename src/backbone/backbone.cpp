@@ -135,9 +135,6 @@ Backbone::Backbone(LlamaModelPtr model, const BackboneParams& params, const std:
     : Backbone(std::make_shared<const BackboneWeights>(std::move(model), params, name), params) {}
 
 void Backbone::init() {
-  name_ = weights_->name();
-  n_embd_ = weights_->n_embd();
-  mrope_ = weights_->mrope();
   make_context(1);
   sequence_memory_ = measure_sequence_memory();
   if (params_.parallel > 1) {
@@ -207,10 +204,8 @@ namespace {
 /// An integer of the backbone's GGUF metadata under its architecture ("qwen35.KEY"), or
 /// `fallback` when absent.
 std::int64_t arch_value(const llama_model* model, const std::string& key, std::int64_t fallback) {
-  char arch[64] = {0};
-  llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch);
   char value[64] = {0};
-  if (llama_model_meta_val_str(model, (std::string(arch) + "." + key).c_str(), value,
+  if (llama_model_meta_val_str(model, (architecture_of(model) + "." + key).c_str(), value,
                                sizeof value) <= 0) {
     return fallback;
   }
@@ -271,13 +266,14 @@ void Backbone::make_context(int sequences) {
   if (!ctx_ && sequences > 1) {
     throw invalid_request("cannot create a llama context of " + std::to_string(sequences) +
                               " sequences x " + std::to_string(params_.context_size) +
-                              " tokens for '" + name_ + "' (" +
+                              " tokens for '" + weights_->name() + "' (" +
                               describe_sequence_memory(sequence_memory_, sequences) +
                               "; see the log above). Lower parallel or context_size.",
                           "parallel");
   }
   if (!ctx_)
-    throw model_error("cannot create a llama context for '" + name_ + "' (see the log above)");
+    throw model_error("cannot create a llama context for '" + weights_->name() +
+                      "' (see the log above)");
   // Unmasked: rows for every token of the last llama_decode call, whatever batch.logits says.
   llama_set_embeddings_nextn(ctx_.get(), true, false);
   longest_record_ = 0;
@@ -303,8 +299,8 @@ SequenceMemory Backbone::measure_sequence_memory() {
   clear_sequence(0);
   if (llama_decode(ctx_.get(), storage.view(false)) != 0) {
     clear_sequence(0);
-    throw model_error("cannot run a " + std::to_string(kTokens) + "-token prefill on '" + name_ +
-                      "'");
+    throw model_error("cannot run a " + std::to_string(kTokens) + "-token prefill on '" +
+                      weights_->name() + "'");
   }
   const std::size_t full = llama_state_seq_get_size_ext(ctx_.get(), 0, LLAMA_STATE_SEQ_FLAGS_NONE);
   const std::size_t recurrent =
@@ -373,7 +369,7 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
     bad_prefill(std::to_string(positions.size()) + " positions for " + std::to_string(total) +
                 " tokens");
   }
-  if (!embeddings.empty() && !mrope_) {
+  if (!embeddings.empty() && !weights_->mrope()) {
     bad_prefill("embedding inputs need an M-RoPE backbone");
   }
   const int resumed = reuse.resume_checkpoint != nullptr ? reuse.resume_checkpoint->tokens
@@ -381,9 +377,9 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
                                                          : 0;
   for (const EmbeddingSpan& s : embeddings) {
     if (s.first + s.n_tokens <= resumed && s.rows.empty()) continue;  // inside the resumed part
-    if (s.rows.size() != static_cast<std::size_t>(s.n_tokens) * n_embd_) {
+    if (s.rows.size() != static_cast<std::size_t>(s.n_tokens) * n_embd()) {
       bad_prefill("an embedding span of " + std::to_string(s.n_tokens) + " tokens has " +
-                  std::to_string(s.rows.size()) + " values (n_embd " + std::to_string(n_embd_) +
+                  std::to_string(s.rows.size()) + " values (n_embd " + std::to_string(n_embd()) +
                   ")");
     }
   }
@@ -399,7 +395,7 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
        reuse.resume_checkpoint->tokens >= reuse.resume->tokens);
   if ((reuse.resume != nullptr || reuse.resume_checkpoint != nullptr) &&
       (bad_checkpoint || resumed <= 0 || resumed >= total || !is_boundary(resumed) ||
-       reuse.resume_rows.size() != static_cast<std::size_t>(resumed) * n_embd_)) {
+       reuse.resume_rows.size() != static_cast<std::size_t>(resumed) * n_embd())) {
     bad_prefill("a resumed memory of " + std::to_string(resumed) + " tokens with " +
                 std::to_string(reuse.resume_rows.size()) + " row values does not fit the layout");
   }
@@ -424,8 +420,8 @@ Prefill Backbone::start(std::span<const std::int32_t> ids, std::span<const RopeP
   longest_record_ = std::max(longest_record_, total);
 
   p.out_.rows = total;
-  p.out_.n_embd = n_embd_;
-  p.out_.data.resize(static_cast<std::size_t>(total) * n_embd_);
+  p.out_.n_embd = n_embd();
+  p.out_.data.resize(static_cast<std::size_t>(total) * n_embd());
   if (reuse.resume != nullptr) {
     restore(seq, reuse, positions);
     std::copy(reuse.resume_rows.begin(), reuse.resume_rows.end(), p.out_.data.begin());
@@ -486,13 +482,12 @@ void Backbone::step(std::span<Prefill* const> prefills, int piece_tokens) {
     live.push_back(p);
   }
   if (live.empty()) return;
-  const int limit = piece_tokens;
   // Pieces of one length (a multiple of the row alignment) and kind share a llama_decode, in
   // sequence order; any other piece is decoded alone.
   std::map<std::pair<int, bool>, std::vector<Prefill*>> groups;
   std::vector<std::pair<Prefill*, int>> alone;
   for (Prefill* p : live) {
-    const int piece = next_piece(*p, limit);
+    const int piece = next_piece(*p, piece_tokens);
     if (piece % kBatchRowAlignment != 0) {
       alone.emplace_back(p, piece);
     } else {
@@ -533,7 +528,7 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
   BatchStorage storage;
   storage.seq.reserve(total);
   if (embeddings) {
-    storage.embd.reserve(total * n_embd_);
+    storage.embd.reserve(total * n_embd());
     storage.pos.resize(4 * total);
   } else {
     storage.tokens.reserve(total);
@@ -552,8 +547,8 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
         ++p.span_index_;
       }
       const EmbeddingSpan& s = p.embeddings_[p.span_index_];
-      const float* rows = s.rows.data() + static_cast<std::size_t>(p.at_ - s.first) * n_embd_;
-      storage.embd.insert(storage.embd.end(), rows, rows + rows_each * n_embd_);
+      const float* rows = s.rows.data() + static_cast<std::size_t>(p.at_ - s.first) * n_embd();
+      storage.embd.insert(storage.embd.end(), rows, rows + rows_each * n_embd());
       // Section-major over the whole batch: [t...][h...][w...][z...].
       for (std::size_t sec = 0; sec < 4; ++sec) {
         std::copy_n(pos.begin() + static_cast<std::ptrdiff_t>(sec * rows_each), rows_each,
@@ -583,8 +578,8 @@ void Backbone::decode_pieces(std::span<Prefill* const> group, int n, const Cance
   // The rows come in ubatch order: sequence by sequence, in the batch's (increasing) order.
   for (std::size_t g = 0; g < group.size(); ++g) {
     Prefill& p = *group[g];
-    std::memcpy(p.out_.data.data() + static_cast<std::size_t>(p.at_) * n_embd_,
-                rows + g * rows_each * n_embd_, sizeof(float) * rows_each * n_embd_);
+    std::memcpy(p.out_.data.data() + static_cast<std::size_t>(p.at_) * n_embd(),
+                rows + g * rows_each * n_embd(), sizeof(float) * rows_each * n_embd());
     p.at_ += n;
     const PrefillBatch& pb = p.batches_[p.next_batch_];
     if (p.at_ == pb.start + pb.n_tokens) ++p.next_batch_;

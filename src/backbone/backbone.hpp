@@ -172,7 +172,7 @@ class Backbone {
   /// of params.context_size cells each, chunk_tokens batches, one output row per sequence).
   static llama_context_params context_params(const BackboneParams& params, int sequences);
 
-  int n_embd() const noexcept { return n_embd_; }
+  int n_embd() const noexcept { return weights_->n_embd(); }
   /// Repeating layers (llama_model_n_layer): what gpu_layers counts.
   int n_layer() const noexcept;
   int n_vocab() const noexcept;
@@ -280,9 +280,6 @@ class Backbone {
   BackboneParams params_;
   std::shared_ptr<const BackboneWeights> weights_;  ///< shared with other contexts, tokenizers
   LlamaContextPtr ctx_;
-  int n_embd_ = 0;
-  bool mrope_ = false;  ///< the model uses (I)M-RoPE: four positions per embedding
-  std::string name_;    ///< the backbone's file, for messages
   int longest_record_ = 0;
   SequenceMemory sequence_memory_;
 };

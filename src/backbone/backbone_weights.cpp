@@ -25,15 +25,20 @@ BackboneWeights::BackboneWeights(LlamaModelPtr model, const BackboneParams& para
   if (!model) throw std::invalid_argument("BackboneWeights: null model");
   placement_.on_progress = {};  // only the load reads it
   model_ = std::move(model);
-  char arch[64] = {0};
-  llama_model_meta_val_str(model_.get(), "general.architecture", arch, sizeof arch);
-  if (std::string(arch) != "qwen35") {
+  const std::string arch = architecture_of(model_.get());
+  if (arch != "qwen35") {
     throw model_error("backbone '" + name_ + "' has architecture '" + arch +
                       "'; clef needs a qwen35 backbone");
   }
   n_embd_ = llama_model_n_embd(model_.get());
   const llama_rope_type rope = llama_model_rope_type(model_.get());
   mrope_ = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
+}
+
+std::string architecture_of(const llama_model* model) {
+  char arch[64] = {0};
+  llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch);
+  return arch;
 }
 
 const llama_vocab* BackboneWeights::vocab() const noexcept {

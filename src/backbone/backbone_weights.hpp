@@ -14,6 +14,9 @@
 
 namespace clef::backbone {
 
+/// The model's general.architecture ("qwen35"), "" when the GGUF does not say.
+std::string architecture_of(const llama_model* model);
+
 class BackboneWeights {
  public:
   /// Loads `gguf_path` (mmap) where params.device and params.gpu_layers say, repacked as

@@ -82,7 +82,11 @@ class Runner {
 
   /// What its steps are planned within (StepShape: slots = parallel(), the backbone's chunk and
   /// whether only whole layout batches may be decoded); `open` is the loop's to say.
-  virtual StepShape step_shape() const { return {parallel(), 512, false, true}; }
+  virtual StepShape step_shape() const {
+    StepShape shape;
+    shape.slots = parallel();
+    return shape;
+  }
 
   /// Starts deciding `prepared` (which the caller keeps alive until the decision is destroyed)
   /// beside at most parallel() - 1 others: the state cache's lookup and the snapshot points; its
