@@ -36,20 +36,22 @@ struct BuiltGraph {
 
 struct JointSchemaHead::Impl {
   ggml_backend_ptr backend;
-  HeadModel model;
+  std::shared_ptr<const HeadModel> shared_model;
+  const HeadModel& model;
   bool keep_outgrown;  ///< device::Quirks::stale_descriptor_reads
   ggml_gallocr_ptr allocator;
   std::vector<ggml_gallocr_ptr> outgrown;  ///< kept buffers (keep_outgrown)
   std::vector<std::uint8_t> graph_memory;  ///< reused ggml context memory (tensor metadata only)
 
-  Impl(const HeadWeights& weights, ggml_backend_ptr b, bool keep)
+  Impl(std::shared_ptr<const HeadModel> m, ggml_backend_ptr b, bool keep)
       : backend(std::move(b)),
-        model(weights, backend.get()),
+        shared_model(std::move(m)),
+        model(*shared_model),
         keep_outgrown(keep),
         allocator(new_allocator(backend.get())) {}
 
-  /// The backend goes first, then the buffers (weights, compute, kept): no device memory is
-  /// freed while the backend that dispatched over it lives
+  /// The backend goes first, then the buffers (weights unless shared, compute, kept): no device
+  /// memory is freed while the backend that dispatched over it lives
   /// (device::Quirks::stale_descriptor_reads).
   ~Impl() { backend.reset(); }
   Impl(const Impl&) = delete;
@@ -119,10 +121,24 @@ ggml_backend_ptr cpu_backend(int n_threads) {
 JointSchemaHead::JointSchemaHead(const HeadWeights& weights, int n_threads)
     : JointSchemaHead(weights, cpu_backend(n_threads)) {}
 
+JointSchemaHead::JointSchemaHead(std::shared_ptr<const HeadModel> model, int n_threads)
+    : JointSchemaHead(std::move(model), cpu_backend(n_threads)) {}
+
 JointSchemaHead::JointSchemaHead(const HeadWeights& weights, ggml_backend_ptr backend,
                                  const device::Quirks& quirks) {
   if (!backend) throw Error(ErrorKind::internal, "internal", "joint schema head: no backend");
-  impl_ = std::make_unique<Impl>(weights, std::move(backend), quirks.stale_descriptor_reads);
+  // Uploaded here, not in a delegating call: the backend must not be moved from before.
+  auto model = std::make_shared<const HeadModel>(weights, backend.get());
+  impl_ =
+      std::make_unique<Impl>(std::move(model), std::move(backend), quirks.stale_descriptor_reads);
+}
+
+JointSchemaHead::JointSchemaHead(std::shared_ptr<const HeadModel> model, ggml_backend_ptr backend,
+                                 const device::Quirks& quirks) {
+  if (!backend) throw Error(ErrorKind::internal, "internal", "joint schema head: no backend");
+  if (!model) throw Error(ErrorKind::internal, "internal", "joint schema head: no weights");
+  impl_ =
+      std::make_unique<Impl>(std::move(model), std::move(backend), quirks.stale_descriptor_reads);
 }
 
 JointSchemaHead::~JointSchemaHead() = default;
@@ -131,6 +147,10 @@ JointSchemaHead& JointSchemaHead::operator=(JointSchemaHead&&) noexcept = defaul
 
 const HeadConfig& JointSchemaHead::config() const noexcept {
   return impl_->model.config();
+}
+
+std::shared_ptr<const HeadModel> JointSchemaHead::model() const noexcept {
+  return impl_->shared_model;
 }
 
 std::vector<std::string> JointSchemaHead::unsupported_ops() {

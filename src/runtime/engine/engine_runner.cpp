@@ -10,9 +10,11 @@
 #include "backbone/backbone.hpp"
 #include "cache/state_cache_manager.hpp"
 #include "decision/response.hpp"
+#include "head/joint_schema_head.hpp"
 #include "runtime/engine/head_inputs.hpp"
 #include "runtime/engine/loaded_model.hpp"
 #include "runtime/engine/sequence_slots.hpp"
+#include "runtime/engine/served_model.hpp"
 #include "runtime/loop/decision_loop.hpp"
 #include "runtime/loop/request_image.hpp"
 #include "util/elapsed.hpp"
@@ -28,20 +30,54 @@ using Clock = std::chrono::steady_clock;
 
 using util::ms_since;
 
-/// The running side of the decision pipeline over loaded model files (contract sections 1-6).
+/// The joint schema head's compute on the backend of the device its weights are on.
+head::JointSchemaHead make_head(const LoadedModel& m) {
+  if (m.head_gpu == nullptr) {
+    return head::JointSchemaHead(m.head, backbone::resolved_threads(m.config.backbone));
+  }
+  ggml_backend_t backend = ggml_backend_dev_init(m.head_gpu, nullptr);
+  if (backend == nullptr) {
+    throw Error(ErrorKind::internal, "internal",
+                "no backend for the joint schema head on " + m.head_device);
+  }
+  return head::JointSchemaHead(m.head, ggml_backend_ptr(backend), m.placement.info.quirks);
+}
+
+/// The vision tower of `m`'s mmproj where the backbone runs; null without one.
+std::unique_ptr<vision::VisionTower> make_tower(const LoadedModel& m) {
+  const EngineConfig& c = m.config;
+  if (c.mmproj_path.empty()) return nullptr;
+  vision::TowerParams tp;
+  tp.threads = backbone::resolved_threads(c.backbone);
+  tp.use_gpu = m.placement.gpu != nullptr;
+  tp.device = m.placement.gpu;
+  tp.flash_attention = c.backbone.flash_attention;
+  tp.verbose = c.debug_log;
+  tp.use_file_normalization = c.mmproj_file_normalization;
+  tp.quirks = m.placement.info.quirks;
+  return std::make_unique<vision::VisionTower>(
+      c.mmproj_path, llama_model_n_embd_inp(m.backbone->model()), std::move(tp));
+}
+
+/// The running side of the decision pipeline over a loaded model (contract sections 1-6).
 class EngineRunner final : public Runner {
  public:
-  explicit EngineRunner(const EngineConfig& config)
-      : model_(config),
-        cache_(model_.memory.state_cache, model_.backbone.params(), model_.backbone.n_embd(),
-               std::chrono::milliseconds(config.resume_snapshot_ms)),
-        sequences_(config.backbone.parallel) {}
+  explicit EngineRunner(std::shared_ptr<const LoadedModel> model)
+      : model_(std::move(model)),
+        backbone_(model_->backbone, model_->config.backbone),
+        head_(make_head(*model_)),
+        tower_(make_tower(*model_)),
+        cache_(model_->memory.state_cache, backbone_.params(), backbone_.n_embd(),
+               std::chrono::milliseconds(model_->config.resume_snapshot_ms)),
+        sequences_(model_->config.backbone.parallel) {}
 
-  /// The loaded model files it runs (what preparation copies and shares).
-  const LoadedModel& loaded() const noexcept { return model_; }
-  bool state_cache_enabled() const noexcept { return cache_.enabled(); }
+  /// What load_runner() says of it.
+  LoadedRunner describe() const {
+    return {model_, served_model(*model_, backbone_, tower_ != nullptr), tower_.get(),
+            cache_.enabled(), nullptr};
+  }
 
-  int parallel() const override { return model_.backbone.params().parallel; }
+  int parallel() const override { return backbone_.params().parallel; }
 
   /// Takes the lowest free sequence (so that records decoded together tend to sit on
   /// consecutive ones, which llama.cpp puts in one ubatch) and does what decide() does before
@@ -58,7 +94,7 @@ class EngineRunner final : public Runner {
       throw Error(ErrorKind::internal, "internal",
                   "suspend() of a decision that is suspended or prefilled");
     }
-    if (p.prefill) model_.backbone.suspend(*p.prefill);
+    if (p.prefill) backbone_.suspend(*p.prefill);
     sequences_.give_back(p.seq);
     p.since = Clock::now();
   }
@@ -70,7 +106,7 @@ class EngineRunner final : public Runner {
     const int seq = sequences_.take();
     if (p.prefill) {
       try {
-        model_.backbone.resume(*p.prefill, seq);
+        backbone_.resume(*p.prefill, seq);
       } catch (...) {
         sequences_.give_back(seq);
         throw;
@@ -83,7 +119,7 @@ class EngineRunner final : public Runner {
   }
 
   StepShape step_shape() const override {
-    const backbone::BackboneParams& params = model_.backbone.params();
+    const backbone::BackboneParams& params = backbone_.params();
     return {params.parallel, params.chunk_tokens, params.flash_attention, true};
   }
 
@@ -122,7 +158,7 @@ class EngineRunner final : public Runner {
       auto& p = static_cast<Pending&>(*d);
       if (p.prefill && !p.prefill->done()) prefills.push_back(&*p.prefill);
     }
-    model_.backbone.step(prefills, orders.most_tokens);
+    backbone_.step(prefills, orders.most_tokens);
   }
 
   Decision finish(DecisionInProgress& decision) override {
@@ -199,7 +235,7 @@ class EngineRunner final : public Runner {
       // A record gave non-finite hidden states (complete()): its KV cells still hold them, and
       // llama.cpp's masked attention (a score + -inf) does not hide a NaN from the next record on
       // that sequence. A fresh context, once no other record holds memory in this one.
-      model_.backbone.release_compute_memory();
+      backbone_.release_compute_memory();
       kv_poisoned_ = false;
     }
     p->t0 = Clock::now();
@@ -222,7 +258,7 @@ class EngineRunner final : public Runner {
     // resumed prefix come first and need no rows.
     p->rows.resize(prepared.images.size());
     p->next_image = p->cached.first_image_to_encode();
-    if (!prepared.images.empty() && !model_.tower) {
+    if (!prepared.images.empty() && !tower_) {
       throw Error(ErrorKind::internal, "internal", "images prepared without a tower");
     }
     return p;
@@ -241,8 +277,8 @@ class EngineRunner final : public Runner {
     const auto tv = Clock::now();
     note_vision_memory(images[i]);  // first: a cancelled encode keeps it at peak
     const RequestImage& block = images[i];
-    p.rows[i] = model_.tower->encode(block.image,
-                                     block.second_frame.width > 0 ? &block.second_frame : nullptr);
+    p.rows[i] =
+        tower_->encode(block.image, block.second_frame.width > 0 ? &block.second_frame : nullptr);
     p.spans[i].rows = p.rows[i];
     p.out.timings.vision_ms += ms_since(tv);
     ++p.next_image;
@@ -252,8 +288,8 @@ class EngineRunner final : public Runner {
   void start_prefill(Pending& p) {
     p.paused_before_prefill = p.paused_ms;
     p.t1 = Clock::now();
-    p.prefill.emplace(model_.backbone.start(p.prepared.record.ids, p.prepared.positions, p.spans,
-                                            p.cached.options, p.cancelled, p.seq));
+    p.prefill.emplace(backbone_.start(p.prepared.record.ids, p.prepared.positions, p.spans,
+                                      p.cached.options, p.cancelled, p.seq));
   }
 
   /// A cancelled prefill: what it took goes into the state cache
@@ -282,9 +318,8 @@ class EngineRunner final : public Runner {
                   "the backbone or the mmproj?); no answer is given");
     }
     const auto t2 = Clock::now();
-    const HeadInputs inputs = make_head_inputs(rec, model_.lexical);
-    const auto logits =
-        model_.head.forward(hidden.data, hidden.rows, inputs.questions, inputs.lexical);
+    const HeadInputs inputs = make_head_inputs(rec, model_->lexical);
+    const auto logits = head_.forward(hidden.data, hidden.rows, inputs.questions, inputs.lexical);
     out.timings.head_ms = ms_since(t2);
     for (const auto& question : logits) {
       if (!std::all_of(question.begin(), question.end(), finite)) {
@@ -296,7 +331,7 @@ class EngineRunner final : public Runner {
 
     out.input_tokens = prepared.input_tokens();
     out.response = decision::build_response(prepared.request, logits, rec.input_tokens(),
-                                            model_.answer_options);
+                                            model_->answer_options);
     out.logits = logits;
     out.body = decision::response_body(out.response);
     if (prepared.keep_head_rows) {
@@ -319,10 +354,10 @@ class EngineRunner final : public Runner {
   /// (malloc_trim), so RSS goes back near its idle size instead of staying at the largest
   /// request's.
   void idle() override {
-    const bool backbone = model_.backbone.longest_record() > kBackboneKeepTokens;
+    const bool backbone = backbone_.longest_record() > kBackboneKeepTokens;
     if (!release_pending_ && !backbone) return;
-    if (release_pending_) model_.tower->release_compute_memory();
-    if (backbone) model_.backbone.release_compute_memory();
+    if (release_pending_) tower_->release_compute_memory();
+    if (backbone) backbone_.release_compute_memory();
     release_pending_ = false;
     ::malloc_trim(0);
   }
@@ -331,8 +366,8 @@ class EngineRunner final : public Runner {
   /// Remembers an image whose tower work takes more than kVisionKeepBytes: idle() gives that
   /// memory back.
   void note_vision_memory(const RequestImage& image) {
-    if (vision::tower_compute_bytes(image.grid, model_.tower->info(),
-                                    model_.tower->flash_attention()) > kVisionKeepBytes) {
+    if (vision::tower_compute_bytes(image.grid, tower_->info(), tower_->flash_attention()) >
+        kVisionKeepBytes) {
       release_pending_ = true;
     }
   }
@@ -341,7 +376,10 @@ class EngineRunner final : public Runner {
   /// idle; a longer one has it made anew (docs/performance.md: what that costs and gives back).
   static constexpr int kBackboneKeepTokens = 2048;
 
-  LoadedModel model_;
+  std::shared_ptr<const LoadedModel> model_;    ///< the weights it borrows
+  backbone::Backbone backbone_;                 ///< its context on model_->backbone
+  head::JointSchemaHead head_;                  ///< its compute over model_->head
+  std::unique_ptr<vision::VisionTower> tower_;  ///< null without an mmproj
   cache::StateCacheManager cache_;
   SequenceSlots sequences_;       ///< the backbone sequences (parallel()) and who holds them
   bool release_pending_ = false;  ///< a large image ran since the last idle()
@@ -352,10 +390,10 @@ class EngineRunner final : public Runner {
 
 }  // namespace
 
-LoadedRunner load_runner(const EngineConfig& config) {
-  backbone::ensure_llama_backend(config.debug_log);
-  auto runner = std::make_unique<EngineRunner>(config);
-  LoadedRunner out{&runner->loaded(), runner->state_cache_enabled(), nullptr};
+LoadedRunner load_runner(std::shared_ptr<const LoadedModel> model) {
+  if (!model) throw Error(ErrorKind::internal, "internal", "load_runner: no model");
+  auto runner = std::make_unique<EngineRunner>(std::move(model));
+  LoadedRunner out = runner->describe();
   out.runner = std::move(runner);
   return out;
 }

@@ -1,8 +1,10 @@
 #pragma once
-// The model files of one engine, loaded once, and what the server says of them: the backbone, the
-// joint schema head, the lexical prior, the vision tower, the calibration, where each runs, and
-// the model served (ServedModel). The engine's runner owns it and alone uses it (the backbone's
-// context, the tower's compute buffers); preparation takes copies (runtime::EnginePreparer).
+// The model files of one engine, loaded once: the backbone's and the joint schema head's weights,
+// the lexical prior, the calibration, the memory plan and where each part runs. Const once loaded
+// and shared: the runners made on it (runtime::load_runner) borrow it and hold only what they
+// compute with (the backbone's context, the head's compute buffers, the vision tower), as
+// llama.cpp's llama_contexts borrow one llama_model; preparation takes copies
+// (runtime::EnginePreparer).
 
 #include <cstdint>
 #include <memory>
@@ -10,16 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "backbone/backbone.hpp"
+#include "backbone/backbone_weights.hpp"
 #include "decision/calibration.hpp"
 #include "decision/response.hpp"
 #include "device/device.hpp"
-#include "head/joint_schema_head.hpp"
+#include "head/head_model.hpp"
 #include "lexical/lexical_table.hpp"
 #include "runtime/engine/engine_config.hpp"
 #include "runtime/engine/memory_plan.hpp"
 #include "runtime/loop/preparer.hpp"
-#include "vision/tower.hpp"
 
 namespace clef::artifact {
 struct OpenedModel;
@@ -31,39 +32,36 @@ struct LoadedModel {
   /// Loads the files of `config` (in whatever layout they are: artifact::open_model): the head's
   /// weights checked against the backbone, a tied or missing LM head refused before the backbone
   /// loads, then the memory plan (runtime::plan_memory, from a no_alloc load of the backbone),
-  /// then the weights. Throws clef::Error (invalid_request) with the plan's arithmetic when the
-  /// model does not fit; otherwise throws clef::Error (model_error) naming the file at fault. Does
-  /// not move (the answer options point into the calibration).
-  explicit LoadedModel(const EngineConfig& config);
+  /// then the weights: the head's on the placement's GPU when that backend runs every op of its
+  /// graph, else on the CPU. The mmproj is only named here (each runner opens its vision tower:
+  /// clip keeps an encoder's weights and compute together). Throws clef::Error (invalid_request)
+  /// with the plan's arithmetic when the model does not fit; otherwise throws clef::Error
+  /// (model_error) naming the file at fault.
+  static std::shared_ptr<const LoadedModel> load(const EngineConfig& config);
+
+  /// Use load(). Does not move (the answer options point into the calibration).
+  LoadedModel(const EngineConfig& config, artifact::OpenedModel opened);
   LoadedModel(const LoadedModel&) = delete;
   LoadedModel& operator=(const LoadedModel&) = delete;
 
-  /// What is served: the name, the limits a request meets (/v1/models `limits`), the answer
-  /// settings, where the model runs ("CPU, N threads, " and the CPU's matrix path
-  /// (device::describe_cpu_path), or "DEVICE (...): backbone L/L layers, vision tower, joint
-  /// schema head on DEVICE") and what each decision in progress may hold with the memory plan
-  /// ("parallel N x context C: ...; plan: host: ...; left: ...").
-  ServedModel served() const;
-
+  /// `config` as loaded: gpu_layers resolved by the plan, the model's name filled in.
   EngineConfig config;
   /// The memory plan it was loaded on (gpu_layers resolved, state cache and vision memory
   /// sized); made before the weights load, so a model that cannot fit is refused first.
   MemoryPlan memory;
   device::Placement placement;  ///< where the backbone, the tower and the head run
-  std::string head_device;      ///< the head's backend, and why when it is not placement's
   lexical::LexicalTable lexical;
   std::vector<llama_model_kv_override> overrides;
-  backbone::Backbone backbone;
-  head::JointSchemaHead head;
-  std::unique_ptr<vision::VisionTower> tower;        ///< null without an mmproj
+  std::shared_ptr<const backbone::BackboneWeights> backbone;
+  // Set by the head's load (declared before it): the GPU holding the head's weights (null: the
+  // CPU), and the head's backend, with why when it is not the placement's GPU.
+  ggml_backend_dev_t head_gpu = nullptr;
+  std::string head_device;
+  /// The joint schema head's weights, in one buffer of head_gpu's (or the CPU's) buffer type.
+  std::shared_ptr<const head::HeadModel> head;
   std::optional<decision::Calibration> calibration;  ///< --calibration, if given
   decision::AnswerOptions answer_options;            ///< points into calibration
   ServedHead head_identity;                          ///< which head (hashed once, at load)
-
- private:
-  // `opened` is taken by value: the f32 head weights are freed once uploaded to the head's
-  // backend buffer.
-  LoadedModel(const EngineConfig& config, artifact::OpenedModel opened);
 };
 
 }  // namespace clef::runtime

@@ -12,7 +12,7 @@
 
 namespace clef::runtime {
 
-/// A loaded model's two sides. `model` may outlive `runner` (an HTTP thread still preparing).
+/// A loaded model's two sides. `preparer` may outlive `runner` (an HTTP thread still preparing).
 struct Engine {
   std::shared_ptr<const Preparer> preparer;
   std::unique_ptr<Runner> runner;
