@@ -17,6 +17,7 @@
 #include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/size_option.hpp"
 #include "device/cpu_path.hpp"
 #include "runtime/make_engine.hpp"
 #include "server/serve_until_signal.hpp"
@@ -133,28 +134,24 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
       ->capture_default_str();
-  cmd->add_option("--max-body", s.max_body_bytes,
+  add_size_option(*cmd, "--max-body", s.max_body_bytes,
                   "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted; 1 byte to 4 "
                   "GiB), else 413")
-      ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
       ->capture_default_str();
-  cmd->add_option("--prepare-memory", s.prepare_memory_bytes,
+  add_size_option(*cmd, "--prepare-memory", s.prepare_memory_bytes,
                   "memory all decision requests in preparation may hold at once (body, parsed "
                   "JSON, rendered state, tokenization); one that would pass it gets 429. 0: no "
                   "limit; suffixes KiB/MiB/GiB")
-      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  cmd->add_option("--prepare-memory-per-request", s.prepare_memory_per_request_bytes,
+  add_size_option(*cmd, "--prepare-memory-per-request", s.prepare_memory_per_request_bytes,
                   "memory one request may hold while it is prepared; more gets 413. 0: no limit")
-      ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  cmd->add_option(
-         "--body-buffer", s.body_buffer_bytes,
-         "the bytes of all request bodies received at once (the connection loop reads "
-         "each body before a worker takes its request, so slow senders hold no worker; "
-         "0: auto, the larger of 256 MiB and twice --max-body + 64 KiB; suffixes KiB/MiB/GiB)")
-      ->transform(CLI::AsSizeValue(false))
+  add_size_option(*cmd, "--body-buffer", s.body_buffer_bytes,
+                  "the bytes of all request bodies received at once (the connection loop reads "
+                  "each body before a worker takes its request, so slow senders hold no worker; "
+                  "0: auto, the larger of 256 MiB and twice --max-body + 64 KiB; suffixes "
+                  "KiB/MiB/GiB)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{64} << 30))
       ->capture_default_str();
   cmd->add_option("--queue-size", s.queue_size,
@@ -164,18 +161,18 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
                   "HTTP worker threads (each serves one open connection at a time); 0: "
                   "--queue-size + --parallel + 16, so a full queue is answered 429")
       ->capture_default_str();
-  cmd->add_option("--read-timeout", s.read_timeout_s, "seconds a connection may stay silent")
+  cmd->add_option("--read-timeout", s.timeouts.read_s, "seconds a connection may stay silent")
       ->capture_default_str();
-  cmd->add_option("--write-timeout", s.write_timeout_s, "seconds a blocked write may take")
+  cmd->add_option("--write-timeout", s.timeouts.write_s, "seconds a blocked write may take")
       ->capture_default_str();
-  cmd->add_option("--header-timeout", s.header_timeout_s,
+  cmd->add_option("--header-timeout", s.timeouts.header_s,
                   "seconds a request's headers may take to arrive (slow clients get 408; "
                   "--http-threads slow clients at once delay others at most this long)")
       ->capture_default_str();
-  cmd->add_option("--body-timeout", s.body_timeout_s,
+  cmd->add_option("--body-timeout", s.timeouts.body_s,
                   "seconds the whole request body may take to arrive")
       ->capture_default_str();
-  cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s,
+  cmd->add_option("--keep-alive-timeout", s.timeouts.keep_alive_s,
                   "seconds an idle keep-alive connection is kept")
       ->capture_default_str();
   cmd->add_option("--agent-port", s.agent_port,

@@ -19,6 +19,7 @@
 #include "artifact/head_identity.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/size_option.hpp"
 #include "cli/text_file.hpp"
 #include "device/device.hpp"
 #include "head/head_parameters.hpp"
@@ -711,15 +712,8 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
                   "option X the answer?\" with X's probability as its target")
       ->capture_default_str()
       ->check(finite_range(0.0, 1.0));
-  cmd->add_option("--rows-memory", options->rows_memory,
-                  "most memory the backbone's rows may take (default: half the machine's)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            return !v.empty() && v.front() == '-' ? "a size of 0 or more is needed, got " + v
-                                                  : std::string();
-          },
-          "SIZE"))
-      ->transform(CLI::AsSizeValue(false));
+  add_size_option(*cmd, "--rows-memory", options->rows_memory,
+                  "most memory the backbone's rows may take (default: half the machine's)");
   cmd->add_option("--dtype", options->dtype,
                   "dtype of the written head: f32, or bf16 (rounds away most small updates; it "
                   "says how many)")

@@ -47,11 +47,7 @@ struct HttpServer::Listener {
   }
   static transport::ConnectionLimits limits_of(const ServerConfig& config) {
     transport::ConnectionLimits limits;
-    limits.read_timeout_s = config.read_timeout_s;
-    limits.write_timeout_s = config.write_timeout_s;
-    limits.keep_alive_timeout_s = config.keep_alive_timeout_s;
-    limits.header_timeout_s = config.header_timeout_s;
-    limits.body_timeout_s = config.body_timeout_s;
+    limits.timeouts = config.timeouts;
     limits.max_body_bytes = config.max_body_bytes;
     limits.body_buffer_bytes = body_buffer_for(config);
     // Auto (0) without the engine's --parallel at hand: `clef serve` resolves it with it first.
@@ -124,9 +120,9 @@ void install_routes(httplib::Server& http, ServerCore& core) {
   const ServerConfig& config = core.config();
   // Timeouts and keep-alive are ConnectionServer's (ConnectionLimits); these only feed httplib's
   // Keep-Alive response header and the accepted sockets' SO_RCVTIMEO/SO_SNDTIMEO.
-  http.set_read_timeout(config.read_timeout_s, 0);
-  http.set_write_timeout(config.write_timeout_s, 0);
-  http.set_keep_alive_timeout(config.keep_alive_timeout_s);
+  http.set_read_timeout(config.timeouts.read_s, 0);
+  http.set_write_timeout(config.timeouts.write_s, 0);
+  http.set_keep_alive_timeout(config.timeouts.keep_alive_s);
   http.set_keep_alive_max_count(1000);
   http.set_payload_max_length(config.max_body_bytes);
   http.set_tcp_nodelay(true);

@@ -93,11 +93,11 @@ void validate(const ServerConfig& c) {
   require(c.queue_size >= 1 && c.queue_size <= 1000000, "queue-size", "must be in 1..1000000");
   require(c.http_threads >= 0 && c.http_threads <= 4096, "http-threads",
           "must be in 1..4096 (0: auto)");
-  require(c.read_timeout_s >= 1, "read-timeout", "must be at least 1 second");
-  require(c.write_timeout_s >= 1, "write-timeout", "must be at least 1 second");
-  require(c.header_timeout_s >= 1, "header-timeout", "must be at least 1 second");
-  require(c.body_timeout_s >= 1, "body-timeout", "must be at least 1 second");
-  require(c.keep_alive_timeout_s >= 1, "keep-alive-timeout", "must be at least 1 second");
+  require(c.timeouts.read_s >= 1, "read-timeout", "must be at least 1 second");
+  require(c.timeouts.write_s >= 1, "write-timeout", "must be at least 1 second");
+  require(c.timeouts.header_s >= 1, "header-timeout", "must be at least 1 second");
+  require(c.timeouts.body_s >= 1, "body-timeout", "must be at least 1 second");
+  require(c.timeouts.keep_alive_s >= 1, "keep-alive-timeout", "must be at least 1 second");
   require(c.retry_after_s >= 0, "retry-after", "must not be negative");
   require(c.overload_status == 429 || c.overload_status == 503, "overload-status",
           "must be 429 or 503");

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "transport/connection_timeouts.hpp"
 #include "transport/tls_context.hpp"
 
 namespace clef::server {
@@ -40,15 +41,9 @@ struct ServerConfig {
   /// the queue can fill (queue_size waiting + the decisions running) with threads to spare for
   /// refusals, /health and /metrics.
   int http_threads = 0;
-  int read_timeout_s = 10;   ///< per read() on a connection
-  int write_timeout_s = 10;  ///< per write() on a connection
-  /// A request's headers must be complete this long after its first byte (else 408 and close):
-  /// a client sending headers slowly holds a worker thread at most this long per connection.
-  int header_timeout_s = 10;
-  int body_timeout_s = 30;       ///< whole request body must arrive within this
-  int keep_alive_timeout_s = 5;  ///< idle keep-alive connection is closed after this
-  int retry_after_s = 1;         ///< Retry-After of 429/503 answers
-  int overload_status = 429;     ///< status when the queue is full: 429 or 503
+  transport::ConnectionTimeouts timeouts;  ///< each connection's, as given to the connection loop
+  int retry_after_s = 1;                   ///< Retry-After of 429/503 answers
+  int overload_status = 429;               ///< status when the queue is full: 429 or 503
   /// Status of a decision request that is well-formed JSON but whose fields the contract refuses
   /// (code "invalid_request": a missing state, a wrong type or shape): 400 as the contract says,
   /// or 422 as TypeSafe's hosted API answers (its SDKs' UnprocessableEntityError). Malformed JSON

@@ -19,7 +19,7 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
                                                   util::MemoryBudget::Lease& memory) const {
   bool too_large = false;
   std::optional<Error> over_budget;
-  // The body deadline is the connection's (ConnectionLimits::body_timeout_s): a read past it
+  // The body deadline is the connection's (ConnectionTimeouts::body_s): a read past it
   // fails, like a read from a client that went away.
   const BodyRead read = !req.read_body ? BodyRead::incomplete
                                        : req.read_body([&](const char* data, std::size_t size) {
@@ -50,7 +50,7 @@ std::optional<HttpResponse> ServerCore::read_body(const HttpRequest& req, const 
                                             std::to_string(config_.max_body_bytes) +
                                             " bytes (--max-body)")));
   } else if (std::chrono::steady_clock::now() - state.start >=
-             std::chrono::seconds(config_.body_timeout_s) - std::chrono::milliseconds(50)) {
+             std::chrono::seconds(config_.timeouts.body_s) - std::chrono::milliseconds(50)) {
     // The body deadline passed (it runs from the end of the headers, a moment before `start`).
     res = answer(ErrorReply::for_status(408));
   } else {

@@ -51,25 +51,10 @@ class LineBuilder {
       field_string("event", level);
     }
   }
-  void field_string(std::string_view key, std::string_view value) {
-    if (format_ == LogFormat::text) {
-      out_.append(" ").append(key).append("=").append(value);
-    } else {
-      out_.append(",");
-      json::append_quoted(out_, key);
-      out_.append(":");
-      json::append_quoted(out_, value);
-    }
-  }
-  void field_raw(std::string_view key, std::string_view value) {
-    if (format_ == LogFormat::text) {
-      out_.append(" ").append(key).append("=").append(value);
-    } else {
-      out_.append(",");
-      json::append_quoted(out_, key);
-      out_.append(":").append(value);
-    }
-  }
+  /// ` key=value` in text; `,"key":"value"` in JSON (a string).
+  void field_string(std::string_view key, std::string_view value) { field(key, value, true); }
+  /// ` key=value` in text; `,"key":value` in JSON (a number or a literal, as given).
+  void field_raw(std::string_view key, std::string_view value) { field(key, value, false); }
   void message(std::string_view text) {
     if (format_ == LogFormat::text)
       out_.append(" ").append(text);
@@ -82,6 +67,21 @@ class LineBuilder {
   }
 
  private:
+  void field(std::string_view key, std::string_view value, bool quoted) {
+    if (format_ == LogFormat::text) {
+      out_.append(" ").append(key).append("=").append(value);
+      return;
+    }
+    out_.append(",");
+    json::append_quoted(out_, key);
+    out_.append(":");
+    if (quoted) {
+      json::append_quoted(out_, value);
+    } else {
+      out_.append(value);
+    }
+  }
+
   LogFormat format_;
   std::string out_;
 };

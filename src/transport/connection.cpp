@@ -75,7 +75,7 @@ bool ConnectionStream::wait_readable() const {
 }
 
 bool ConnectionStream::wait_writable() const {
-  return wait_for(fd_, POLLOUT, limits_.write_timeout_s * 1000);
+  return wait_for(fd_, POLLOUT, limits_.timeouts.write_s * 1000);
 }
 
 ssize_t ConnectionStream::read(char* ptr, size_t size) {
@@ -91,7 +91,7 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
 
 ssize_t ConnectionStream::write(const char* ptr, size_t size) {
   if (watching_head_) watch_head(ptr, size);
-  if (tls_ != nullptr) return tls_->write(ptr, size, limits_.write_timeout_s * 1000);
+  if (tls_ != nullptr) return tls_->write(ptr, size, limits_.timeouts.write_s * 1000);
   if (!wait_writable()) return -1;
   ssize_t n = 0;
   do {
@@ -371,7 +371,7 @@ void ConnectionStream::watch_head(const char* ptr, std::size_t size) {
 }
 
 int ConnectionStream::read_wait_ms() const {
-  auto wait = std::chrono::milliseconds(limits_.read_timeout_s * 1000);
+  auto wait = std::chrono::milliseconds(limits_.timeouts.read_s * 1000);
   if (deadline_) {
     // Rounded up: a wait cut short by rounding would end a read before its deadline.
     wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - Clock::now()));
@@ -388,7 +388,7 @@ Connection::Connection(int fd, const ConnectionLimits& limits, std::unique_ptr<T
       tls_(std::move(tls)),
       stream_(fd, limits, tls_.get()),
       phase_(tls_ ? Phase::handshake : Phase::request),
-      deadline_(Clock::now() + std::chrono::seconds(limits.header_timeout_s)) {}
+      deadline_(Clock::now() + std::chrono::seconds(limits.timeouts.header_s)) {}
 
 Connection::~Connection() {
   ::shutdown(fd_, SHUT_RDWR);
@@ -407,7 +407,7 @@ void Connection::await_request(std::chrono::milliseconds wait) {
   chunk_scan_ = {};
   body_held_ = 0;
   started_ = stream_.buffered() > 0;
-  const auto limit = started_ ? std::chrono::seconds(limits_.header_timeout_s) : wait;
+  const auto limit = started_ ? std::chrono::seconds(limits_.timeouts.header_s) : wait;
   deadline_ = Clock::now() + limit;
 }
 
@@ -453,7 +453,7 @@ Next Connection::step(const LightRequest& light, std::size_t body_allowance) {
     switch (tls_->handshake()) {
       case TlsStep::done:
         phase_ = Phase::request;
-        deadline_ = Clock::now() + std::chrono::seconds(limits_.header_timeout_s);
+        deadline_ = Clock::now() + std::chrono::seconds(limits_.timeouts.header_s);
         return look(light, body_allowance);  // TLS 1.3 clients may send it with their Finished
       case TlsStep::want_read:
         return Next::read;
@@ -487,7 +487,7 @@ Next Connection::look(const LightRequest& light, std::size_t body_allowance) {
     }
     if (!started_) {  // the request's first bytes: its header deadline starts
       started_ = true;
-      deadline_ = Clock::now() + std::chrono::seconds(limits_.header_timeout_s);
+      deadline_ = Clock::now() + std::chrono::seconds(limits_.timeouts.header_s);
     }
   }
   if (stream_.header_status() != 0) return dispatch(light);  // the peer left mid-headers
@@ -495,8 +495,9 @@ Next Connection::look(const LightRequest& light, std::size_t body_allowance) {
   body_phase_ = true;
   chunk_scan_ = {};
   body_held_ = 0;
-  body_deadline_ = Clock::now() + std::chrono::seconds(limits_.body_timeout_s);
-  deadline_ = std::min(body_deadline_, Clock::now() + std::chrono::seconds(limits_.read_timeout_s));
+  body_deadline_ = Clock::now() + std::chrono::seconds(limits_.timeouts.body_s);
+  deadline_ =
+      std::min(body_deadline_, Clock::now() + std::chrono::seconds(limits_.timeouts.read_s));
   const ConnectionStream::BodyStatus body = stream_.body_status(chunk_scan_);
   if (body.expects_continue && body.state == ConnectionStream::BodyStatus::State::incomplete) {
     // The client waits for this before it sends the body; httplib must not send another.
@@ -523,9 +524,9 @@ Next Connection::read_body(const LightRequest& light, std::size_t body_allowance
     if (n == ConnectionStream::kWaitedInVain) return Next::read;
     if (n <= 0) return Next::close;  // the client left with its body half sent: nobody to answer
     body_allowance -= std::min(body_allowance, static_cast<std::size_t>(n));
-    // The whole body within body_timeout_s, and no silence longer than read_timeout_s.
+    // The whole body within timeouts.body_s, and no silence longer than timeouts.read_s.
     deadline_ =
-        std::min(body_deadline_, Clock::now() + std::chrono::seconds(limits_.read_timeout_s));
+        std::min(body_deadline_, Clock::now() + std::chrono::seconds(limits_.timeouts.read_s));
   }
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "transport/connection_timeouts.hpp"
 #include "transport/tls_context.hpp"
 
 namespace clef::transport {
@@ -25,12 +26,8 @@ using Clock = std::chrono::steady_clock;
 /// Timeouts of one connection (seconds unless named otherwise) and the worker threads that serve
 /// connections.
 struct ConnectionLimits {
-  int read_timeout_s = 10;       ///< one read() may wait this long
-  int write_timeout_s = 10;      ///< one write() may wait this long
-  int keep_alive_timeout_s = 5;  ///< idle time before the next request's first byte
-  int header_timeout_s = 10;     ///< first byte of a request -> its headers complete
-  int body_timeout_s = 30;       ///< headers complete -> body read (reads fail afterwards)
-  int max_requests = 1000;       ///< requests on one connection, then it closes
+  ConnectionTimeouts timeouts;
+  int max_requests = 1000;                   ///< requests on one connection, then it closes
   std::size_t max_header_bytes = 64 * 1024;  ///< a longer header block gets 431
   std::size_t max_request_line = 32 * 1024;  ///< a longer request line gets 414 (httplib's limit)
   /// A longer header line gets 431 (httplib refuses lines of 8,191 bytes and more with a 400).
@@ -190,7 +187,7 @@ enum class Next {
 class Connection {
  public:
   /// `tls`: the connection's TLS session, handshake still to do; nullptr for plain HTTP. The
-  /// first request (after the handshake) must start within limits.header_timeout_s.
+  /// first request (after the handshake) must start within limits.timeouts.header_s.
   Connection(int fd, const ConnectionLimits& limits, std::unique_ptr<TlsSession> tls);
   ~Connection();
   Connection(const Connection&) = delete;
@@ -258,7 +255,7 @@ class Connection {
   Lane lane_ = Lane::general;
   int refusal_ = 0;
   bool body_phase_ = false;                 ///< the header block is here; its body is being read
-  Clock::time_point body_deadline_;         ///< the whole body by then (limits.body_timeout_s)
+  Clock::time_point body_deadline_;         ///< the whole body by then (limits.timeouts.body_s)
   ConnectionStream::ChunkScan chunk_scan_;  ///< body_status's place in a chunked body
   std::size_t body_held_ = 0;               ///< body bytes buffered in the body phase
 };

@@ -57,13 +57,13 @@ void ConnectionServer::serve(std::unique_ptr<Connection> connection, Lane lane) 
     // that sends a byte after each answer, or its body a byte a second, holds no worker).
     const bool more = here == 0 || (lane == Lane::general && connection->request_buffered());
     if (!more) {
-      connection->await_request(std::chrono::seconds(limits_.keep_alive_timeout_s));
+      connection->await_request(std::chrono::seconds(limits_.timeouts.keep_alive_s));
       pool_->park(std::move(connection));
       return;
     }
     // The header block is here (the poller read it, or it was pipelined); the deadline only
     // bounds httplib's reads of it.
-    stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.header_timeout_s));
+    stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.timeouts.header_s));
     if (const int refused = stream.fill_headers(); refused != 0) {
       std::string reply =
           early_reply_ ? early_reply_(refused, stream.buffered_view()) : std::string();
@@ -78,7 +78,7 @@ void ConnectionServer::serve(std::unique_ptr<Connection> connection, Lane lane) 
       return process_request(
           stream, remote_addr, remote_port, local_addr, local_port, last, connection_closed,
           [&](httplib::Request&) {
-            stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.body_timeout_s));
+            stream.set_deadline(Clock::now() + std::chrono::seconds(limits_.timeouts.body_s));
           });
     });
     stream.set_deadline(std::nullopt);

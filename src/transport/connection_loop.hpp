@@ -10,14 +10,14 @@
 // closing after a refused body it did not read, draining on close.
 // What 0.57.1 still does not do, and this loop adds as small named checks:
 //   - a total deadline on a request's headers (slowloris): a client that sends its headers one
-//     line every few seconds gets 408 after header_timeout_s and the connection closes;
+//     line every few seconds gets 408 after timeouts.header_s and the connection closes;
 //   - the first request of a new connection may take the header deadline to arrive (its client
 //     may be descheduled between connect() and send()), idle keep-alive waits keep_alive_timeout;
 //   - pipelined requests: 0.57.1 starts a fresh stream (and read buffer) per request, dropping
 //     requests already read; here one buffer lives as long as the connection;
 //   - a response that says "Connection: close" ends the connection even when its body was read
 //     (0.57.1 only stops when it drained an unread body): nothing after it is parsed;
-//   - a body deadline (body_timeout_s from the end of the headers);
+//   - a body deadline (timeouts.body_s from the end of the headers);
 //   - header sizes answered with their own statuses: a request line over 32 KiB gets 414 (0.57.1
 //     closes without a word: its line reader gives up; a target over 8 KiB gets its own 414), a
 //     header block over max_header_bytes, a header line over 8 KiB or more than 100 header fields
@@ -45,7 +45,7 @@ class ConnectionServer : public httplib::Server {
 
   /// `early_reply(429)` is also the answer to a request no worker took within limits.busy_after.
   /// `light`: which requests the reserved lane serves (none when empty). `tls` (optional): every
-  /// connection first does the TLS handshake (within header_timeout_s, on the poller: no thread
+  /// connection first does the TLS handshake (within timeouts.header_s, on the poller: no thread
   /// waits for it), and the loop reads and writes through its session; a failed handshake closes
   /// the connection without an answer.
   ConnectionServer(ConnectionLimits limits, EarlyReply early_reply, LightRequest light = {},

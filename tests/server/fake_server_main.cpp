@@ -14,8 +14,8 @@
 int main(int argc, char** argv) {
   clef::server::ServerConfig config;
   config.port = 0;
-  config.read_timeout_s = 2;
-  config.keep_alive_timeout_s = 1;
+  config.timeouts.read_s = 2;
+  config.timeouts.keep_alive_s = 1;
   auto control = std::make_shared<clef::server::testing::FakeControl>();
   long load_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {

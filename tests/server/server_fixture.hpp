@@ -21,10 +21,10 @@ inline ServerConfig test_config() {
   config.max_body_bytes = 4096;
   config.queue_size = 64;
   config.http_threads = 32;
-  config.read_timeout_s = 2;
-  config.write_timeout_s = 2;
-  config.body_timeout_s = 5;
-  config.keep_alive_timeout_s = 1;
+  config.timeouts.read_s = 2;
+  config.timeouts.write_s = 2;
+  config.timeouts.body_s = 5;
+  config.timeouts.keep_alive_s = 1;
   config.retry_after_s = 2;
   return config;
 }

@@ -216,8 +216,8 @@ std::chrono::milliseconds time_to_close(RawSocket& socket, std::chrono::millisec
 ServerConfig slow_client_config(const CertPair& pair) {
   ServerConfig config = tls_config(pair);
   config.http_threads = 1;
-  config.header_timeout_s = 2;
-  config.read_timeout_s = 5;
+  config.timeouts.header_s = 2;
+  config.timeouts.read_s = 5;
   return config;
 }
 

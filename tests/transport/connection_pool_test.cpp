@@ -115,7 +115,7 @@ TEST(ConnectionPool, BusyAnswersUseTheOverloadStatus) {
 TEST(ConnectionPool, IdleKeepAliveConnectionsHoldNoWorker) {
   ServerConfig config = test_config();
   config.http_threads = 1;
-  config.keep_alive_timeout_s = 30;
+  config.timeouts.keep_alive_s = 30;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   std::vector<std::unique_ptr<httplib::Client>> idle;
@@ -144,7 +144,7 @@ TEST(ConnectionPool, IdleKeepAliveConnectionsHoldNoWorker) {
 TEST(ConnectionPool, SlowHeaderSendersHoldNoWorker) {
   ServerConfig config = test_config();
   config.http_threads = 1;
-  config.header_timeout_s = 2;
+  config.timeouts.header_s = 2;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   std::vector<std::unique_ptr<RawSocket>> slow;
@@ -180,7 +180,7 @@ TEST(ConnectionPool, SlowHeaderSendersHoldNoWorker) {
 TEST(ConnectionPool, SlowBodySendersHoldNoWorker) {
   ServerConfig config = test_config();
   config.http_threads = 1;
-  config.body_timeout_s = 2;
+  config.timeouts.body_s = 2;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   std::vector<std::unique_ptr<RawSocket>> slow;
@@ -267,7 +267,7 @@ TEST(ConnectionPool, BodiesInPiecesAreDecidedAndOversizedChunkedOnesRefused) {
 TEST(ConnectionPool, ANextRequestDrippedAfterAnAnswerHoldsNoWorker) {
   ServerConfig config = test_config();
   config.http_threads = 1;
-  config.header_timeout_s = 3;
+  config.timeouts.header_s = 3;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   const std::string request =
@@ -298,8 +298,8 @@ TEST(ConnectionPool, ANextRequestDrippedAfterAnAnswerHoldsNoWorker) {
 /// keep-alive timeout.
 TEST(ConnectionPool, StoppingClosesIdleConnectionsAtOnce) {
   ServerConfig config = test_config();
-  config.keep_alive_timeout_s = 30;
-  config.header_timeout_s = 30;
+  config.timeouts.keep_alive_s = 30;
+  config.timeouts.header_s = 30;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   RawSocket fresh(f.port);  // connected, nothing sent

@@ -162,8 +162,8 @@ TEST(ServerConnection, PipelinedRequestsAreAnsweredInOrder) {
 TEST(ServerConnection, SlowHeadersHitTheHeaderDeadlineAndDoNotLockOthersOut) {
   ServerConfig config = test_config();
   config.http_threads = 4;
-  config.header_timeout_s = 2;
-  config.read_timeout_s = 5;  // each line arrives well within the per-read timeout
+  config.timeouts.header_s = 2;
+  config.timeouts.read_s = 5;  // each line arrives well within the per-read timeout
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   std::vector<std::unique_ptr<RawSocket>> slow;
@@ -346,7 +346,7 @@ TEST(ServerConnection, OversizedAndDoubledHeadersGetTheirOwnStatuses) {
 /// of its bytes (a wait rounded down once ended the read early: 400 for 3 of 8 slow clients).
 TEST(ServerConnection, SlowBodyAtTheDeadlineGets408) {
   ServerConfig config = test_config();
-  config.body_timeout_s = 1;
+  config.timeouts.body_s = 1;
   ServerFixture f(config);
   ASSERT_TRUE(f.wait_ready());
   std::vector<std::thread> clients;

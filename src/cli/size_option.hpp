@@ -1,0 +1,27 @@
+#pragma once
+// A command-line option that takes a size in bytes, as every memory and body limit of clef does.
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace clef::cli {
+
+/// Adds option `name` to `cmd`, read into `bytes`: a number of bytes, or one with a suffix
+/// (KiB/MiB/GiB, or KB/MB/GB, each 1024: CLI::AsSizeValue(false)); a negative size is refused
+/// naming the value ("a size of 0 or more is needed, got -1"). Returns the option, for a range
+/// check or a default shown in --help.
+template <typename Bytes>
+CLI::Option* add_size_option(CLI::App& cmd, const std::string& name, Bytes& bytes,
+                             const std::string& description) {
+  return cmd.add_option(name, bytes, description)
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return !v.empty() && v.front() == '-' ? "a size of 0 or more is needed, got " + v
+                                                  : std::string();
+          },
+          "SIZE"))
+      ->transform(CLI::AsSizeValue(false));
+}
+
+}  // namespace clef::cli
