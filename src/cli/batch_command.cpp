@@ -15,6 +15,7 @@
 #include "batch/batch_runner.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/option_kinds.hpp"
 #include "json/parse.hpp"
 #include "runtime/make_engine.hpp"
 #include "util/error.hpp"
@@ -155,21 +156,17 @@ void add_batch_command(CLI::App& app, ExitCode& exit_code) {
                   "verify https endpoints against this PEM CA or certificate (a private CA, a "
                   "self-signed server) instead of the system's CAs")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--concurrency", options->run.concurrency, "requests in flight at once")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+  add_range_option(*cmd, "--concurrency", options->run.concurrency, "requests in flight at once", 1,
+                   1024);
   cmd->add_flag("--ordered", options->run.ordered, "write records in input order");
   cmd->add_flag("--resume", options->resume,
                 "skip the lines OUT already has a record for and append the rest");
-  cmd->add_option("--retries", options->retries,
-                  "retries of a line after a connection failure, 429 or 503 (with backoff, on "
-                  "the next endpoint)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100));
-  cmd->add_option("--timeout", options->timeout_s,
-                  "seconds to wait for one answer before the attempt counts as failed")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
+  add_range_option(*cmd, "--retries", options->retries,
+                   "retries of a line after a connection failure, 429 or 503 (with backoff, on "
+                   "the next endpoint)",
+                   0, 100);
+  add_range_option(*cmd, "--timeout", options->timeout_s,
+                   "seconds to wait for one answer before the attempt counts as failed", 1, 86400);
 }
 
 }  // namespace clef::cli

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
+#include "cli/option_kinds.hpp"
 #include "cli/text_file.hpp"
 #include "eval/calibrate.hpp"
 #include "eval/labeled_set.hpp"
@@ -97,15 +98,13 @@ void add_calibrate_command(CLI::App& app, ExitCode& exit_code) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", options->out, "calibration file to write")->required();
-  cmd->add_option("--folds", options->fit.folds,
-                  "k of the k-fold held-out measurement (2..100; fewer requests than k: in "
-                  "sample)")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 100));
-  cmd->add_option("--min-per-question", options->fit.min_per_question,
-                  "a question id with at least this many labels gets its own scaling (0: never)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000000000));
+  add_range_option(*cmd, "--folds", options->fit.folds,
+                   "k of the k-fold held-out measurement (2..100; fewer requests than k: in "
+                   "sample)",
+                   2, 100);
+  add_range_option(*cmd, "--min-per-question", options->fit.min_per_question,
+                   "a question id with at least this many labels gets its own scaling (0: never)",
+                   0, 1000000000);
   cmd->add_option("--plot", options->plot, "write a reliability diagram (SVG) to FILE");
   cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
   cmd->add_flag("--force", options->force,

@@ -1,5 +1,7 @@
 #include "cli/engine_options.hpp"
 
+#include "cli/option_kinds.hpp"
+
 #include <unistd.h>
 
 #include <charconv>
@@ -97,10 +99,9 @@ void EngineOptions::add_to(CLI::App& cmd) {
                                        "context size in tokens (512..262144)")
                             ->capture_default_str();
   CLI::Option* threads_option =
-      cmd.add_option("-t,--threads", flags.backbone.threads,
-                     "CPU threads (0 = the physical cores this process may use; at most 512)")
-          ->capture_default_str()
-          ->check(CLI::Range(0, backbone::kMaxThreads));
+      add_range_option(cmd, "-t,--threads", flags.backbone.threads,
+                       "CPU threads (0 = the physical cores this process may use; at most 512)", 0,
+                       backbone::kMaxThreads);
   gpu_layers_option =
       cmd.add_option("--gpu-layers", gpu_layers,
                      "backbone layers on the GPU: auto (what fits its free memory, the rest on "
@@ -116,13 +117,12 @@ void EngineOptions::add_to(CLI::App& cmd) {
   CLI::Option* chunk_option =
       cmd.add_option("--chunk-tokens", flags.backbone.chunk_tokens, "prefill chunk size in tokens")
           ->capture_default_str();
-  CLI::Option* parallel_option =
-      cmd.add_option("--parallel", flags.backbone.parallel,
-                     "records prefilled together (continuous batching): each holds the memory of a "
-                     "whole context (1..64; 1: one at a time, a short request passes a long one "
-                     "between its batches)")
-          ->capture_default_str()
-          ->check(CLI::Range(1, backbone::kMaxParallel));
+  CLI::Option* parallel_option = add_range_option(
+      cmd, "--parallel", flags.backbone.parallel,
+      "records prefilled together (continuous batching): each holds the memory of a "
+      "whole context (1..64; 1: one at a time, a short request passes a long one "
+      "between its batches)",
+      1, backbone::kMaxParallel);
   cmd.add_option("--set", settings,
                  "engine parameter name=value (context_size, threads, gpu_layers, chunk_tokens, "
                  "parallel, "
@@ -132,43 +132,36 @@ void EngineOptions::add_to(CLI::App& cmd) {
                  "resume_snapshot_ms=MS (a long prefill's progress snapshots; 0 off), "
                  "mmproj_normalization=reference|file: the mmproj's own image mean/std even "
                  "when they are not 0.5/0.5)");
-  cmd.add_option("--max-image-tokens", flags.max_image_tokens,
-                 "image tokens one image may have after resizing, else 413 (0: only the context; "
-                 "4096 is a 2048x2048 image)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000000000));
-  cmd.add_option("--max-request-image-tokens", flags.max_request_image_tokens,
-                 "image tokens all images of a request may have together (0: only the context)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000000000));
-  cmd.add_option("--max-vision-memory", max_vision_memory_mib,
-                 "MiB of compute memory the vision tower may take for one image, else 413 "
-                 "(0: what the memory plan leaves, at most a quarter of physical memory)")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
-  CLI::Option* state_cache_option =
-      cmd.add_option(
-             "--state-cache-mb", flags.state_cache_mb,
-             "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
-             "a request with the same state (and images) as an earlier one prefills only its "
-             "questions (0: off; -1: what the memory plan leaves, at most 4096)")
-          ->capture_default_str()
-          ->check(CLI::Range(std::int64_t{-1}, std::int64_t{1} << 40));
+  add_range_option(cmd, "--max-image-tokens", flags.max_image_tokens,
+                   "image tokens one image may have after resizing, else 413 (0: only the context; "
+                   "4096 is a 2048x2048 image)",
+                   0, 1000000000);
+  add_range_option(cmd, "--max-request-image-tokens", flags.max_request_image_tokens,
+                   "image tokens all images of a request may have together (0: only the context)",
+                   0, 1000000000);
+  add_range_option(cmd, "--max-vision-memory", max_vision_memory_mib,
+                   "MiB of compute memory the vision tower may take for one image, else 413 "
+                   "(0: what the memory plan leaves, at most a quarter of physical memory)",
+                   std::uint64_t{0}, std::uint64_t{1} << 30);
+  CLI::Option* state_cache_option = add_range_option(
+      cmd, "--state-cache-mb", flags.state_cache_mb,
+      "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
+      "a request with the same state (and images) as an earlier one prefills only its "
+      "questions (0: off; -1: what the memory plan leaves, at most 4096)",
+      std::int64_t{-1}, std::int64_t{1} << 40);
   flag_of_setting = {{"context_size", context_size_option}, {"threads", threads_option},
                      {"gpu_layers", gpu_layers_option},     {"chunk_tokens", chunk_option},
                      {"parallel", parallel_option},         {"device", device_option},
                      {"state_cache_mb", state_cache_option}};
-  cmd.add_option("--memory-limit", memory_limit_mib,
-                 "MiB of host memory to plan on, more or less than the machine reports (0: what "
-                 "this process may use at start: MemAvailable, or the cgroup's limit); a model, "
-                 "context and parallel that do not fit are refused at start with the arithmetic")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
-  cmd.add_option("--gpu-memory-limit", gpu_memory_limit_mib,
-                 "MiB of GPU memory to plan on (0: what the GPU has free at start); "
-                 "--gpu-layers auto offloads what fits it")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
+  add_range_option(cmd, "--memory-limit", memory_limit_mib,
+                   "MiB of host memory to plan on, more or less than the machine reports (0: what "
+                   "this process may use at start: MemAvailable, or the cgroup's limit); a model, "
+                   "context and parallel that do not fit are refused at start with the arithmetic",
+                   std::uint64_t{0}, std::uint64_t{1} << 30);
+  add_range_option(cmd, "--gpu-memory-limit", gpu_memory_limit_mib,
+                   "MiB of GPU memory to plan on (0: what the GPU has free at start); "
+                   "--gpu-layers auto offloads what fits it",
+                   std::uint64_t{0}, std::uint64_t{1} << 30);
   cmd.add_option("--calibration", flags.calibration_path,
                  "apply a calibration file from `clef calibrate` to the answers (opt-in: without "
                  "it the answers are the reference's, byte for byte)")
@@ -183,24 +176,20 @@ void EngineOptions::add_to(CLI::App& cmd) {
                "fetch http(s) image and video URLs of requests (never loopback, private, "
                "link-local or metadata addresses; 20 MiB and 10 s per image, the video byte "
                "limit per video); --allow-image-urls is the old name");
-  cmd.add_option("--max-videos", flags.max_videos, "videos per request (0: refuse videos)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 64));
+  add_range_option(cmd, "--max-videos", flags.max_videos, "videos per request (0: refuse videos)",
+                   0, 64);
   cmd.add_option("--max-video-seconds", flags.max_video_seconds, "longest video, seconds, else 413")
       ->capture_default_str()
       ->check(finite_range(0.001, 86400.0));
-  cmd.add_option("--max-video-frames", flags.max_video_frames,
-                 "most frames the processor may keep of one video (after sampling at fps), and "
-                 "most images in a frame list, else 413")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 100000));
-  cmd.add_option("--max-video-frame-pixels", flags.max_video_frame_pixels,
-                 "largest video frame, width x height pixels from the header, else 413")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32));
-  cmd.add_option("--max-video-mb", max_video_mb, "largest video file, MiB, else 413")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+  add_range_option(cmd, "--max-video-frames", flags.max_video_frames,
+                   "most frames the processor may keep of one video (after sampling at fps), and "
+                   "most images in a frame list, else 413",
+                   2, 100000);
+  add_range_option(cmd, "--max-video-frame-pixels", flags.max_video_frame_pixels,
+                   "largest video frame, width x height pixels from the header, else 413",
+                   std::int64_t{1}, std::int64_t{1} << 32);
+  add_range_option(cmd, "--max-video-mb", max_video_mb, "largest video file, MiB, else 413", 1,
+                   4096);
   cmd.add_flag("-v,--verbose", verbose, "clef's own detail: ids, spans, timings, load progress");
   cmd.add_flag("--debug", debug,
                "also llama.cpp's and the vision tower's own log (hundreds of lines per load)");

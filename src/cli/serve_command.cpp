@@ -17,7 +17,7 @@
 #include "backbone/backbone_params.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
-#include "cli/size_option.hpp"
+#include "cli/option_kinds.hpp"
 #include "device/cpu_path.hpp"
 #include "runtime/make_engine.hpp"
 #include "server/serve_until_signal.hpp"
@@ -175,11 +175,10 @@ void add_serve_command(CLI::App& app, ExitCode& exit_code) {
   cmd->add_option("--keep-alive-timeout", s.timeouts.keep_alive_s,
                   "seconds an idle keep-alive connection is kept")
       ->capture_default_str();
-  cmd->add_option("--agent-port", s.agent_port,
-                  "answer HAProxy's agent-check on this TCP port (up N% by free capacity, maint "
-                  "while loading, drain while draining; 0: any free port; -1: off)")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 65535));
+  add_range_option(*cmd, "--agent-port", s.agent_port,
+                   "answer HAProxy's agent-check on this TCP port (up N% by free capacity, maint "
+                   "while loading, drain while draining; 0: any free port; -1: off)",
+                   -1, 65535);
   cmd->add_flag(
       "--no-playground", [&s](std::int64_t) { s.playground = false; },
       "do not serve the playground page at / (GET /openapi.json stays)");

@@ -19,7 +19,7 @@
 #include "artifact/head_identity.hpp"
 #include "cli/commands.hpp"
 #include "cli/engine_options.hpp"
-#include "cli/size_option.hpp"
+#include "cli/option_kinds.hpp"
 #include "cli/text_file.hpp"
 #include "device/device.hpp"
 #include "head/head_parameters.hpp"
@@ -680,17 +680,14 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
                   "epoch) or constant")
       ->capture_default_str()
       ->check(CLI::IsMember({"cosine", "constant"}));
-  cmd->add_option("--batch-size", options->settings.batch_size, "records per optimizer step")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--epochs", options->settings.epochs, "most passes over the training records")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--patience", options->settings.patience,
-                  "stop after this many epochs without a better validation Brier, once half of "
-                  "--epochs have run (0: never)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100000));
+  add_range_option(*cmd, "--batch-size", options->settings.batch_size, "records per optimizer step",
+                   1, 100000);
+  add_range_option(*cmd, "--epochs", options->settings.epochs,
+                   "most passes over the training records", 1, 100000);
+  add_range_option(*cmd, "--patience", options->settings.patience,
+                   "stop after this many epochs without a better validation Brier, once half of "
+                   "--epochs have run (0: never)",
+                   0, 100000);
   cmd->add_option("--max-grad-norm", options->settings.max_grad_norm,
                   "global gradient norm clipping (the recipe's _clip_gradients)")
       ->capture_default_str()
@@ -699,10 +696,9 @@ void add_tune_command(CLI::App& app, ExitCode& exit_code) {
                   "AdamW decoupled weight decay")
       ->capture_default_str()
       ->check(finite_range(0.0, 1.0));
-  cmd->add_option("--seed", options->seed,
-                  "seed of the holdout split and of every epoch's batch order")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
+  add_range_option(*cmd, "--seed", options->seed,
+                   "seed of the holdout split and of every epoch's batch order", std::int64_t{0},
+                   std::numeric_limits<std::int64_t>::max());
   cmd->add_flag("--shuffle-options", options->augment.shuffle_options,
                 "the recipe's augmentation: at every visit, each choice question's descriptions "
                 "permuted among its option ids, the targets moved with them (runs the backbone "

@@ -1,5 +1,6 @@
 #pragma once
-// A command-line option that takes a size in bytes, as every memory and body limit of clef does.
+// The kinds of command-line option clef's commands share: a size in bytes (every memory and body
+// limit), a number in a range with its default shown (every count and limit).
 
 #include <CLI/CLI.hpp>
 
@@ -22,6 +23,14 @@ CLI::Option* add_size_option(CLI::App& cmd, const std::string& name, Bytes& byte
           },
           "SIZE"))
       ->transform(CLI::AsSizeValue(false));
+}
+
+/// Adds option `name` to `cmd`, read into `value`, its default shown in --help and values
+/// outside [lo, hi] refused naming the flag (CLI::Range). Returns the option.
+template <typename T, typename Bound>
+CLI::Option* add_range_option(CLI::App& cmd, const std::string& name, T& value,
+                              const std::string& description, Bound lo, Bound hi) {
+  return cmd.add_option(name, value, description)->capture_default_str()->check(CLI::Range(lo, hi));
 }
 
 }  // namespace clef::cli
