@@ -114,17 +114,16 @@ int run_ask(const AskOptions& options) {
 
 }  // namespace
 
-void add_ask_command(CLI::App& app, ExitCode& exit_code) {
-  auto [cmd, options] = add_engine_command<AskOptions>(
-      app, exit_code, "ask", "decide one SystemOne request and print the response", run_ask, true);
-  cmd->add_option("-r,--request", options->request_path, "request JSON file ('-' = stdin)")
+void add_ask_command(CLI::App& cmd, ExitCode& exit_code) {
+  const auto options = add_engine_options<AskOptions>(cmd, exit_code, run_ask, true);
+  cmd.add_option("-r,--request", options->request_path, "request JSON file ('-' = stdin)")
       ->required();
-  cmd->add_option("--image", options->image_paths,
-                  "image file (PNG, JPEG or WebP) added to the request's images; repeatable")
+  cmd.add_option("--image", options->image_paths,
+                 "image file (PNG, JPEG or WebP) added to the request's images; repeatable")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--video", options->video_paths,
-                  "video file (MP4/QuickTime, Matroska/WebM or AVI) added to the request's "
-                  "videos; repeatable")
+  cmd.add_option("--video", options->video_paths,
+                 "video file (MP4/QuickTime, Matroska/WebM or AVI) added to the request's "
+                 "videos; repeatable")
       ->check(CLI::ExistingFile);
 }
 

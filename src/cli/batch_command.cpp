@@ -132,40 +132,36 @@ int run_batch_command(BatchCommandOptions options) {
 
 }  // namespace
 
-void add_batch_command(CLI::App& app, ExitCode& exit_code) {
-  auto [cmd, options] = add_engine_command<BatchCommandOptions>(
-      app, exit_code, "batch",
-      "decide every request of a JSONL file (a request, or {\"id\", \"request\"} per line) with a "
-      "local model or HTTP endpoints; one JSONL record per line; resumable",
-      run_batch_command);
-  cmd->add_option("in", options->in, "input JSONL")->required()->check(CLI::ExistingFile);
-  cmd->add_option("out", options->out, "output JSONL (appended with --resume)")->required();
+void add_batch_command(CLI::App& cmd, ExitCode& exit_code) {
+  const auto options = add_engine_options<BatchCommandOptions>(cmd, exit_code, run_batch_command);
+  cmd.add_option("in", options->in, "input JSONL")->required()->check(CLI::ExistingFile);
+  cmd.add_option("out", options->out, "output JSONL (appended with --resume)")->required();
   // One URL per --endpoint: a repeatable vector option would otherwise swallow IN and OUT after
   // it (`clef batch --endpoint URL IN OUT`).
-  cmd->add_option("--endpoint", options->endpoints,
-                  "a clef server or balancer, e.g. http://127.0.0.1:8080 (repeatable; without it "
-                  "the local model of --model-dir/--model decides)")
+  cmd.add_option("--endpoint", options->endpoints,
+                 "a clef server or balancer, e.g. http://127.0.0.1:8080 (repeatable; without it "
+                 "the local model of --model-dir/--model decides)")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--api-key", options->api_key,
-                  "send this key to the --endpoint servers (Authorization: Bearer KEY); the "
-                  "environment's CLEF_API_KEY when not given")
+  cmd.add_option("--api-key", options->api_key,
+                 "send this key to the --endpoint servers (Authorization: Bearer KEY); the "
+                 "environment's CLEF_API_KEY when not given")
       ->envname("CLEF_API_KEY");
-  cmd->add_option("--ca-cert", options->ca_cert,
-                  "verify https endpoints against this PEM CA or certificate (a private CA, a "
-                  "self-signed server) instead of the system's CAs")
+  cmd.add_option("--ca-cert", options->ca_cert,
+                 "verify https endpoints against this PEM CA or certificate (a private CA, a "
+                 "self-signed server) instead of the system's CAs")
       ->check(CLI::ExistingFile);
-  add_range_option(*cmd, "--concurrency", options->run.concurrency, "requests in flight at once", 1,
+  add_range_option(cmd, "--concurrency", options->run.concurrency, "requests in flight at once", 1,
                    1024);
-  cmd->add_flag("--ordered", options->run.ordered, "write records in input order");
-  cmd->add_flag("--resume", options->resume,
-                "skip the lines OUT already has a record for and append the rest");
-  add_range_option(*cmd, "--retries", options->retries,
+  cmd.add_flag("--ordered", options->run.ordered, "write records in input order");
+  cmd.add_flag("--resume", options->resume,
+               "skip the lines OUT already has a record for and append the rest");
+  add_range_option(cmd, "--retries", options->retries,
                    "retries of a line after a connection failure, 429 or 503 (with backoff, on "
                    "the next endpoint)",
                    0, 100);
-  add_range_option(*cmd, "--timeout", options->timeout_s,
+  add_range_option(cmd, "--timeout", options->timeout_s,
                    "seconds to wait for one answer before the attempt counts as failed", 1, 86400);
 }
 

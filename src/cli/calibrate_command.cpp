@@ -86,31 +86,27 @@ int run_calibrate(CalibrateCommandOptions options) {
 
 }  // namespace
 
-void add_calibrate_command(CLI::App& app, ExitCode& exit_code) {
-  auto [cmd, options] = add_engine_command<CalibrateCommandOptions>(
-      app, exit_code, "calibrate",
-      "fit a temperature per question type (Platt scaling for noul) on labeled requests and "
-      "report accuracy, log loss, Brier and ECE before/after on held-out folds",
-      run_calibrate);
-  cmd->add_option("--data", options->data,
-                  "labeled requests, JSON Lines: a SystemOne request plus \"gold\": {question id: "
-                  "option id | true/false | level index}")
+void add_calibrate_command(CLI::App& cmd, ExitCode& exit_code) {
+  const auto options = add_engine_options<CalibrateCommandOptions>(cmd, exit_code, run_calibrate);
+  cmd.add_option("--data", options->data,
+                 "labeled requests, JSON Lines: a SystemOne request plus \"gold\": {question id: "
+                 "option id | true/false | level index}")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--out", options->out, "calibration file to write")->required();
-  add_range_option(*cmd, "--folds", options->fit.folds,
+  cmd.add_option("-o,--out", options->out, "calibration file to write")->required();
+  add_range_option(cmd, "--folds", options->fit.folds,
                    "k of the k-fold held-out measurement (2..100; fewer requests than k: in "
                    "sample)",
                    2, 100);
-  add_range_option(*cmd, "--min-per-question", options->fit.min_per_question,
+  add_range_option(cmd, "--min-per-question", options->fit.min_per_question,
                    "a question id with at least this many labels gets its own scaling (0: never)",
                    0, 1000000000);
-  cmd->add_option("--plot", options->plot, "write a reliability diagram (SVG) to FILE");
-  cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
-  cmd->add_flag("--force", options->force,
-                "write the calibration even when the data are too few, a temperature ends at its "
-                "bound, or the held-out fit is worse than none (otherwise: a warning, nothing "
-                "written, exit 1)");
+  cmd.add_option("--plot", options->plot, "write a reliability diagram (SVG) to FILE");
+  cmd.add_option("--json", options->json_path, "also write the report as JSON to FILE");
+  cmd.add_flag("--force", options->force,
+               "write the calibration even when the data are too few, a temperature ends at its "
+               "bound, or the held-out fit is worse than none (otherwise: a warning, nothing "
+               "written, exit 1)");
 }
 
 }  // namespace clef::cli

@@ -70,20 +70,19 @@ struct EngineOptions {
 /// terminal, or always with `force`). Returns the callback for BackboneParams::on_progress.
 std::function<bool(float)> progress_printer(std::string what, bool force);
 
-/// Registers the subcommand `name` of a command over a local engine: its `Options` (a struct
-/// with an EngineOptions `engine`) shared with the callback, the engine's options registered
-/// (and the positional registry name when `model_positional`), and `run(options)` as the callback,
-/// whose result is the exit code. Returns the subcommand and its options, for the command's own.
+/// Makes `cmd` a command over a local engine: its `Options` (a struct with an EngineOptions
+/// `engine`) shared with the callback, the engine's options registered (and the positional
+/// registry name when `model_positional`), and `run(options)` as the callback, whose result is the
+/// exit code. Returns the options, for the command's own.
 template <class Options>
-std::pair<CLI::App*, std::shared_ptr<Options>> add_engine_command(
-    CLI::App& app, ExitCode& exit_code, const std::string& name, const std::string& description,
-    std::function<int(Options&)> run, bool model_positional = false) {
+std::shared_ptr<Options> add_engine_options(CLI::App& cmd, ExitCode& exit_code,
+                                            std::function<int(Options&)> run,
+                                            bool model_positional = false) {
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(name, description);
-  options->engine.add_to(*cmd);
-  if (model_positional) options->engine.add_model_positional(*cmd);
-  cmd->callback([options, run = std::move(run), &exit_code] { exit_code.value = run(*options); });
-  return {cmd, options};
+  options->engine.add_to(cmd);
+  if (model_positional) options->engine.add_model_positional(cmd);
+  cmd.callback([options, run = std::move(run), &exit_code] { exit_code.value = run(*options); });
+  return options;
 }
 
 /// A finite number in lo..hi (CLI11's Range lets "nan" through: every comparison with NaN is

@@ -18,26 +18,22 @@
 
 namespace clef::cli {
 
-void add_info_command(CLI::App& app, ExitCode& exit_code) {
+void add_info_command(CLI::App& cmd, ExitCode& exit_code) {
   auto paths = std::make_shared<std::vector<std::string>>();
-  CLI::App* cmd = app.add_subcommand(
-      "info",
-      "print what a model is (backbone, mmproj, joint schema head) and refuse what clef cannot "
-      "use");
-  cmd->add_option("PATHS", *paths,
-                  "a model directory, or backbone / mmproj GGUF and head safetensors / config "
-                  "files (none: only the devices and the CPU path of this machine)");
+  cmd.add_option("PATHS", *paths,
+                 "a model directory, or backbone / mmproj GGUF and head safetensors / config "
+                 "files (none: only the devices and the CPU path of this machine)");
   auto model_dir = std::make_shared<std::string>();
-  CLI::Option* cmd_model_dir = cmd->add_option(
+  CLI::Option* cmd_model_dir = cmd.add_option(
       "--model-dir", *model_dir,
       "a model directory, as clef serve and clef ask take it (the same as giving DIR)");
   auto device = std::make_shared<std::string>("auto");
   auto gpu_layers = std::make_shared<std::string>("auto");
-  cmd->add_option("--device", *device, "the device to report the placement for (as clef serve)")
+  cmd.add_option("--device", *device, "the device to report the placement for (as clef serve)")
       ->capture_default_str();
-  cmd->add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
+  cmd.add_option("--gpu-layers", *gpu_layers, "backbone layers on the GPU (as clef serve)")
       ->capture_default_str();
-  cmd->callback([paths, model_dir, cmd_model_dir, device, gpu_layers, &exit_code] {
+  cmd.callback([paths, model_dir, cmd_model_dir, device, gpu_layers, &exit_code] {
     if (cmd_model_dir->count() > 0 && model_dir->empty()) {
       throw invalid_request("--model-dir is empty: give the model's directory", "model-dir");
     }

@@ -1,4 +1,5 @@
-// `clef`: command-line entry point. Subcommands live in *_command.cpp beside this file.
+// `clef`: command-line entry point. The subcommands are the table of commands.cpp; each lives in
+// its *_command.cpp beside this file.
 #include <csignal>
 #include <iostream>
 
@@ -16,16 +17,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("clef ") + clef::cli::kClefVersion);
   clef::cli::ExitCode exit_code;
-  clef::cli::add_make_test_model_command(app, exit_code);
-  clef::cli::add_info_command(app, exit_code);
-  clef::cli::add_ask_command(app, exit_code);
-  clef::cli::add_verify_command(app, exit_code);
-  clef::cli::add_calibrate_command(app, exit_code);
-  clef::cli::add_tune_command(app, exit_code);
-  clef::cli::add_batch_command(app, exit_code);
-  clef::cli::add_models_command(app, exit_code);
-  clef::cli::add_serve_command(app, exit_code);
-  clef::cli::add_pull_command(app, exit_code);
+  for (const clef::cli::Command& command : clef::cli::commands()) {
+    command.add(*app.add_subcommand(command.name, command.summary), exit_code);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

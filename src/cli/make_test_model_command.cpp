@@ -27,34 +27,30 @@ struct MakeTestModelArgs {
 
 }  // namespace
 
-void add_make_test_model_command(CLI::App& app, ExitCode& exit_code) {
+void add_make_test_model_command(CLI::App& cmd, ExitCode& exit_code) {
   auto args = std::make_shared<MakeTestModelArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "make-test-model",
-      "write a random-weight clef model (backbone.gguf, mmproj.gguf, joint_head.safetensors, "
-      "joint_head_config.json) for tests and benchmarks");
-  cmd->add_option("DIR", args->dir, "output directory (created if missing)")->required();
-  cmd->add_option("--seed", args->seed,
-                  "random seed 0..18446744073709551615 (same seed, same bytes)")
+  cmd.add_option("DIR", args->dir, "output directory (created if missing)")->required();
+  cmd.add_option("--seed", args->seed,
+                 "random seed 0..18446744073709551615 (same seed, same bytes)")
       ->capture_default_str();
-  cmd->add_option("--preset", args->preset, "model size")
+  cmd.add_option("--preset", args->preset, "model size")
       ->check(CLI::IsMember(testmodel::preset_names()))
       ->capture_default_str();
-  cmd->add_option("--vocab", args->vocab, "GGUF whose tokenizer.* keys are copied")
+  cmd.add_option("--vocab", args->vocab, "GGUF whose tokenizer.* keys are copied")
       ->capture_default_str();
-  cmd->add_option("--layout", args->layout,
-                  "A: backbone.gguf + joint_head.safetensors; B: llama.cpp clef GGUF; C: Ollama "
-                  "qwen35 GGUF with the head inside (B and C write model.gguf)")
+  cmd.add_option("--layout", args->layout,
+                 "A: backbone.gguf + joint_head.safetensors; B: llama.cpp clef GGUF; C: Ollama "
+                 "qwen35 GGUF with the head inside (B and C write model.gguf)")
       ->check(CLI::IsMember({"A", "B", "C"}))
       ->capture_default_str();
-  cmd->add_option("--quant", args->quant,
-                  "quantize the backbone with llama.cpp (as published files are): F16, Q8_0, "
-                  "Q4_K_M")
+  cmd.add_option("--quant", args->quant,
+                 "quantize the backbone with llama.cpp (as published files are): F16, Q8_0, "
+                 "Q4_K_M")
       ->check(CLI::IsMember({"F16", "Q8_0", "Q4_K_M"}));
-  cmd->add_option("--head-type", args->head_type, "layout B: type of the head's matrices")
+  cmd.add_option("--head-type", args->head_type, "layout B: type of the head's matrices")
       ->check(CLI::IsMember({"BF16", "Q8_0"}))
       ->capture_default_str();
-  cmd->callback([args, &exit_code] {
+  cmd.callback([args, &exit_code] {
     std::uint64_t seed = 0;
     const auto [end, ec] =
         std::from_chars(args->seed.data(), args->seed.data() + args->seed.size(), seed);

@@ -81,17 +81,15 @@ int list_models(const ModelsOptions& o) {
 
 }  // namespace
 
-void add_models_command(CLI::App& app, ExitCode& exit_code) {
+void add_models_command(CLI::App& cmd, ExitCode& exit_code) {
   auto o = std::make_shared<ModelsOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "models", "the registry's models (NAME:TAG) and what the local store holds");
-  cmd->add_option("--registry", o->registry, "a registry file that adds to the shipped one")
+  cmd.add_option("--registry", o->registry, "a registry file that adds to the shipped one")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--models-dir", o->models_dir, "the model store");
-  cmd->callback([o, cmd, &exit_code] {
-    if (cmd->get_subcommands().empty()) exit_code.value = list_models(*o);
+  cmd.add_option("--models-dir", o->models_dir, "the model store");
+  cmd.callback([o, &cmd, &exit_code] {
+    if (cmd.get_subcommands().empty()) exit_code.value = list_models(*o);
   });
-  CLI::App* rm = cmd->add_subcommand("rm", "delete a model's files from the store");
+  CLI::App* rm = cmd.add_subcommand("rm", "delete a model's files from the store");
   rm->add_option("MODEL", o->reference, "NAME:TAG")->required();
   rm->fallthrough();  // --models-dir and --registry after `rm` too
   rm->callback([o, &exit_code] {
@@ -101,7 +99,7 @@ void add_models_command(CLI::App& app, ExitCode& exit_code) {
     std::cout << (n > 0 ? "removed " + dir.string() : "nothing stored at " + dir.string()) << "\n";
     exit_code.value = 0;
   });
-  CLI::App* verify = cmd->add_subcommand("verify", "hash a stored model's files again");
+  CLI::App* verify = cmd.add_subcommand("verify", "hash a stored model's files again");
   verify->add_option("MODEL", o->reference, "NAME:TAG")->required();
   verify->fallthrough();
   verify->callback([o, &exit_code] {

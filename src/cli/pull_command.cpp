@@ -26,30 +26,26 @@ std::string default_dir(const std::string& reference) {
 
 }  // namespace
 
-void add_pull_command(CLI::App& app, ExitCode& exit_code) {
+void add_pull_command(CLI::App& cmd, ExitCode& exit_code) {
   auto options = std::make_shared<pull::PullOptions>();
   auto dir = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "pull",
-      "download a clef-flash model (GGUF in any published layout, mmproj, and the HF head when "
-      "the GGUF has none) from a Hugging Face-style hub, resumable and sha256-verified");
-  cmd->add_option("REPO", options->reference,
-                  "OWNER/NAME or OWNER/NAME:QUANT (e.g. Q4_K_M), or a registry name NAME:TAG "
-                  "(e.g. clef-flash:9b) into the model store")
+  cmd.add_option("REPO", options->reference,
+                 "OWNER/NAME or OWNER/NAME:QUANT (e.g. Q4_K_M), or a registry name NAME:TAG "
+                 "(e.g. clef-flash:9b) into the model store")
       ->required();
-  cmd->add_option("--dir", *dir, "download directory (default: ./NAME[-QUANT])");
+  cmd.add_option("--dir", *dir, "download directory (default: ./NAME[-QUANT])");
   // --hub-endpoint as serve, ask and the store's hints spell it; --endpoint stays.
-  cmd->add_option("--hub-endpoint,--endpoint", options->endpoint, "hub URL (mirrors, tests)")
+  cmd.add_option("--hub-endpoint,--endpoint", options->endpoint, "hub URL (mirrors, tests)")
       ->capture_default_str();
-  cmd->add_option("--revision", options->revision, "branch, tag or commit")->capture_default_str();
-  cmd->add_option("--head-from", options->head_from,
-                  "OWNER/NAME: the repository of joint_head.safetensors + joint_head_config.json "
-                  "when the model repository has no head");
+  cmd.add_option("--revision", options->revision, "branch, tag or commit")->capture_default_str();
+  cmd.add_option("--head-from", options->head_from,
+                 "OWNER/NAME: the repository of joint_head.safetensors + joint_head_config.json "
+                 "when the model repository has no head");
   auto registry_file = std::make_shared<std::string>();
   auto models_dir = std::make_shared<std::string>();
-  cmd->add_option("--registry", *registry_file, "a registry file that adds to the shipped one");
-  cmd->add_option("--models-dir", *models_dir, "the model store, for NAME:TAG");
-  cmd->callback([options, dir, registry_file, models_dir, &exit_code] {
+  cmd.add_option("--registry", *registry_file, "a registry file that adds to the shipped one");
+  cmd.add_option("--models-dir", *models_dir, "the model store, for NAME:TAG");
+  cmd.callback([options, dir, registry_file, models_dir, &exit_code] {
     if (registry::Registry::looks_like_reference(options->reference)) {
       // A registry name: every file of the variant into the model store, verified.
       const registry::Registry reg = registry::load_registry(*registry_file);

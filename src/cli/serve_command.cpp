@@ -124,107 +124,103 @@ int run_serve(ServeOptions& options) {
 
 }  // namespace
 
-void add_serve_command(CLI::App& app, ExitCode& exit_code) {
-  auto [cmd, options] = add_engine_command<ServeOptions>(
-      app, exit_code, "serve",
-      "serve SystemOne decisions over HTTP: POST /v1/systemone and /v1/decisions, GET /health, "
-      "/v1/models, /metrics; SIGTERM/SIGINT drain and exit 0",
-      run_serve, true);
+void add_serve_command(CLI::App& cmd, ExitCode& exit_code) {
+  const auto options = add_engine_options<ServeOptions>(cmd, exit_code, run_serve, true);
   server::ServerConfig& s = options->server;
-  cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
+  cmd.add_option("--host", s.host, "address to listen on")->capture_default_str();
+  cmd.add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
       ->capture_default_str();
-  add_size_option(*cmd, "--max-body", s.max_body_bytes,
+  add_size_option(cmd, "--max-body", s.max_body_bytes,
                   "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted; 1 byte to 4 "
                   "GiB), else 413")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
       ->capture_default_str();
-  add_size_option(*cmd, "--prepare-memory", s.prepare_memory_bytes,
+  add_size_option(cmd, "--prepare-memory", s.prepare_memory_bytes,
                   "memory all decision requests in preparation may hold at once (body, parsed "
                   "JSON, rendered state, tokenization); one that would pass it gets 429. 0: no "
                   "limit; suffixes KiB/MiB/GiB")
       ->capture_default_str();
-  add_size_option(*cmd, "--prepare-memory-per-request", s.prepare_memory_per_request_bytes,
+  add_size_option(cmd, "--prepare-memory-per-request", s.prepare_memory_per_request_bytes,
                   "memory one request may hold while it is prepared; more gets 413. 0: no limit")
       ->capture_default_str();
-  add_size_option(*cmd, "--body-buffer", s.body_buffer_bytes,
+  add_size_option(cmd, "--body-buffer", s.body_buffer_bytes,
                   "the bytes of all request bodies received at once (the connection loop reads "
                   "each body before a worker takes its request, so slow senders hold no worker; "
                   "0: auto, the larger of 256 MiB and twice --max-body + 64 KiB; suffixes "
                   "KiB/MiB/GiB)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{64} << 30))
       ->capture_default_str();
-  cmd->add_option("--queue-size", s.queue_size,
-                  "decisions that may wait for the runtime thread; more get 429")
+  cmd.add_option("--queue-size", s.queue_size,
+                 "decisions that may wait for the runtime thread; more get 429")
       ->capture_default_str();
-  cmd->add_option("--http-threads", s.http_threads,
-                  "HTTP worker threads (each serves one open connection at a time); 0: "
-                  "--queue-size + --parallel + 16, so a full queue is answered 429")
+  cmd.add_option("--http-threads", s.http_threads,
+                 "HTTP worker threads (each serves one open connection at a time); 0: "
+                 "--queue-size + --parallel + 16, so a full queue is answered 429")
       ->capture_default_str();
-  cmd->add_option("--read-timeout", s.timeouts.read_s, "seconds a connection may stay silent")
+  cmd.add_option("--read-timeout", s.timeouts.read_s, "seconds a connection may stay silent")
       ->capture_default_str();
-  cmd->add_option("--write-timeout", s.timeouts.write_s, "seconds a blocked write may take")
+  cmd.add_option("--write-timeout", s.timeouts.write_s, "seconds a blocked write may take")
       ->capture_default_str();
-  cmd->add_option("--header-timeout", s.timeouts.header_s,
-                  "seconds a request's headers may take to arrive (slow clients get 408; "
-                  "--http-threads slow clients at once delay others at most this long)")
+  cmd.add_option("--header-timeout", s.timeouts.header_s,
+                 "seconds a request's headers may take to arrive (slow clients get 408; "
+                 "--http-threads slow clients at once delay others at most this long)")
       ->capture_default_str();
-  cmd->add_option("--body-timeout", s.timeouts.body_s,
-                  "seconds the whole request body may take to arrive")
+  cmd.add_option("--body-timeout", s.timeouts.body_s,
+                 "seconds the whole request body may take to arrive")
       ->capture_default_str();
-  cmd->add_option("--keep-alive-timeout", s.timeouts.keep_alive_s,
-                  "seconds an idle keep-alive connection is kept")
+  cmd.add_option("--keep-alive-timeout", s.timeouts.keep_alive_s,
+                 "seconds an idle keep-alive connection is kept")
       ->capture_default_str();
-  add_range_option(*cmd, "--agent-port", s.agent_port,
+  add_range_option(cmd, "--agent-port", s.agent_port,
                    "answer HAProxy's agent-check on this TCP port (up N% by free capacity, maint "
                    "while loading, drain while draining; 0: any free port; -1: off)",
                    -1, 65535);
-  cmd->add_flag(
+  cmd.add_flag(
       "--no-playground", [&s](std::int64_t) { s.playground = false; },
       "do not serve the playground page at / (GET /openapi.json stays)");
-  cmd->add_option("--busy-status", s.overload_status,
-                  "status of a busy answer (queue full, every worker busy, preparation memory "
-                  "full): 429 or 503")
+  cmd.add_option("--busy-status", s.overload_status,
+                 "status of a busy answer (queue full, every worker busy, preparation memory "
+                 "full): 429 or 503")
       ->check(CLI::IsMember({429, 503}))
       ->capture_default_str();
-  cmd->add_option("--validation-status", s.validation_status,
-                  "status of well-formed JSON with fields the contract refuses (code "
-                  "invalid_request): 400 as the contract says, 422 as TypeSafe's hosted API and "
-                  "its SDKs (UnprocessableEntityError); malformed JSON stays 400")
+  cmd.add_option("--validation-status", s.validation_status,
+                 "status of well-formed JSON with fields the contract refuses (code "
+                 "invalid_request): 400 as the contract says, 422 as TypeSafe's hosted API and "
+                 "its SDKs (UnprocessableEntityError); malformed JSON stays 400")
       ->check(CLI::IsMember({400, 422}))
       ->capture_default_str();
-  cmd->add_option("--api-key", s.api_keys,
-                  "accept this API key (repeatable; named key-1, key-2, ... in logs and metrics): "
-                  "every endpoint but /health and the web files then needs Authorization: "
-                  "Bearer KEY or X-API-Key: KEY, else 401");
+  cmd.add_option("--api-key", s.api_keys,
+                 "accept this API key (repeatable; named key-1, key-2, ... in logs and metrics): "
+                 "every endpoint but /health and the web files then needs Authorization: "
+                 "Bearer KEY or X-API-Key: KEY, else 401");
   // An empty value would silently mean "no keys" / "plain HTTP" (reported input).
   const auto names_a_file = [](const std::string& value) {
     return value.empty() ? std::string("must name a file, not be empty") : std::string();
   };
-  cmd->add_option("--api-key-file", s.api_key_file,
-                  "accept the keys of this file: one a line, NAME KEY or a bare KEY, # comments; "
-                  "re-read on SIGHUP")
+  cmd.add_option("--api-key-file", s.api_key_file,
+                 "accept the keys of this file: one a line, NAME KEY or a bare KEY, # comments; "
+                 "re-read on SIGHUP")
       ->check(names_a_file);
-  cmd->add_option("--ssl-cert-file", s.ssl_cert_file,
-                  "serve HTTPS with this PEM certificate (chain); needs --ssl-key-file")
+  cmd.add_option("--ssl-cert-file", s.ssl_cert_file,
+                 "serve HTTPS with this PEM certificate (chain); needs --ssl-key-file")
       ->check(names_a_file);
-  cmd->add_option("--ssl-key-file", s.ssl_key_file,
-                  "the PEM private key of --ssl-cert-file (no passphrase); checked at start")
+  cmd.add_option("--ssl-key-file", s.ssl_key_file,
+                 "the PEM private key of --ssl-cert-file (no passphrase); checked at start")
       ->check(names_a_file);
-  cmd->add_option("--ssl-ciphers", s.ssl_ciphers,
-                  "TLS 1.2 cipher suites (an OpenSSL cipher list); the default offers only "
-                  "forward-secret AEAD suites. Widen it for old clients, e.g. "
-                  "'ECDHE+AESGCM:ECDHE+CHACHA20:AES256-GCM-SHA384'")
+  cmd.add_option("--ssl-ciphers", s.ssl_ciphers,
+                 "TLS 1.2 cipher suites (an OpenSSL cipher list); the default offers only "
+                 "forward-secret AEAD suites. Widen it for old clients, e.g. "
+                 "'ECDHE+AESGCM:ECDHE+CHACHA20:AES256-GCM-SHA384'")
       ->capture_default_str();
-  cmd->add_flag("--log-probes", s.log_all_probes,
-                "log every GET /health (load-balancer probes); default: a probe only when its "
-                "status changes, with the count of those not logged (probes_unlogged=N)");
-  cmd->add_option("--log-format", options->log_format, "request log on stderr")
+  cmd.add_flag("--log-probes", s.log_all_probes,
+               "log every GET /health (load-balancer probes); default: a probe only when its "
+               "status changes, with the count of those not logged (probes_unlogged=N)");
+  cmd.add_option("--log-format", options->log_format, "request log on stderr")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  cmd->add_flag("--demo", options->demo,
-                "serve the random-weight tiny test model (generated once into the user cache)");
-  cmd->add_option("--demo-seed", options->demo_seed, "seed of the --demo model")
+  cmd.add_flag("--demo", options->demo,
+               "serve the random-weight tiny test model (generated once into the user cache)");
+  cmd.add_option("--demo-seed", options->demo_seed, "seed of the --demo model")
       ->capture_default_str();
 }
 

@@ -649,77 +649,73 @@ int run_tune(TuneCommandOptions& o) {
 
 }  // namespace
 
-void add_tune_command(CLI::App& app, ExitCode& exit_code) {
-  auto [cmd, options] = add_engine_command<TuneCommandOptions>(
-      app, exit_code, "tune",
-      "fit the joint schema head to labeled decisions on the frozen backbone (the recipe's "
-      "head-only training): validate every epoch, write the best head",
-      run_tune);
-  cmd->add_option("--data", options->data,
-                  "labeled requests, JSON Lines: a SystemOne request plus \"gold\" {question id: "
-                  "option} and/or \"targets\" {question id: {option: probability}}, optional "
-                  "\"id\"")
+void add_tune_command(CLI::App& cmd, ExitCode& exit_code) {
+  const auto options = add_engine_options<TuneCommandOptions>(cmd, exit_code, run_tune);
+  cmd.add_option("--data", options->data,
+                 "labeled requests, JSON Lines: a SystemOne request plus \"gold\" {question id: "
+                 "option} and/or \"targets\" {question id: {option: probability}}, optional "
+                 "\"id\"")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--validation", options->validation,
-                  "labeled requests to validate on (default: a seeded --holdout share of --data)")
+  cmd.add_option("--validation", options->validation,
+                 "labeled requests to validate on (default: a seeded --holdout share of --data)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--holdout", options->holdout,
-                  "share of --data held out for validation when --validation is not given")
+  cmd.add_option("--holdout", options->holdout,
+                 "share of --data held out for validation when --validation is not given")
       ->capture_default_str()
       ->check(finite_range(0.01, 0.9));
-  cmd->add_option("-o,--out", options->out,
-                  "folder to write joint_head.safetensors, joint_head_config.json, "
-                  "tune_report.json and the checkpoint to")
+  cmd.add_option("-o,--out", options->out,
+                 "folder to write joint_head.safetensors, joint_head_config.json, "
+                 "tune_report.json and the checkpoint to")
       ->required();
-  cmd->add_option("--lr", options->settings.adamw.lr, "AdamW learning rate")
+  cmd.add_option("--lr", options->settings.adamw.lr, "AdamW learning rate")
       ->capture_default_str()
       ->check(finite_range(1e-9, 1.0));
-  cmd->add_option("--schedule", options->schedule,
-                  "learning rate over the run: cosine (from --lr down to 0.1 x it at the last "
-                  "epoch) or constant")
+  cmd.add_option("--schedule", options->schedule,
+                 "learning rate over the run: cosine (from --lr down to 0.1 x it at the last "
+                 "epoch) or constant")
       ->capture_default_str()
       ->check(CLI::IsMember({"cosine", "constant"}));
-  add_range_option(*cmd, "--batch-size", options->settings.batch_size, "records per optimizer step",
+  add_range_option(cmd, "--batch-size", options->settings.batch_size, "records per optimizer step",
                    1, 100000);
-  add_range_option(*cmd, "--epochs", options->settings.epochs,
+  add_range_option(cmd, "--epochs", options->settings.epochs,
                    "most passes over the training records", 1, 100000);
-  add_range_option(*cmd, "--patience", options->settings.patience,
+  add_range_option(cmd, "--patience", options->settings.patience,
                    "stop after this many epochs without a better validation Brier, once half of "
                    "--epochs have run (0: never)",
                    0, 100000);
-  cmd->add_option("--max-grad-norm", options->settings.max_grad_norm,
-                  "global gradient norm clipping (the recipe's _clip_gradients)")
+  cmd.add_option("--max-grad-norm", options->settings.max_grad_norm,
+                 "global gradient norm clipping (the recipe's _clip_gradients)")
       ->capture_default_str()
       ->check(finite_range(1e-9, 1e9));
-  cmd->add_option("--weight-decay", options->settings.adamw.weight_decay,
-                  "AdamW decoupled weight decay")
+  cmd.add_option("--weight-decay", options->settings.adamw.weight_decay,
+                 "AdamW decoupled weight decay")
       ->capture_default_str()
       ->check(finite_range(0.0, 1.0));
-  add_range_option(*cmd, "--seed", options->seed,
+  add_range_option(cmd, "--seed", options->seed,
                    "seed of the holdout split and of every epoch's batch order", std::int64_t{0},
                    std::numeric_limits<std::int64_t>::max());
-  cmd->add_flag("--shuffle-options", options->augment.shuffle_options,
-                "the recipe's augmentation: at every visit, each choice question's descriptions "
-                "permuted among its option ids, the targets moved with them (runs the backbone "
-                "on each visit's schema)");
-  cmd->add_option("--yes-no-share", options->augment.yes_no_share,
-                  "the recipe's augmentation: this share of visits gets a yes/no question \"is "
-                  "option X the answer?\" with X's probability as its target")
+  cmd.add_flag("--shuffle-options", options->augment.shuffle_options,
+               "the recipe's augmentation: at every visit, each choice question's descriptions "
+               "permuted among its option ids, the targets moved with them (runs the backbone "
+               "on each visit's schema)");
+  cmd.add_option("--yes-no-share", options->augment.yes_no_share,
+                 "the recipe's augmentation: this share of visits gets a yes/no question \"is "
+                 "option X the answer?\" with X's probability as its target")
       ->capture_default_str()
       ->check(finite_range(0.0, 1.0));
-  add_size_option(*cmd, "--rows-memory", options->rows_memory,
+  add_size_option(cmd, "--rows-memory", options->rows_memory,
                   "most memory the backbone's rows may take (default: half the machine's)");
-  cmd->add_option("--dtype", options->dtype,
-                  "dtype of the written head: f32, or bf16 (rounds away most small updates; it "
-                  "says how many)")
+  cmd.add_option("--dtype", options->dtype,
+                 "dtype of the written head: f32, or bf16 (rounds away most small updates; it "
+                 "says how many)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16"}));
-  cmd->add_flag("--resume", options->resume,
-                "continue the run whose checkpoint is in --out (same data, model and settings)");
-  cmd->add_flag("--force", options->force,
-                "overwrite a head or checkpoint in --out; write a head that validates no better "
-                "than the initial one");
+  cmd.add_flag("--resume", options->resume,
+               "continue the run whose checkpoint is in --out (same data, model and settings)");
+  cmd.add_flag("--force", options->force,
+               "overwrite a head or checkpoint in --out; write a head that validates no better "
+               "than the initial one");
 }
 
 }  // namespace clef::cli

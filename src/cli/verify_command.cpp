@@ -149,42 +149,38 @@ int run_verify(const VerifyCommandOptions& options) {
 
 }  // namespace
 
-void add_verify_command(CLI::App& app, ExitCode& exit_code) {
-  auto [cmd, options] = add_engine_command<VerifyCommandOptions>(
-      app, exit_code, "verify",
-      "decide the model authors' oracle fixture with this engine and report parity (ids, spans, "
-      "argmax above the margin, max and mean |dp|); exit 0 PASS, 1 FAIL",
-      run_verify);
-  cmd->add_option("--fixture", options->fixture,
-                  "oracle fixture (coreai-clef-flash-fixtures/1); images are read from images/ "
-                  "beside it")
+void add_verify_command(CLI::App& cmd, ExitCode& exit_code) {
+  const auto options = add_engine_options<VerifyCommandOptions>(cmd, exit_code, run_verify);
+  cmd.add_option("--fixture", options->fixture,
+                 "oracle fixture (coreai-clef-flash-fixtures/1); images are read from images/ "
+                 "beside it")
       ->capture_default_str();
-  cmd->add_option("--limit", options->limit, "decide at most N runs (0: all)")
+  cmd.add_option("--limit", options->limit, "decide at most N runs (0: all)")
       ->check(CLI::Range(0, 1000000000));
-  cmd->add_option("--arm", options->arms, "only this arm (text, g256, g448, native); repeatable");
-  cmd->add_option("--source", options->sources,
-                  "only this source (own_text, own_json, own_image, semif_authored144, ...); "
-                  "repeatable");
-  cmd->add_option("--json", options->json_path, "also write the report as JSON to FILE");
-  cmd->add_option("--max-dp", options->bar.max_dp, "bar: largest |dp| allowed (0..1)")
+  cmd.add_option("--arm", options->arms, "only this arm (text, g256, g448, native); repeatable");
+  cmd.add_option("--source", options->sources,
+                 "only this source (own_text, own_json, own_image, semif_authored144, ...); "
+                 "repeatable");
+  cmd.add_option("--json", options->json_path, "also write the report as JSON to FILE");
+  cmd.add_option("--max-dp", options->bar.max_dp, "bar: largest |dp| allowed (0..1)")
       ->capture_default_str()
       ->check(probability_bound());
-  cmd->add_option("--mean-dp", options->bar.mean_dp, "bar: largest mean |dp| allowed (0..1)")
+  cmd.add_option("--mean-dp", options->bar.mean_dp, "bar: largest mean |dp| allowed (0..1)")
       ->capture_default_str()
       ->check(probability_bound());
-  cmd->add_option("--margin", options->bar.margin,
-                  "argmax must agree where the reference's top-2 margin is above this (0..1)")
+  cmd.add_option("--margin", options->bar.margin,
+                 "argmax must agree where the reference's top-2 margin is above this (0..1)")
       ->capture_default_str()
       ->check(probability_bound());
-  cmd->add_option("--argmax-rate", options->bar.argmax_rate,
-                  "bar: share of those questions whose argmax must agree (0..1)")
+  cmd.add_option("--argmax-rate", options->bar.argmax_rate,
+                 "bar: share of those questions whose argmax must agree (0..1)")
       ->capture_default_str()
       ->check(probability_bound());
-  cmd->add_flag("--progress", options->progress, "a line per run on stderr (default: on a tty)");
-  cmd->add_option("--write-fixture", options->write_fixture,
-                  "instead of verifying, write this engine's own readout of the selected runs as "
-                  "a fixture (images copied beside it), to verify another machine, backend or "
-                  "quantization against this one");
+  cmd.add_flag("--progress", options->progress, "a line per run on stderr (default: on a tty)");
+  cmd.add_option("--write-fixture", options->write_fixture,
+                 "instead of verifying, write this engine's own readout of the selected runs as "
+                 "a fixture (images copied beside it), to verify another machine, backend or "
+                 "quantization against this one");
 }
 
 }  // namespace clef::cli
