@@ -158,8 +158,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   Served& s = served();
   clef::server::ServerConfig config = clef::server::testing::test_config();  // small limits
   config.http_threads = 4;
-  config.header_timeout_s = 2;
-  config.body_timeout_s = 2;
+  config.timeouts.header_s = 2;
+  config.timeouts.body_s = 2;
   auto control = std::make_shared<clef::server::testing::FakeControl>();
   s.server = std::make_unique<clef::server::HttpServer>(
       config, clef::server::testing::fake_factory(control), s.log);
