@@ -2,6 +2,7 @@
 
 #include "json/parse.hpp"
 #include "json/render.hpp"
+#include "util/digest.hpp"
 #include "util/error.hpp"
 #include "util/text_lines.hpp"
 
@@ -13,6 +14,9 @@ std::vector<BatchItem> parse_batch_input(std::string_view text) {
     BatchItem item;
     item.line = line_no;
     item.id = json::Value::integer(std::int64_t{line_no});
+    util::Digest digest(util::Digest::Kind::sha256);
+    digest.update(line);
+    item.line_sha256 = digest.hex();
     try {
       json::Value v = json::parse(line);
       if (!v.is_object()) {

@@ -17,6 +17,9 @@ struct BatchItem {
   std::string body;  ///< the request's JSON text as sent (the line itself for a bare request)
   std::optional<json::Value> request;  ///< null when the line is not usable
   std::string error;  ///< why not (invalid JSON, not an object, "request" not an object)
+  /// Lower-case hex SHA-256 of the line's bytes (its line end aside): its records carry it, so
+  /// that --resume knows a record of this line from one of another input's line of that number.
+  std::string line_sha256;
 };
 
 /// Reads JSONL text; blank lines are skipped (they keep their numbers).

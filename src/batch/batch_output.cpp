@@ -11,11 +11,26 @@
 
 namespace clef::batch {
 
-std::string answer_record(const json::Value& id, int line, int status, std::string_view response,
+namespace {
+
+/// `{"id":...,"line":N,["line_sha256":"...",]"status":S` of a record.
+std::string record_start(const RecordKey& key, int status) {
+  std::string out =
+      "{\"id\":" + json::dumps_unsorted(key.id) + ",\"line\":" + std::to_string(key.line);
+  if (!key.line_sha256.empty()) out += ",\"line_sha256\":\"" + key.line_sha256 + "\"";
+  return out + ",\"status\":" + std::to_string(status);
+}
+
+}  // namespace
+
+RecordKey record_key(const BatchItem& item) {
+  return {item.id, item.line, item.line_sha256};
+}
+
+std::string answer_record(const RecordKey& key, int status, std::string_view response,
                           int truncated_tokens, const std::vector<std::string>& ignored_fields,
                           int ignored_fields_unlisted) {
-  std::string out = "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
-                    ",\"status\":" + std::to_string(status) + ",\"response\":";
+  std::string out = record_start(key, status) + ",\"response\":";
   out.append(response);
   if (truncated_tokens > 0)
     out.append(",\"truncated_tokens\":").append(std::to_string(truncated_tokens));
@@ -31,15 +46,13 @@ std::string answer_record(const json::Value& id, int line, int status, std::stri
   return out.append("}\n");
 }
 
-std::string error_record(const json::Value& id, int line, int status, const std::string& code,
+std::string error_record(const RecordKey& key, int status, const std::string& code,
                          const std::string& message, const std::string& param) {
   const json::Value error = json::Value::object(
       {{"code", json::Value::string(code)},
        {"message", json::Value::string(message)},
        {"param", param.empty() ? json::Value::null() : json::Value::string(param)}});
-  return "{\"id\":" + json::dumps_unsorted(id) + ",\"line\":" + std::to_string(line) +
-         ",\"status\":" + std::to_string(status) + ",\"error\":" + json::dumps_unsorted(error) +
-         "}\n";
+  return record_start(key, status) + ",\"error\":" + json::dumps_unsorted(error) + "}\n";
 }
 
 namespace {
@@ -155,6 +168,14 @@ void check_resumed_records(const std::filesystem::path& out, std::span<const Bat
                                     json::dumps_unsorted(item->id) +
                                     ": OUT was written for another input (or the input changed); "
                                     "give that input, or another OUT",
+                                "out");
+        }
+        const json::Value* sha = record.find("line_sha256");
+        if (sha != nullptr && sha->is_string() && sha->as_string() != item->line_sha256) {
+          throw invalid_request(where + " is the record of input line " + digits +
+                                    ", but that line's bytes are not the ones it was decided for "
+                                    "(line_sha256 differs): OUT was written for another input (or "
+                                    "the input changed); give that input, or another OUT",
                                 "out");
         }
       });

@@ -18,17 +18,28 @@
 
 namespace clef::batch {
 
+/// Which input line a record is of: its id, its number and, when known, the SHA-256 of its bytes
+/// ("line_sha256" in the record; none: not written).
+struct RecordKey {
+  json::Value id;
+  int line = 0;
+  std::string line_sha256;
+};
+
+/// The key of `item`'s records.
+RecordKey record_key(const BatchItem& item);
+
 /// One answered line; `truncated_tokens` > 0, a non-empty `ignored_fields` and
 /// `ignored_fields_unlisted` > 0 are added as "truncated_tokens", "ignored_fields" and
 /// "ignored_fields_unlisted".
-std::string answer_record(const json::Value& id, int line, int status, std::string_view response,
+std::string answer_record(const RecordKey& key, int status, std::string_view response,
                           int truncated_tokens = 0,
                           const std::vector<std::string>& ignored_fields = {},
                           int ignored_fields_unlisted = 0);
 
 /// One line that got no answer: its status (0 when no server answered), a stable code, why, and
 /// the field at fault ("" when none: null).
-std::string error_record(const json::Value& id, int line, int status, const std::string& code,
+std::string error_record(const RecordKey& key, int status, const std::string& code,
                          const std::string& message, const std::string& param = {});
 
 /// The input lines an output file already has a record for (every complete line whose "line" is
@@ -45,10 +56,11 @@ std::set<int> answered_lines(const std::filesystem::path& out);
 std::size_t drop_retryable_records(const std::filesystem::path& out);
 
 /// Checks that the records of `out` are this input's: each record's "line" is a line of `items`
-/// with the same "id" (the line's own id, else its number). Throws clef::Error (invalid_request
-/// naming "out") for the first that is not, so that --resume neither skips lines of another
-/// input nor decides lines again whose records sit under other numbers. Lines that are no
-/// records are drop_retryable_records' to refuse.
+/// with the same "id" (the line's own id, else its number) and, when the record says it, the same
+/// "line_sha256" (the same bytes: another input of bare requests has the same ids). Throws
+/// clef::Error (invalid_request naming "out") for the first that is not, so that --resume neither
+/// skips lines of another input nor decides lines again whose records sit under other numbers.
+/// Lines that are no records are drop_retryable_records' to refuse.
 void check_resumed_records(const std::filesystem::path& out, std::span<const BatchItem> items);
 
 /// Cuts a torn last line (no newline) from `out`, so appended records start on a line of their

@@ -260,9 +260,9 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const std::set<int>&
       }
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       const std::string record =
-          a.status == 200 ? answer_record(item.id, item.line, 200, a.body, a.truncated_tokens,
+          a.status == 200 ? answer_record(record_key(item), 200, a.body, a.truncated_tokens,
                                           a.ignored_fields, a.ignored_fields_unlisted)
-                          : error_record(item.id, item.line, a.status, a.code, a.message, a.param);
+                          : error_record(record_key(item), a.status, a.code, a.message, a.param);
       std::lock_guard lock(mutex);
       if (options.ordered) {
         pending.emplace(k, record);

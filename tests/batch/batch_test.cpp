@@ -62,16 +62,17 @@ TEST(BatchOutput, ResumeReadsCompleteRecordsAndCutsATornOne) {
   const auto out = dir.path() / "out.jsonl";
   {
     std::ofstream f(out);
-    f << answer_record(json::Value::string("a"), 1, 200, R"({"answers":{}})");
-    f << error_record(json::Value::integer(std::int64_t{2}), 2, 400, "invalid_request", "bad");
+    f << answer_record({json::Value::string("a"), 1, ""}, 200, R"({"answers":{}})");
+    f << error_record({json::Value::integer(std::int64_t{2}), 2, ""}, 400, "invalid_request",
+                      "bad");
     f << R"({"id":"c","line":3,"sta)";  // killed mid-write
   }
   EXPECT_EQ(answered_lines(out), (std::set<int>{1, 2}));
   EXPECT_GT(cut_torn_line(out), 0u);
   EXPECT_EQ(cut_torn_line(out), 0u);
   EXPECT_EQ(answered_lines(out), (std::set<int>{1, 2}));
-  const json::Value r = json::parse(
-      error_record(json::Value::string("x"), 9, 0, "connection_failed", "refused \"quoted\""));
+  const json::Value r = json::parse(error_record({json::Value::string("x"), 9, ""}, 0,
+                                                 "connection_failed", "refused \"quoted\""));
   EXPECT_EQ(r.find("status")->integer_digits(), "0");
   EXPECT_EQ(r.find("error")->find("message")->as_string(), "refused \"quoted\"");
   EXPECT_TRUE(answered_lines(dir.path() / "missing.jsonl").empty());
@@ -83,12 +84,12 @@ TEST(BatchOutput, ResumeRetriesLinesNoServerDecidedAndKeepsOneRecordPerLine) {
   const auto out = dir.path() / "out.jsonl";
   {
     std::ofstream f(out);
-    f << answer_record(json::Value::integer(std::int64_t{1}), 1, 200, R"({"answers":{}})");
-    f << error_record(json::Value::integer(std::int64_t{2}), 2, 0, "connection_failed", "x");
-    f << error_record(json::Value::integer(std::int64_t{3}), 3, 503, "queue_full", "x");
-    f << error_record(json::Value::integer(std::int64_t{4}), 4, 400, "invalid_request", "x");
+    f << answer_record({json::Value::integer(std::int64_t{1}), 1, ""}, 200, R"({"answers":{}})");
+    f << error_record({json::Value::integer(std::int64_t{2}), 2, ""}, 0, "connection_failed", "x");
+    f << error_record({json::Value::integer(std::int64_t{3}), 3, ""}, 503, "queue_full", "x");
+    f << error_record({json::Value::integer(std::int64_t{4}), 4, ""}, 400, "invalid_request", "x");
     // Reported: a run without the server's key recorded 401s that --resume then kept.
-    f << error_record(json::Value::integer(std::int64_t{5}), 5, 401, "missing_api_key", "x");
+    f << error_record({json::Value::integer(std::int64_t{5}), 5, ""}, 401, "missing_api_key", "x");
     f << R"({"line": 99999999999999, "status": 200})"
       << "\n";  // not a line of ours
   }
@@ -108,8 +109,8 @@ TEST(BatchOutput, ResumeRefusesAnOutputWithLinesThatAreNoRecords) {
   test::TempDir dir("clef-batch-resume-junk");
   const auto out = dir.path() / "out.jsonl";
   std::string text =
-      answer_record(json::Value::integer(std::int64_t{1}), 1, 200, R"({"answers":{}})");
-  text += error_record(json::Value::integer(std::int64_t{2}), 2, 503, "queue_full", "x");
+      answer_record({json::Value::integer(std::int64_t{1}), 1, ""}, 200, R"({"answers":{}})");
+  text += error_record({json::Value::integer(std::int64_t{2}), 2, ""}, 503, "queue_full", "x");
   text += "state,question,answer\n";   // a CSV given as OUT
   text += R"({"id":3,"line":3,"sta)";  // torn
   std::ofstream(out, std::ios::binary) << text;
@@ -152,21 +153,58 @@ TEST(BatchOutput, ResumeRefusesRecordsOfAnotherInput) {
     return "";
   };
   // This input's records (line 3's id is its number), and a torn last line: accepted.
-  write(answer_record(json::Value::string("k0"), 1, 200, R"({"answers":{}})") +
-        answer_record(json::Value::integer(std::int64_t{3}), 3, 200, R"({"answers":{}})") +
+  write(answer_record({json::Value::string("k0"), 1, ""}, 200, R"({"answers":{}})") +
+        answer_record({json::Value::integer(std::int64_t{3}), 3, ""}, 200, R"({"answers":{}})") +
         R"({"id":"k1","li)");
   EXPECT_EQ(refusal(), "");
   // The input reordered: line 1's record holds k1.
-  write(answer_record(json::Value::string("k1"), 1, 200, R"({"answers":{}})"));
+  write(answer_record({json::Value::string("k1"), 1, ""}, 200, R"({"answers":{}})"));
   EXPECT_NE(refusal().find("out.jsonl line 1 is the record of input line 1 with id \"k1\", but "
                            "that line's id is \"k0\""),
             std::string::npos);
   // A record of a line the input does not have.
-  write(answer_record(json::Value::string("k0"), 1, 200, R"({"answers":{}})") +
-        error_record(json::Value::integer(std::int64_t{9}), 9, 400, "invalid_request", "x"));
+  write(answer_record({json::Value::string("k0"), 1, ""}, 200, R"({"answers":{}})") +
+        error_record({json::Value::integer(std::int64_t{9}), 9, ""}, 400, "invalid_request", "x"));
   EXPECT_NE(refusal().find("out.jsonl line 2 is the record of input line 9, which the input "
                            "does not have"),
             std::string::npos);
+}
+
+/// A breaker's input: two inputs of bare requests with the same number of lines give their
+/// records the same ids (the line numbers), so --resume took OUT of one for the other, skipped its
+/// lines and appended to another input's answers. Records carry their line's SHA-256; one that
+/// differs is refused. Records written before they carried it are still taken.
+TEST(BatchOutput, ResumeRefusesRecordsOfAnotherInputOfBareRequests) {
+  test::TempDir dir("clef-batch-resume-bytes");
+  const auto out = dir.path() / "out.jsonl";
+  const std::vector<BatchItem> first = parse_batch_input(
+      "{\"state\": \"a\", \"questions\": {}}\n{\"state\": \"b\", \"questions\": {}}\n");
+  const std::vector<BatchItem> other = parse_batch_input(
+      "{\"state\": \"c\", \"questions\": {}}\n{\"state\": \"d\", \"questions\": {}}\n");
+  ASSERT_EQ(first[0].id, other[0].id) << "bare requests: the same ids";
+  EXPECT_EQ(first[0].line_sha256.size(), 64u);
+  EXPECT_NE(first[0].line_sha256, other[0].line_sha256);
+  std::ofstream(out, std::ios::binary)
+      << answer_record(record_key(first[0]), 200, R"({"answers":{}})")
+      << error_record(record_key(first[1]), 400, "invalid_request", "x");
+  EXPECT_EQ(
+      json::parse(answer_record(record_key(first[0]), 200, "{}")).find("line_sha256")->as_string(),
+      first[0].line_sha256);
+  EXPECT_NO_THROW(check_resumed_records(out, first));
+  try {
+    check_resumed_records(out, other);
+    ADD_FAILURE() << "resumed another input's OUT";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.param(), "out");
+    EXPECT_NE(std::string(e.what()).find("out.jsonl line 1 is the record of input line 1, but "
+                                         "that line's bytes are not the ones it was decided for"),
+              std::string::npos)
+        << e.what();
+  }
+  // A record without line_sha256 (written before records carried it): ids alone, as before.
+  std::ofstream(out, std::ios::binary)
+      << answer_record({json::Value::integer(std::int64_t{1}), 1, ""}, 200, R"({"answers":{}})");
+  EXPECT_NO_THROW(check_resumed_records(out, other));
 }
 
 TEST(HttpSender, ABrokenEndpointGivesErrorRecordsNotForgedOnes) {
@@ -245,8 +283,8 @@ TEST(HttpSender, TruncationAndIgnoredFieldsComeFromTheHeaders) {
   EXPECT_EQ(a.ignored_fields, (std::vector<std::string>{"temperature", "x+y"}));
   EXPECT_EQ(a.ignored_fields_unlisted, 3);
   const std::string record =
-      answer_record(json::Value::string("r1"), 1, 200, a.body, a.truncated_tokens, a.ignored_fields,
-                    a.ignored_fields_unlisted);
+      answer_record({json::Value::string("r1"), 1, ""}, 200, a.body, a.truncated_tokens,
+                    a.ignored_fields, a.ignored_fields_unlisted);
   EXPECT_NE(record.find(R"("truncated_tokens":12,"ignored_fields":["temperature","x+y"],)"
                         R"("ignored_fields_unlisted":3})"),
             std::string::npos)
