@@ -313,6 +313,12 @@ HttpResponse ServerCore::early_reply(int status, std::string_view head) {
                             "use https:// (with a self-signed certificate, curl --cacert FILE)",
                             ""});
     res.set_header("Connection", "close");
+  } else if (status == 501) {
+    res = answer(ErrorReply{501, "invalid_request_error", "method_not_implemented",
+                            "the method " + std::string(method) +
+                                " is not implemented (clef's routes take GET and POST)",
+                            ""});
+    res.set_header("Connection", "close");
   } else if (status == 413) {
     // The connection loop read a declared length, or chunks, over the limit: say which limit.
     res = answer(ErrorReply::from(Error(ErrorKind::payload_too_large, "request_too_large",

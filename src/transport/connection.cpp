@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -139,9 +140,28 @@ int ConnectionStream::header_status() {
     if (++fields > limits_.max_header_count) return 431;
     at = next;
   }
-  if (end != std::string_view::npos) return 0;
+  if (end != std::string_view::npos) {
+    // A method token httplib does not parse would get its "malformed request" 400: say 501.
+    // Anything else that is not a token is left to httplib's 400.
+    const std::string_view method = pending.substr(0, pending.find(' '));
+    const bool token =
+        !method.empty() && method.size() < line_end &&
+        std::all_of(method.begin(), method.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) ||
+                 std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+        });
+    return token && !known_method(method) ? 501 : 0;
+  }
   if (pending.size() >= limits_.max_header_bytes) return 431;
   return kIncomplete;
+}
+
+bool known_method(std::string_view method) {
+  for (std::string_view known :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"}) {
+    if (method == known) return true;
+  }
+  return false;
 }
 
 int ConnectionStream::fill_headers() {
@@ -474,7 +494,7 @@ Next Connection::look(const LightRequest& light, std::size_t body_allowance) {
     const int status = stream_.header_status();
     if (status == 0) break;  // all here
     if (status != ConnectionStream::kIncomplete) {
-      refusal_ = status;  // 414 / 431
+      refusal_ = status;  // 414 / 431 / 501
       return Next::refuse;
     }
     const ssize_t n = stream_.fill_now();

@@ -100,8 +100,10 @@ class ConnectionStream final : public httplib::Stream {
 
   /// The buffered request's header block: 0 complete ("\r\n\r\n"), kIncomplete, or the status to
   /// refuse it with: 414 / 431 when the request line / the header block or a header line is over
-  /// the limits. Empty lines before the request line are dropped first (RFC 9112 section 2.2: a
-  /// client may send a CRLF after a request's body).
+  /// the limits, 501 when the complete block's method is a token no HTTP server here implements
+  /// (known_method; RFC 9110 section 9.1: an unrecognized method is 501). Empty lines before the
+  /// request line are dropped first (RFC 9112 section 2.2: a client may send a CRLF after a
+  /// request's body).
   int header_status();
   /// Where the buffered request stands once its header block is here (header_status() 0):
   /// whether its body is all buffered, still arriving, or framed so that httplib must refuse it.
@@ -170,6 +172,11 @@ class ConnectionStream final : public httplib::Stream {
 /// Connection::refusal() for a plain HTTP request on a TLS port (nginx's internal 497): answered
 /// in plain HTTP, so that the client shows the reason (curl otherwise reports an empty reply).
 inline constexpr int kPlainHttpOnTls = 497;
+
+/// Whether `method` is one the HTTP layer parses (cpp-httplib's set: GET, HEAD, POST, PUT,
+/// DELETE, CONNECT, OPTIONS, TRACE, PATCH, PRI); the router answers those it does not serve 404
+/// or 405.
+bool known_method(std::string_view method);
 
 enum class Next {
   read,      ///< the socket to be readable

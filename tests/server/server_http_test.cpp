@@ -314,6 +314,27 @@ TEST(ServerHttp, MalformedRequestGetsAJson400WithARequestId) {
   EXPECT_NE(answer.find(R"({"error":{"message":)"), std::string::npos) << answer;
 }
 
+/// A breaker's input: a method no HTTP server here implements (`FOO /health`) got httplib's
+/// "malformed HTTP request" 400. It is a 501 naming the method (RFC 9110 section 9.1), with a
+/// request id; a method httplib knows but no route takes stays 404/405, and the server goes on.
+TEST(ServerHttp, AnUnknownMethodIsA501NamingIt) {
+  ServerFixture f;
+  ASSERT_TRUE(f.wait_ready());
+  RawSocket raw(f.port);
+  ASSERT_TRUE(raw.send_all("FOO /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const std::string answer = raw.read_until("\"param\":null}}", 5s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 501", 0), 0u) << answer;
+  EXPECT_NE(answer.find("X-Request-Id: req-"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"code\":\"method_not_implemented\""), std::string::npos) << answer;
+  EXPECT_NE(answer.find("the method FOO is not implemented"), std::string::npos) << answer;
+  RawSocket known(f.port);
+  ASSERT_TRUE(
+      known.send_all("PUT /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"));
+  const std::string put = known.read_until("}}", 5s);
+  EXPECT_EQ(put.rfind("HTTP/1.1 405", 0), 0u) << put;
+  EXPECT_EQ(f.client()->Get("/health")->status, 200);
+}
+
 TEST(ServerHttp, NonJsonContentTypeIs415) {
   ServerFixture f;
   ASSERT_TRUE(f.wait_ready());
