@@ -14,6 +14,7 @@
 #include "media/image_source.hpp"
 #include "runtime/engine/loaded_model.hpp"
 #include "runtime/make_engine.hpp"
+#include "support/ticket_requests.hpp"
 #include "support/tiny_engine_config.hpp"
 
 namespace {
@@ -21,26 +22,19 @@ namespace {
 using clef::json::Value;
 namespace rt = clef::runtime;
 
-const char* kTicket = R"({"state": "Production database is down, customers cannot log in",
-  "questions": {
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-      "criteria": {"engineering": "Software and outages", "sales": "Pricing", "support": "Help"}},
-    "urgency": {"type": "score", "criteria": ["Not urgent", "Low", "Medium", "High", "Critical"]},
-    "outage": {"type": "noul", "instructions": "Is a service outage reported?"}}})";
-
 /// The ticket with the oracle's 300-token image: the second runner's vision tower runs too.
 Value ticket_with_image() {
-  Value body = clef::json::parse(kTicket);
   const std::string image =
       std::string(CLEF_TEST_DATA) + "/oracle/coreai/images/arrows_640x480.png";
-  body.members().emplace_back("images",
-                              Value::array({Value::string(clef::media::image_file_data_uri(
-                                  image, clef::media::DecodeLimits{}, "image"))}));
-  return body;
+  return clef::test::ticket_request(
+      "Production database is down", clef::test::kTicketQuestionsA,
+      {clef::media::image_file_data_uri(image, clef::media::DecodeLimits{}, "image")});
 }
 
 TEST(LoadedModel, TwoRunnersBorrowOneLoadAndDecideAsAColdEngine) {
-  const std::vector<Value> requests = {clef::json::parse(kTicket), ticket_with_image()};
+  const std::vector<Value> requests = {
+      clef::test::ticket_request("Production database is down", clef::test::kTicketQuestionsB),
+      ticket_with_image()};
   std::vector<std::string> cold;
   {
     rt::Engine alone = rt::make_engine(clef::test::tiny_engine_config());
