@@ -131,9 +131,9 @@ void add_serve_command(CLI::App& cmd, ExitCode& exit_code) {
   cmd.add_option("--port", s.port, "TCP port; 0 picks a free one (printed on start)")
       ->capture_default_str();
   add_size_option(cmd, "--max-body", s.max_body_bytes,
-                  "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted; 1 byte to 4 "
+                  "largest request body (bytes; suffixes KiB/MiB/KB/MB accepted; 64 bytes to 4 "
                   "GiB), else 413")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{4} << 30))
+      ->check(CLI::Range(std::uint64_t{64}, std::uint64_t{4} << 30))
       ->capture_default_str();
   add_size_option(cmd, "--prepare-memory", s.prepare_memory_bytes,
                   "memory all decision requests in preparation may hold at once (body, parsed "

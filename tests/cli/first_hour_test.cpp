@@ -183,6 +183,14 @@ TEST_F(FirstHour, NumbersOutOfRangeAreRefusedNamingTheFlag) {
            {"serve --demo --prepare-memory -1", "a size of 0 or more is needed, got -1"},
            {"serve --demo --prepare-memory-per-request -1", "--prepare-memory-per-request"},
            {"serve --demo --body-buffer -1", "--body-buffer"},
+           // A breaker's inputs: with a unit, -1b passed as 2^64 - 1 (no limit), a size over
+           // 64 bits was taken as 2^64 - 1, and 0x40 as hexadecimal.
+           {"serve --demo --prepare-memory -1b", "a size of 0 or more is needed, got -1b"},
+           {"serve --demo --prepare-memory-per-request -0KiB", "--prepare-memory-per-request"},
+           {"serve --demo --prepare-memory 99999999999999999999",
+            "a size of at most 18446744073709551615 bytes is needed"},
+           {"serve --demo --max-body 0x40", "a size is whole decimal bytes"},
+           {"serve --demo --max-body 63", "--max-body"},
            {"serve --demo --max-vision-memory -1", "--max-vision-memory"},
            {"verify --limit=-1" + model, "--limit"},
            {"verify --max-dp nan" + model, "--max-dp"},
