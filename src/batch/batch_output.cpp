@@ -171,7 +171,8 @@ void check_resumed_records(const std::filesystem::path& out, std::span<const Bat
                                 "out");
         }
         const json::Value* sha = record.find("line_sha256");
-        if (sha != nullptr && sha->is_string() && sha->as_string() != item->line_sha256) {
+        // Only a record without the field is an older run's; any other value must be this line's.
+        if (sha != nullptr && (!sha->is_string() || sha->as_string() != item->line_sha256)) {
           throw invalid_request(where + " is the record of input line " + digits +
                                     ", but that line's bytes are not the ones it was decided for "
                                     "(line_sha256 differs): OUT was written for another input (or "

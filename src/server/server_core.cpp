@@ -243,7 +243,8 @@ void ServerCore::finish(std::string_view method, std::string_view path, const Re
                         int status) {
   metrics_.count_request(endpoint_label(state.endpoint), status, state.key_name);
   long quiet = -1;  // probes not logged before this one (-1: not a probe, or all are logged)
-  if (state.endpoint == Endpoint::health && !config_.log_all_probes) {
+  const bool probe = state.endpoint == Endpoint::health && (method == "GET" || method == "HEAD");
+  if (probe && !config_.log_all_probes) {
     // A balancer probes each replica several times a second: a line only when the answer changes.
     std::lock_guard lock(probes_mutex_);
     if (status == last_probe_status_) {
@@ -295,11 +296,12 @@ HttpResponse ServerCore::early_reply(int status, std::string_view head) {
   if (line_end != std::string_view::npos && line_end <= 8192) {
     const std::string_view line = head.substr(0, line_end);
     const std::size_t space = line.find(' ');
-    const std::size_t next = line.find(' ', space + 1);
-    if (space != std::string_view::npos && next != std::string_view::npos) {
-      method = line.substr(0, space);
-      path = line.substr(space + 1, next - space - 1);
+    if (space != 0) method = line.substr(0, space);  // also a line with no target or version
+    if (space != std::string_view::npos) {
+      const std::string_view rest = line.substr(space + 1);
+      path = rest.substr(0, rest.find(' '));
       path = path.substr(0, path.find('?'));
+      if (path.empty()) path = "-";
       state.endpoint = find_endpoint(path);
     }
   }
@@ -314,10 +316,13 @@ HttpResponse ServerCore::early_reply(int status, std::string_view head) {
                             ""});
     res.set_header("Connection", "close");
   } else if (status == 501) {
-    res = answer(ErrorReply{501, "invalid_request_error", "method_not_implemented",
-                            "the method " + std::string(method) +
-                                " is not implemented (clef's routes take GET and POST)",
-                            ""});
+    // The method as sent, up to 64 bytes (it is the client's text, echoed).
+    const std::string named = method.size() > 64 ? std::string(method.substr(0, 64)) + "... (" +
+                                                       std::to_string(method.size()) + " bytes)"
+                                                 : std::string(method);
+    res = answer(ErrorReply{
+        501, "invalid_request_error", "method_not_implemented",
+        "the method " + named + " is not implemented (clef's routes take GET and POST)", ""});
     res.set_header("Connection", "close");
   } else if (status == 413) {
     // The connection loop read a declared length, or chunks, over the limit: say which limit.

@@ -201,6 +201,11 @@ TEST(BatchOutput, ResumeRefusesRecordsOfAnotherInputOfBareRequests) {
               std::string::npos)
         << e.what();
   }
+  // A line_sha256 that is not a string is no older run's record: refused too.
+  std::ofstream(out, std::ios::binary) << R"({"id":1,"line":1,"line_sha256":12345,"status":200,)"
+                                       << R"("response":{"answers":{}}})"
+                                       << "\n";
+  EXPECT_THROW(check_resumed_records(out, other), Error);
   // A record without line_sha256 (written before records carried it): ids alone, as before.
   std::ofstream(out, std::ios::binary)
       << answer_record({json::Value::integer(std::int64_t{1}), 1, ""}, 200, R"({"answers":{}})");

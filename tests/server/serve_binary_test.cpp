@@ -21,6 +21,7 @@
 #include "child_process.hpp"
 #include "json/parse.hpp"
 #include "json/render.hpp"
+#include "raw_socket.hpp"
 #include "support/grey_png.hpp"
 #include "temp_dir.hpp"
 
@@ -1037,6 +1038,25 @@ TEST(ServeBinary, TruncationIgnoredFieldsDemoWeightsAndProbesAreSaid) {
     ++probe_lines;
   }
   EXPECT_EQ(probe_lines, 1u) << "only the first 200 of /health is logged\n" << log;
+
+  // A breaker's input: `FOO /health` (a 501) was taken for a balancer's probe and left out of the
+  // log; only a GET or HEAD of /health is a probe.
+  for (int i = 0; i < 2; ++i) {
+    clef::server::testing::RawSocket raw(server.port());
+    ASSERT_TRUE(raw.send_all("FOO /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    EXPECT_EQ(raw.read_until("\"param\":null}}", 5s).rfind("HTTP/1.1 501", 0), 0u);
+  }
+  std::size_t refused_lines = 0;
+  for (int i = 0; i < 50 && refused_lines < 2; ++i) {
+    log = server.log();
+    refused_lines = 0;
+    for (std::size_t at = log.find("path=/health status=501"); at != std::string::npos;
+         at = log.find("path=/health status=501", at + 1)) {
+      ++refused_lines;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(refused_lines, 2u) << log;
 }
 
 TEST(ServeBinary, UnknownFieldsRefusedNameTheFieldAndTheNearestKnownOne) {

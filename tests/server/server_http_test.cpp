@@ -327,6 +327,19 @@ TEST(ServerHttp, AnUnknownMethodIsA501NamingIt) {
   EXPECT_NE(answer.find("X-Request-Id: req-"), std::string::npos) << answer;
   EXPECT_NE(answer.find("\"code\":\"method_not_implemented\""), std::string::npos) << answer;
   EXPECT_NE(answer.find("the method FOO is not implemented"), std::string::npos) << answer;
+  // A breaker's inputs: a request line without a version named no method ("the method -"), and
+  // a long method came back whole; the method is named, cut at 64 bytes.
+  RawSocket bare(f.port);
+  ASSERT_TRUE(bare.send_all("FOO /health\r\nHost: 127.0.0.1\r\n\r\n"));
+  const std::string no_version = bare.read_until("\"param\":null}}", 5s);
+  EXPECT_EQ(no_version.rfind("HTTP/1.1 501", 0), 0u) << no_version;
+  EXPECT_NE(no_version.find("the method FOO is not implemented"), std::string::npos) << no_version;
+  RawSocket long_method(f.port);
+  ASSERT_TRUE(long_method.send_all(std::string(200, 'X') + " /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string cut = long_method.read_until("\"param\":null}}", 5s);
+  EXPECT_EQ(cut.rfind("HTTP/1.1 501", 0), 0u) << cut;
+  EXPECT_NE(cut.find(std::string(64, 'X') + "... (200 bytes)"), std::string::npos) << cut;
+  EXPECT_EQ(cut.find(std::string(65, 'X')), std::string::npos) << cut;
   RawSocket known(f.port);
   ASSERT_TRUE(
       known.send_all("PUT /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"));
