@@ -4,6 +4,8 @@
 // truncated state, with images, and when only the system prefix is shared.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -267,17 +269,26 @@ TEST(StateCacheEngine, AnAbandonedPrefillLeavesItsProgressForTheRetry) {
   auto cached = rt::make_engine(c);
   auto cold = rt::make_engine(config(0));
   const Value body = request(clef::test::ticket_words(1500), kQuestionsA);
-  const auto t0 = std::chrono::steady_clock::now();
-  const rt::Decision reference = cold.decide(body);
-  const auto whole = std::chrono::steady_clock::now() - t0;
+  // How often a decision of `body` asks whether its client is still there (between graph nodes,
+  // one thread): counted on a run never cancelled. The client below leaves after half of them,
+  // about halfway through the prefill whatever else the machine is doing (it left after half the
+  // cold run's wall time, which a busy machine could stretch past the whole prefill: a flake seen
+  // under ctest -j2).
+  std::atomic<long> checks{0};
+  const rt::Decision reference = cold.decide(cold.prepare(body, rt::Cancellation::polling(
+                                                                    [&] {
+                                                                      ++checks;
+                                                                      return false;
+                                                                    },
+                                                                    std::chrono::milliseconds(0))));
   const int total = reference.input_tokens;
+  ASSERT_GT(checks.load(), 4);
 
   // Decides `body` on `engine` for a client that leaves about halfway through the prefill.
   auto abandon = [&](rt::Engine& engine) {
-    const auto started = std::chrono::steady_clock::now();
+    auto seen = std::make_shared<std::atomic<long>>(0);
     const rt::Cancellation gone = rt::Cancellation::polling(
-        [&] { return std::chrono::steady_clock::now() - started > whole / 2; },
-        std::chrono::milliseconds(0));
+        [seen, half = checks.load() / 2] { return ++*seen > half; }, std::chrono::milliseconds(0));
     rt::PreparedRequest abandoned = engine.prepare(body, gone);
     EXPECT_THROW(engine.decide(abandoned), clef::DecisionCancelled);
   };
