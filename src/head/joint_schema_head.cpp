@@ -36,17 +36,15 @@ struct BuiltGraph {
 
 struct JointSchemaHead::Impl {
   ggml_backend_ptr backend;
-  std::shared_ptr<const HeadModel> shared_model;
-  const HeadModel& model;
-  bool keep_outgrown;  ///< device::Quirks::stale_descriptor_reads
+  std::shared_ptr<const HeadModel> model;  ///< the weights, shared with other heads
+  bool keep_outgrown;                      ///< device::Quirks::stale_descriptor_reads
   ggml_gallocr_ptr allocator;
   std::vector<ggml_gallocr_ptr> outgrown;  ///< kept buffers (keep_outgrown)
   std::vector<std::uint8_t> graph_memory;  ///< reused ggml context memory (tensor metadata only)
 
   Impl(std::shared_ptr<const HeadModel> m, ggml_backend_ptr b, bool keep)
       : backend(std::move(b)),
-        shared_model(std::move(m)),
-        model(*shared_model),
+        model(std::move(m)),
         keep_outgrown(keep),
         allocator(new_allocator(backend.get())) {}
 
@@ -57,7 +55,7 @@ struct JointSchemaHead::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  std::size_t graph_size() const { return forward_graph_size(model.config()); }
+  std::size_t graph_size() const { return forward_graph_size(model->config()); }
 
   /// The head's graph for a record of `n_tokens` packed as `p`, its tensor metadata in `memory`
   /// (grown to fit; it must outlive the graph).
@@ -71,7 +69,7 @@ struct JointSchemaHead::Impl {
     g.ctx.reset(ggml_init({bytes, memory.data(), true}));
     if (!g.ctx) throw Error(ErrorKind::internal, "internal", "ggml_init failed for the head graph");
     g.gf = ggml_new_graph_custom(g.ctx.get(), size, false);
-    g.io = build_forward(g.ctx.get(), g.gf, model.tensors(), model.config(), n_tokens, p);
+    g.io = build_forward(g.ctx.get(), g.gf, model->tensors(), model->config(), n_tokens, p);
     return g;
   }
 
@@ -146,11 +144,11 @@ JointSchemaHead::JointSchemaHead(JointSchemaHead&&) noexcept = default;
 JointSchemaHead& JointSchemaHead::operator=(JointSchemaHead&&) noexcept = default;
 
 const HeadConfig& JointSchemaHead::config() const noexcept {
-  return impl_->model.config();
+  return impl_->model->config();
 }
 
 std::shared_ptr<const HeadModel> JointSchemaHead::model() const noexcept {
-  return impl_->shared_model;
+  return impl_->model;
 }
 
 std::vector<std::string> JointSchemaHead::unsupported_ops() {
@@ -170,7 +168,7 @@ std::vector<std::vector<float>> JointSchemaHead::forward(std::span<const float> 
                                                          std::int64_t n_tokens,
                                                          std::span<const HeadQuestion> questions,
                                                          std::span<const float> lexical) {
-  const HeadConfig& c = impl_->model.config();
+  const HeadConfig& c = impl_->model->config();
   if (n_tokens < 1) throw head_input_error("no tokens");
   if (hidden.size() != static_cast<std::size_t>(n_tokens * c.hidden_size)) {
     throw head_input_error("hidden states hold " + std::to_string(hidden.size()) +

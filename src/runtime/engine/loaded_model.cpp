@@ -1,7 +1,5 @@
 #include "runtime/engine/loaded_model.hpp"
 
-#include <ggml-cpu.h>
-
 #include <algorithm>
 
 #include "artifact/backbone_loader.hpp"
@@ -53,10 +51,9 @@ std::shared_ptr<const head::HeadModel> load_head(const head::HeadWeights& weight
       },
       where);
   gpu = on_gpu ? placement.gpu : nullptr;
-  if (on_gpu) return on_gpu->model();
-  ggml_backend_ptr cpu(ggml_backend_cpu_init());
-  if (!cpu) throw Error(ErrorKind::internal, "internal", "ggml_backend_cpu_init failed");
-  return std::make_shared<const head::HeadModel>(weights, cpu.get());
+  // On the CPU: the weights of a CPU head (its one thread is not kept: each runner computes with
+  // its own backend).
+  return on_gpu ? on_gpu->model() : head::JointSchemaHead(weights, 1).model();
 }
 
 }  // namespace
