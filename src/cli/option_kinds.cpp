@@ -10,10 +10,7 @@ std::string plain_size(std::string& text) {
   std::string v = text;
   v.erase(v.begin(), std::find_if_not(v.begin(), v.end(), space));
   v.erase(std::find_if_not(v.rbegin(), v.rend(), space).base(), v.end());
-  if (!v.empty() && (v.front() == '-' || v.front() == '+')) {
-    return v.front() == '-' ? "a size of 0 or more is needed, got " + text
-                            : "a size is digits and a unit, got " + text;
-  }
+  if (!v.empty() && v.front() == '-') return "a size of 0 or more is needed, got " + text;
   const auto digits_end =
       std::find_if_not(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   std::string digits(v.begin(), digits_end);
