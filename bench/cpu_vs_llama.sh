@@ -42,30 +42,9 @@ if [[ ! -x "$stock/build/bin/llama-bench" ]]; then
 fi
 bench="$stock/build/bin/llama-bench"
 
-# 2. Test models and requests of about N tokens (the card's three questions and a state of
-#    common words; the exact count is clef's usage.input_tokens, which llama-bench then prefills).
+# 2. Test models and requests of about N tokens (bench/cpu_bench_lib.sh).
+source "$root/bench/cpu_bench_lib.sh"
 mkdir -p "$build/bench-models"
-model_dir() {  # NAME[:QUANT]
-  local preset=${1%%:*} quant=""
-  [[ "$1" == *:* ]] && quant=${1#*:}
-  local dir="$build/bench-models/$preset${quant:+-$quant}"
-  if [[ ! -f "$dir/joint_head_config.json" ]]; then
-    "$clef" make-test-model "$dir" --preset "$preset" ${quant:+--quant "$quant"} >&2
-  fi
-  echo "$dir"
-}
-request_of() {  # TOKENS FILE
-  python3 - "$1" "$2" "$root/examples/card.json" <<'EOF'
-import json, random, sys
-n, out, card = int(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
-random.seed(n)
-words = ("the database server customer login error timeout network outage request cache disk "
-         "memory latency region cluster deploy rollback incident alert page team billing").split()
-card["state"] = " ".join(random.choice(words) for _ in range(max(1, n - 345)))
-json.dump(card, open(out, "w"))
-EOF
-}
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), amx_int8 flags: $(grep -c amx_int8 /proc/cpuinfo || true), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== clef: $("$clef" info "$(model_dir "${models%% *}")" 2>/dev/null | sed -n 's/^CPU matrix path/CPU matrix path/p')"
@@ -79,12 +58,8 @@ for m in $models; do
     : > "$work/clef.ms"; : > "$work/llama.ms"
     tokens=0
     for _ in $(seq "$reps"); do
-      "$clef" ask --model-dir "$dir" --request "$work/req.json" --threads "$threads" --verbose \
-        ${CLEF_SET:+--set "$CLEF_SET"} > "$work/ask.out" 2> "$work/ask.err"
-      sed -n 's/^timings (ms):.*total \([0-9.]*\).*/\1/p' "$work/ask.err" >> "$work/clef.ms"
-      tokens=$(sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$work/ask.out")
-      "$bench" -m "$dir/backbone.gguf" -p "$tokens" -n 0 -t "$threads" -b 512 -ub 512 -fa 0 -r 1 \
-        -o json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["avg_ns"] / 1e6)' >> "$work/llama.ms"
+      tokens=$(clef_decision "$dir" "$work/req.json" "$threads" "$work/clef.ms")
+      llama_bench_prefill_ms "$bench" "$dir/backbone.gguf" "$tokens" "$threads" >> "$work/llama.ms"
     done
     c=$(median < "$work/clef.ms"); l=$(median < "$work/llama.ms")
     printf '%-22s %7s %14.0f %16.0f %8.2f\n' "$m" "$tokens" "$c" "$l" "$(awk -v a="$c" -v b="$l" 'BEGIN {print a / b}')"

@@ -1,0 +1,54 @@
+# Shared by the CPU comparison scripts (bench/cpu_vs_llama.sh, bench/cpu_vs_ik_llama.sh): sourced
+# after `root`, `build` and `clef` are set. The same test model files and requests for clef and
+# the peer it is measured against.
+
+# The test model NAME[:QUANT] (`clef make-test-model --preset NAME --quant QUANT`), made once into
+# $build/bench-models; prints its directory.
+model_dir() {
+  local preset=${1%%:*} quant=""
+  [[ "$1" == *:* ]] && quant=${1#*:}
+  local dir="$build/bench-models/$preset${quant:+-$quant}"
+  if [[ ! -f "$dir/joint_head_config.json" ]]; then
+    "$clef" make-test-model "$dir" --preset "$preset" ${quant:+--quant "$quant"} >&2
+  fi
+  echo "$dir"
+}
+
+# A request of about TOKENS tokens into FILE: the card's three questions and a state of common
+# words (the exact count is clef's usage.input_tokens, which the peer then prefills).
+request_of() {
+  python3 - "$1" "$2" "$root/examples/card.json" <<'EOF'
+import json, random, sys
+n, out, card = int(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
+random.seed(n)
+words = ("the database server customer login error timeout network outage request cache disk "
+         "memory latency region cluster deploy rollback incident alert page team billing").split()
+card["state"] = " ".join(random.choice(words) for _ in range(max(1, n - 345)))
+json.dump(card, open(out, "w"))
+EOF
+}
+
+# The median of the numbers on stdin, one a line.
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# One clef decision of REQUEST on the model in DIR with THREADS threads: appends its milliseconds
+# (the `timings` line of `clef ask --verbose`: parse, record, backbone, head, answers; the load
+# excluded) to MS_FILE and prints the request's input tokens. CLEF_SET: an extra `--set`.
+clef_decision() {  # DIR REQUEST THREADS MS_FILE
+  local out err
+  out=$(mktemp) err=$(mktemp)
+  "$clef" ask --model-dir "$1" --request "$2" --threads "$3" --verbose \
+    ${CLEF_SET:+--set "$CLEF_SET"} > "$out" 2> "$err"
+  sed -n 's/^timings (ms):.*total \([0-9.]*\).*/\1/p' "$err" >> "$4"
+  sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$out"
+  rm -f "$out" "$err"
+}
+
+# llama-bench's prefill of TOKENS tokens (-p N -n 0, -b 512 -ub 512, flash attention off as clef)
+# of GGUF with THREADS threads and any extra flags: prints its milliseconds.
+llama_bench_prefill_ms() {  # BENCH GGUF TOKENS THREADS [FLAGS...]
+  local bench=$1 gguf=$2 tokens=$3 threads=$4
+  shift 4
+  "$bench" -m "$gguf" -p "$tokens" -n 0 -t "$threads" -b 512 -ub 512 -fa 0 -r 1 "$@" -o json 2>/dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["avg_ns"] / 1e6)'
+}
