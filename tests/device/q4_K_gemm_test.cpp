@@ -1,12 +1,14 @@
 // ggml's repacked Q4_K x Q8_K GEMM (ggml_gemm_q4_K_8x8_q8_K, the CPU's hot loop on Q4_K
 // backbones) against its arithmetic spelled out here. clef patches the pinned tree with an
-// AVX-512 VNNI kernel (cmake/patches/ggml-cpu-q4_K-gemm-avx512-vnni.diff) that must give the bits
-// of the kernel it replaces: per row r, column c and pair of sub-blocks, the exact int32
-//   I = scale0 * dot0 + scale1 * dot1   (dot: 32 products of a 4-bit weight and an int8 activation)
-//   Imin = bsum0 * min0 + bsum1 * min1  (bsums summed in int16 as the kernels do)
-// accumulated as acc = fma(float(I), d_c * d_r, acc) and acc_min = fma(float(Imin), dmin_c * d_r,
-// acc_min) over superblocks and pairs in order, the result acc - acc_min. Shapes cover every row
-// tile (64, 16, 4 rows) and the column counts the old kernel keeps (not a multiple of 16).
+// AVX-512 VNNI kernel (cmake/patches/ggml-cpu-q4_K-gemm-avx512-vnni.diff) whose every tile gives,
+// per row r, column c and superblock, the exact int32
+//   I  = sum over the 8 sub-blocks of scale * dot  (dot: 32 products of a 4-bit weight and an
+//        int8 activation)
+//   Mn = sum over the 8 sub-blocks of min * bsum   (a sub-block's two bsums added in int16)
+// accumulated as acc = fma(float(I), d_c * d_r, acc), then acc = fma(-float(Mn), dmin_c * d_r,
+// acc), superblock after superblock. Shapes cover every column strip (64, 32, 16 and a last 8
+// columns) and row counts from one tile of 4 up. (Without AVX-512 VNNI ggml-cpu runs the pinned
+// tree's own kernels, whose arithmetic differs: the test skips there.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ggml-cpu.h"
 #include "ggml.h"
 
 namespace {
@@ -56,43 +59,38 @@ int scale_or_min(const std::uint8_t* group, int j, bool min) {
   return bytes[(min ? 8 : 0) + j];
 }
 
+/// The VNNI kernel's arithmetic.
 float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a, int nb, int r,
                 int c) {
   const int m = r % 4;
   const int j = c % 8;
   float acc = 0.0f;
-  float acc_min = 0.0f;
   for (int b = 0; b < nb; ++b) {
     const BlockQ4Kx8& wb = w[static_cast<std::size_t>(c / 8) * nb + b];
     const BlockQ8Kx4& ab = a[static_cast<std::size_t>(r / 4) * nb + b];
-    const float col_scale = ggml_fp16_to_fp32(wb.d[j]);
-    const float col_dmin = ggml_fp16_to_fp32(wb.dmin[j]);
-    for (int sb = 0; sb < 4; ++sb) {
-      std::int32_t dot[2] = {0, 0};
-      for (int half = 0; half < 2; ++half) {
-        for (int t = 0; t < 4; ++t) {
-          for (int i = 0; i < 8; ++i) {
-            const std::uint8_t packed = wb.qs[sb * 256 + t * 64 + j * 8 + i];
-            const int q4 = half == 0 ? packed & 0x0F : packed >> 4;
-            dot[half] += q4 * ab.qs[sb * 256 + half * 128 + t * 32 + m * 8 + i];
-          }
+    std::int32_t isum = 0;
+    std::int32_t imin = 0;
+    for (int sub = 0; sub < 8; ++sub) {
+      const int sb = sub / 2;
+      const int half = sub % 2;
+      std::int32_t dot = 0;
+      for (int t = 0; t < 4; ++t) {
+        for (int i = 0; i < 8; ++i) {
+          const std::uint8_t packed = wb.qs[sb * 256 + t * 64 + j * 8 + i];
+          const int q4 = half == 0 ? packed & 0x0F : packed >> 4;
+          dot += q4 * ab.qs[sb * 256 + half * 128 + t * 32 + m * 8 + i];
         }
       }
-      const std::uint8_t* g0 = wb.scales + 24 * sb;
-      const std::uint8_t* g1 = g0 + 12;
-      const std::int32_t isum =
-          scale_or_min(g0, j, false) * dot[0] + scale_or_min(g1, j, false) * dot[1];
-      // The kernels add neighbouring bsums in int16 (_mm_hadd_epi16): row m's sub-blocks are
-      // pair entries 2m and 2m + 1 of the pair's 16 bsums.
-      const std::int16_t* bs = ab.bsums + 16 * sb;
-      const auto pair = [&](int k) { return static_cast<std::int16_t>(bs[2 * k] + bs[2 * k + 1]); };
-      const std::int32_t imin =
-          pair(2 * m) * scale_or_min(g0, j, true) + pair(2 * m + 1) * scale_or_min(g1, j, true);
-      acc = std::fma(static_cast<float>(isum), col_scale * ab.d[m], acc);
-      acc_min = std::fma(static_cast<float>(imin), col_dmin * ab.d[m], acc_min);
+      const std::uint8_t* group = wb.scales + 12 * sub;
+      isum += scale_or_min(group, j, false) * dot;
+      // row m's 16-value bsums of this sub-block, added in int16 as the kernels add them
+      const std::int16_t* bs = ab.bsums + 16 * sb + 4 * m + 2 * half;
+      imin += static_cast<std::int16_t>(bs[0] + bs[1]) * scale_or_min(group, j, true);
     }
+    acc = std::fma(static_cast<float>(isum), ggml_fp16_to_fp32(wb.d[j]) * ab.d[m], acc);
+    acc = std::fma(-static_cast<float>(imin), ggml_fp16_to_fp32(wb.dmin[j]) * ab.d[m], acc);
   }
-  return acc - acc_min;
+  return acc;
 }
 
 struct Shape {
@@ -104,6 +102,7 @@ struct Shape {
 class Q4KGemm : public testing::TestWithParam<Shape> {};
 
 TEST_P(Q4KGemm, GivesItsArithmeticBitForBit) {
+  if (ggml_cpu_has_avx512_vnni() == 0) GTEST_SKIP() << "ggml-cpu has no AVX-512 VNNI Q4_K kernel";
   const auto [k, nr, nc] = GetParam();
   const int nb = k / kQK;
   std::mt19937 rng(static_cast<unsigned>(k * 131 + nr * 7 + nc));
@@ -144,7 +143,8 @@ INSTANTIATE_TEST_SUITE_P(RowTilesAndColumnCounts, Q4KGemm,
                          testing::Values(Shape{256, 4, 16}, Shape{512, 8, 32}, Shape{1024, 12, 16},
                                          Shape{256, 20, 48}, Shape{512, 64, 16}, Shape{256, 68, 32},
                                          Shape{256, 132, 16}, Shape{1024, 260, 32},
-                                         Shape{256, 16, 8}, Shape{512, 68, 24}),
+                                         Shape{512, 8, 64}, Shape{256, 12, 112},
+                                         Shape{768, 36, 208}, Shape{256, 16, 8}, Shape{512, 68, 24}),
                          [](const testing::TestParamInfo<Shape>& info) {
                            std::ostringstream name;
                            name << 'k' << info.param.k << "_rows" << info.param.rows << "_cols"

@@ -1,7 +1,7 @@
 // ggml's repacked Q6_K x Q8_K GEMM and GEMV on x86 (cmake/patches/ggml-cpu-q6_K-gemm-avx512-
 // vnni.diff: clef's AVX-512 VNNI kernels, so that x86 repacks the Q6_K tensors of a Q4_K_M model)
-// against their arithmetic spelled out here, bit for bit, in every row tile (64, 16, 4 rows), with
-// 16 or 8 columns, and for one row:
+// against their arithmetic spelled out here, bit for bit, in every column strip (64, 32, 16 and a
+// last 8 columns), row counts from one tile of 4 up, and for one row:
 //   I = sum over a superblock's 256 values of (q6 - 32) * scale(value / 16) * a   (exact)
 //   acc = fma(float(I), d_column * d_row, acc), superblock after superblock;
 // and the weights as the kernels read them against ggml's own dequantize_row_q6_K of the same
@@ -164,7 +164,8 @@ TEST_P(Q6KGemm, GemmAndGemvGiveTheirArithmeticBitForBit) {
 INSTANTIATE_TEST_SUITE_P(RowTilesAndColumnCounts, Q6KGemm,
                          testing::Values(Shape{256, 4, 16}, Shape{512, 8, 8}, Shape{256, 20, 24},
                                          Shape{512, 64, 16}, Shape{256, 68, 40},
-                                         Shape{1024, 132, 16}),
+                                         Shape{1024, 132, 16}, Shape{512, 8, 64},
+                                         Shape{256, 12, 120}, Shape{768, 36, 200}),
                          [](const testing::TestParamInfo<Shape>& info) {
                            std::ostringstream name;
                            name << 'k' << info.param.k << "_rows" << info.param.rows << "_cols"
