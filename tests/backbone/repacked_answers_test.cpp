@@ -25,12 +25,13 @@ TEST(RepackedAnswers, AreWithinTheParityBarOfThePinnedTreesPlainKernels) {
   const std::string common = clef.string() + " verify --model-dir " + model_dir.string() +
                              " --threads 1 --arm text --limit 8 ";
   const std::filesystem::path fixture = dir.path() / "plain.json";
-  const std::string written = clef::test::run_command(
-      common + "--set weight_repacking=0 --write-fixture " + fixture.string() + " 2>&1; echo exit=$?");
+  const std::string written =
+      clef::test::run_command(common + "--set weight_repacking=0 --write-fixture " +
+                              fixture.string() + " 2>&1; echo exit=$?");
   ASSERT_NE(written.find("exit=0"), std::string::npos) << written;
-  const std::string report = clef::test::run_command(
-      common + "--set weight_repacking=1 --max-dp 0.01 --fixture " + fixture.string() +
-      " 2>&1; echo exit=$?");
+  const std::string report =
+      clef::test::run_command(common + "--set weight_repacking=1 --max-dp 0.01 --fixture " +
+                              fixture.string() + " 2>&1; echo exit=$?");
   std::cout << "[repacked vs plain kernels]\n" << report;
   EXPECT_NE(report.find("exit=0"), std::string::npos) << report;
   EXPECT_NE(report.find("PASS"), std::string::npos) << report;

@@ -139,17 +139,16 @@ TEST_P(Q4KGemm, GivesItsArithmeticBitForBit) {
   EXPECT_EQ(differing, 0) << "of " << nr * nc;
 }
 
-INSTANTIATE_TEST_SUITE_P(RowTilesAndColumnCounts, Q4KGemm,
-                         testing::Values(Shape{256, 4, 16}, Shape{512, 8, 32}, Shape{1024, 12, 16},
-                                         Shape{256, 20, 48}, Shape{512, 64, 16}, Shape{256, 68, 32},
-                                         Shape{256, 132, 16}, Shape{1024, 260, 32},
-                                         Shape{512, 8, 64}, Shape{256, 12, 112},
-                                         Shape{768, 36, 208}, Shape{256, 16, 8}, Shape{512, 68, 24}),
-                         [](const testing::TestParamInfo<Shape>& info) {
-                           std::ostringstream name;
-                           name << 'k' << info.param.k << "_rows" << info.param.rows << "_cols"
-                                << info.param.cols;
-                           return name.str();
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    RowTilesAndColumnCounts, Q4KGemm,
+    testing::Values(Shape{256, 4, 16}, Shape{512, 8, 32}, Shape{1024, 12, 16}, Shape{256, 20, 48},
+                    Shape{512, 64, 16}, Shape{256, 68, 32}, Shape{256, 132, 16},
+                    Shape{1024, 260, 32}, Shape{512, 8, 64}, Shape{256, 12, 112},
+                    Shape{768, 36, 208}, Shape{256, 16, 8}, Shape{512, 68, 24}),
+    [](const testing::TestParamInfo<Shape>& info) {
+      std::ostringstream name;
+      name << 'k' << info.param.k << "_rows" << info.param.rows << "_cols" << info.param.cols;
+      return name.str();
+    });
 
 }  // namespace

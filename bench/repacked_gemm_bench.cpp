@@ -1,0 +1,160 @@
+// Issue 51's kernel figures: ggml-cpu's repacked Q4_K / Q6_K x Q8_K GEMMs alone, one thread, on
+// random blocks, in GMAC/s, beside the core's vpdpbusd ceiling (16 independent register-only
+// vpdpbusd zmm in a loop) where the build has AVX-512 VNNI. `LD_LIBRARY_PATH` picks the
+// libggml-cpu.so to measure, so two builds of the kernels can be compared side by side:
+//
+//   build/bench/clef_repacked_gemm_bench [q4_K|q6_K|peak] [K ROWS COLS [REPS]]
+//     (default: q4_K and q6_K at 4096 x 512 x 1536, then peak; best of REPS = 7)
+// Prints one line a measurement: kernel, K x rows x columns, best ms, GMAC/s.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ggml.h"
+
+extern "C" {
+void ggml_gemm_q4_K_8x8_q8_K(int n, float* s, std::size_t bs, const void* vx, const void* vy,
+                             int nr, int nc);
+void ggml_gemm_q6_K_8x8_q8_K(int n, float* s, std::size_t bs, const void* vx, const void* vy,
+                             int nr, int nc);
+}
+
+namespace {
+
+// The interleaved blocks of the pinned tree's ggml-cpu/repack.h (sizes only matter here).
+struct BlockQ4Kx8 {
+  ggml_fp16_t d[8];
+  ggml_fp16_t dmin[8];
+  std::uint8_t scales[96];
+  std::uint8_t qs[1024];
+};
+struct BlockQ6Kx8 {
+  ggml_fp16_t d[8];
+  std::int8_t scales[128];
+  std::uint8_t ql[1024];
+  std::uint8_t qh[512];
+};
+struct BlockQ8Kx4 {
+  float d[4];
+  std::int8_t qs[1024];
+  std::int16_t bsums[64];
+};
+
+using Gemm = void (*)(int, float*, std::size_t, const void*, const void*, int, int);
+
+template <typename Block>
+void fill(std::vector<Block>& blocks, std::mt19937& rng) {
+  std::uniform_real_distribution<float> scale(1e-4f, 2e-2f);
+  for (Block& b : blocks) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
+    for (std::size_t i = 0; i < sizeof(Block); ++i) bytes[i] = static_cast<std::uint8_t>(rng());
+    for (ggml_fp16_t& d : b.d) d = ggml_fp32_to_fp16(scale(rng));
+  }
+}
+
+/// Best-of-`reps` milliseconds of one GEMM of `k` x `rows` x `cols` (rows a multiple of 4,
+/// cols of 8), on weights of type `Block`.
+template <typename Block>
+double time_gemm(Gemm gemm, int k, int rows, int cols, int reps) {
+  const int nb = k / 256;
+  std::mt19937 rng(1);
+  std::vector<Block> w(static_cast<std::size_t>(cols / 8) * nb);
+  fill(w, rng);
+  std::vector<BlockQ8Kx4> a(static_cast<std::size_t>(rows / 4) * nb);
+  for (BlockQ8Kx4& b : a) {
+    for (float& d : b.d) d = 1e-2f;
+    for (std::int8_t& x : b.qs) x = static_cast<std::int8_t>(static_cast<int>(rng() % 255) - 127);
+    std::memset(b.bsums, 0, sizeof b.bsums);
+    for (int j = 0; j < 1024; ++j) {  // ggml's bsum index of quant j (repack.cpp)
+      b.bsums[(((j & 31) >> 3) << 2) + ((j >> 8) << 4) + ((j >> 6) & 3)] += b.qs[j];
+    }
+  }
+  std::vector<float> out(static_cast<std::size_t>(rows) * cols);
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm(k, out.data(), static_cast<std::size_t>(cols), w.data(), a.data(), rows, cols);
+    best = std::min(
+        best,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+/// GMAC/s of 16 independent chains of register-only vpdpbusd zmm (2 a cycle on Zen 5), or 0 in
+/// a build without AVX-512 VNNI.
+double vpdpbusd_peak() {
+#if defined(__AVX512VNNI__) && defined(__GNUC__)
+  const long iterations = 25'000'000;  // x 16 instructions
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    long left = iterations;
+    const auto t0 = std::chrono::steady_clock::now();
+    __asm__ volatile(
+        "vpternlogd $0xff, %%zmm30, %%zmm30, %%zmm30\n\t"
+        "vpternlogd $0xff, %%zmm31, %%zmm31, %%zmm31\n\t"
+        "1:\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm0\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm1\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm2\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm3\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm4\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm5\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm6\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm7\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm8\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm9\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm10\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm11\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm12\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm13\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm14\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm15\n\t"
+        "dec %0\n\tjnz 1b\n\t"
+        : "+r"(left)
+        :
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm30", "xmm31", "cc");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(iterations) * 16 * 64 / s / 1e9);
+  }
+  return best;
+#else
+  return 0;
+#endif
+}
+
+void report(const char* kernel, int k, int rows, int cols, double ms) {
+  std::printf("%-6s %6d x %5d x %6d  %9.3f ms  %6.0f GMAC/s\n", kernel, k, rows, cols, ms,
+              static_cast<double>(k) * rows * cols / ms / 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "all";
+  const int k = argc > 2 ? std::atoi(argv[2]) : 4096;
+  const int rows = argc > 3 ? std::atoi(argv[3]) : 512;
+  const int cols = argc > 4 ? std::atoi(argv[4]) : 1536;
+  const int reps = argc > 5 ? std::atoi(argv[5]) : 7;
+  if ((what != "all" && what != "q4_K" && what != "q6_K" && what != "peak") || k <= 0 ||
+      k % 256 != 0 || rows <= 0 || rows % 4 != 0 || cols <= 0 || cols % 8 != 0 || reps <= 0) {
+    std::fprintf(stderr,
+                 "usage: %s [q4_K|q6_K|peak] [K ROWS COLS [REPS]]\n"
+                 "  K a multiple of 256, ROWS of 4, COLS of 8\n",
+                 argv[0]);
+    return 2;
+  }
+  if (what == "all" || what == "q4_K") {
+    report("q4_K", k, rows, cols,
+           time_gemm<BlockQ4Kx8>(ggml_gemm_q4_K_8x8_q8_K, k, rows, cols, reps));
+  }
+  if (what == "all" || what == "q6_K") {
+    report("q6_K", k, rows, cols,
+           time_gemm<BlockQ6Kx8>(ggml_gemm_q6_K_8x8_q8_K, k, rows, cols, reps));
+  }
+  if (what == "all" || what == "peak") {
+    const double peak = vpdpbusd_peak();
+    std::printf("peak   vpdpbusd zmm, 16 chains: %.0f GMAC/s%s\n", peak,
+                peak == 0 ? " (no AVX-512 VNNI in this build)" : "");
+  }
+  return 0;
+}
