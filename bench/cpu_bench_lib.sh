@@ -1,6 +1,14 @@
 # Shared by the CPU comparison scripts (bench/cpu_vs_llama.sh, bench/cpu_vs_ik_llama.sh): sourced
-# after `root`, `build` and `clef` are set. The same test model files and requests for clef and
-# the peer it is measured against.
+# after `root` is set, with the script's BUILD_DIR argument. The same settings, test model files
+# and requests for clef and the peer it is measured against.
+
+# The settings (environment: MODELS, SIZES, REPS, THREADS; see each script's head).
+build=$(cd "${1:-$root/build}" && pwd)
+models=${MODELS:-"shape-9b shape-0.8b:Q4_K_M"}
+sizes=${SIZES:-"1024 4096"}
+reps=${REPS:-2}
+threads=${THREADS:-2}
+clef="$build/clef"
 
 # The test model NAME[:QUANT] (`clef make-test-model --preset NAME --quant QUANT`), made once into
 # $build/bench-models; prints its directory.

@@ -17,12 +17,8 @@
 # of clef's to the better.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-models=${MODELS:-"shape-9b shape-0.8b:Q4_K_M"}
-sizes=${SIZES:-"1024 4096"}
-reps=${REPS:-2}
-threads=${THREADS:-2}
-clef="$build/clef"
+# Settings, test models, requests and timings (bench/cpu_bench_lib.sh).
+source "$root/bench/cpu_bench_lib.sh" "${1:-}"
 bench=${IK_LLAMA_BENCH:-}
 if [[ -z "$bench" || ! -x "$bench" ]]; then
   echo "error: set IK_LLAMA_BENCH to ik_llama.cpp's built llama-bench (see the top of $0)" >&2
@@ -33,7 +29,6 @@ if ! "$bench" --help 2>&1 | grep -q -- '-rtr'; then
   exit 2
 fi
 
-source "$root/bench/cpu_bench_lib.sh"
 mkdir -p "$build/bench-models"
 
 echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -13,13 +13,9 @@
 # own chunking: -b 512 -ub 512, flash attention off as clef), their medians and the ratio.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-models=${MODELS:-"shape-9b shape-0.8b:Q4_K_M"}
-sizes=${SIZES:-"1024 4096"}
-reps=${REPS:-2}
-threads=${THREADS:-2}
+# Settings, test models, requests and timings (bench/cpu_bench_lib.sh).
+source "$root/bench/cpu_bench_lib.sh" "${1:-}"
 stock=${STOCK_DIR:-$build/stock-llama}
-clef="$build/clef"
 
 # 1. The stock pinned tree: the npm package's bundle at the pinned commit with node-llama-cpp's
 #    own patches (scripts/fetch-llama without clef's), built with llama.cpp's defaults.
@@ -43,7 +39,6 @@ fi
 bench="$stock/build/bin/llama-bench"
 
 # 2. Test models and requests of about N tokens (bench/cpu_bench_lib.sh).
-source "$root/bench/cpu_bench_lib.sh"
 mkdir -p "$build/bench-models"
 
 echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), amx_int8 flags: $(grep -c amx_int8 /proc/cpuinfo || true), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
