@@ -3,6 +3,10 @@
 # and requests for clef and the peer it is measured against.
 
 # The settings (environment: MODELS, SIZES, REPS, THREADS; see each script's head).
+if [[ ! -x "${1:-$root/build}/clef" ]]; then
+  echo "error: no clef in ${1:-$root/build} (the build directory): run ./scripts/setup first" >&2
+  exit 2
+fi
 build=$(cd "${1:-$root/build}" && pwd)
 models=${MODELS:-"shape-9b shape-0.8b:Q4_K_M"}
 sizes=${SIZES:-"1024 4096"}

@@ -17,7 +17,7 @@ struct ParseLimits {
   /// Charged with the memory of the values as they are made (about every MiB; each value's
   /// slot in its container, with room for the container's growth, and its text): it throws to
   /// stop a parse whose tree would pass a memory budget (util/memory_budget.hpp).
-  util::MemoryCharge charge;
+  util::MemoryCharge charge{};
 };
 
 /// Parses `text` as CPython's json.loads would (strict mode):
