@@ -21,6 +21,7 @@ model_dir() {
   [[ "$1" == *:* ]] && quant=${1#*:}
   local dir="$build/bench-models/$preset${quant:+-$quant}"
   if [[ ! -f "$dir/joint_head_config.json" ]]; then
+    mkdir -p "$build/bench-models"
     "$clef" make-test-model "$dir" --preset "$preset" ${quant:+--quant "$quant"} >&2
   fi
   echo "$dir"

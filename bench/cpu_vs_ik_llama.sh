@@ -29,7 +29,6 @@ if ! "$bench" --help 2>&1 | grep -q -- '-rtr'; then
   exit 2
 fi
 
-mkdir -p "$build/bench-models"
 
 echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== ik_llama.cpp: $bench ($(git -C "$(dirname "$bench")/../.." rev-parse --short HEAD 2>/dev/null || echo 'commit ?'))"

@@ -38,8 +38,7 @@ if [[ ! -x "$stock/build/bin/llama-bench" ]]; then
 fi
 bench="$stock/build/bin/llama-bench"
 
-# 2. Test models and requests of about N tokens (bench/cpu_bench_lib.sh).
-mkdir -p "$build/bench-models"
+# 2. Test models and requests of about N tokens: bench/cpu_bench_lib.sh.
 
 echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), amx_int8 flags: $(grep -c amx_int8 /proc/cpuinfo || true), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== clef: $("$clef" info "$(model_dir "${models%% *}")" 2>/dev/null | sed -n 's/^CPU matrix path/CPU matrix path/p')"
