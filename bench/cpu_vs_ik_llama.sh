@@ -11,7 +11,9 @@
 #
 #   IK_LLAMA_BENCH=~/ik_llama.cpp/build/bin/llama-bench bash bench/cpu_vs_ik_llama.sh [BUILD_DIR]
 # Env: IK_LLAMA_BENCH (required: its llama-bench), MODELS (default "shape-9b shape-0.8b:Q4_K_M"),
-#      SIZES (tokens, default "1024 4096"), REPS (default 2), THREADS (default 2), CLEF_SET.
+#      SIZES (tokens, default "1024 4096"), REPS (default 2), THREADS (default 2), CLEF_SET,
+#      ISA (clef's side only, bench/cpu_bench_lib.sh: build ik_llama.cpp for the same set, e.g.
+#      -DGGML_NATIVE=OFF -DGGML_AVX2=ON ... for avx2).
 # Prints per model and size: clef's decision ms (bench/cpu_bench_lib.sh), ik_llama.cpp's prefill
 # ms with its run-time repacking off and on (-rtr 0 / 1; the better one counts), and the ratio
 # of clef's to the better.
@@ -28,9 +30,10 @@ if ! "$bench" --help 2>&1 | grep -q -- '-rtr'; then
   echo "error: $bench has no -rtr flag: not ik_llama.cpp's llama-bench" >&2
   exit 2
 fi
+clef_isa_libs
 
 
-echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), ISA $isa (clef), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== ik_llama.cpp: $bench ($(git -C "$(dirname "$bench")/../.." rev-parse --short HEAD 2>/dev/null || echo 'commit ?'))"
 printf '%-22s %7s %12s %14s %14s %8s\n' model tokens "clef ms" "ik -rtr 0 ms" "ik -rtr 1 ms" ratio
 work=$(mktemp -d)

@@ -7,7 +7,9 @@
 #   bash bench/cpu_vs_llama.sh [BUILD_DIR]                           (default build/)
 # Env: MODELS (default "shape-9b shape-0.8b:Q4_K_M"), SIZES (tokens, default "1024 4096"),
 #      REPS (default 2), THREADS (default 2), CLEF_SET (extra `--set` for clef, e.g. cpu_amx=off),
-#      STOCK_DIR (default BUILD_DIR/stock-llama), STOCK_CFLAGS (extra flags for the stock build).
+#      STOCK_DIR (default BUILD_DIR/stock-llama), STOCK_CFLAGS (extra flags for the stock build),
+#      ISA (native, avx2 or avx2-vnni: both sides' ggml-cpu built for that instruction set,
+#      bench/cpu_bench_lib.sh; e.g. `ISA=avx2 bash bench/cpu_vs_llama.sh` on an AVX-512 CPU).
 # Prints per model and size: clef's decision ms (the `timings` line of `clef ask --verbose`: parse,
 # record, backbone, head, answers; the load excluded), llama-bench's prefill ms (-p N -n 0, its
 # own chunking: -b 512 -ub 512, flash attention off as clef), their medians and the ratio.
@@ -37,11 +39,15 @@ if [[ ! -x "$stock/build/bin/llama-bench" ]]; then
   cmake --build "$stock/build" --target llama-bench -j "$(nproc)" > "$stock/build.log"
 fi
 bench="$stock/build/bin/llama-bench"
+# ISA other than native: both trees' ggml-cpu built for it, in place of their native ones.
+clef_isa_libs
+stock_libs=""
+if [[ "$isa" != native ]]; then stock_libs=$(isa_ggml_cpu "$stock/src" "$build/isa-$isa/stock"); fi
 
 # 2. Test models and requests of about N tokens: bench/cpu_bench_lib.sh.
 
 echo "== $(date -u '+%F %T') commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $(lscpu | sed -n 's/^Model name: *//p'), amx_int8 flags: $(grep -c amx_int8 /proc/cpuinfo || true), $threads threads, load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== clef: $("$clef" info "$(model_dir "${models%% *}")" 2>/dev/null | sed -n 's/^CPU matrix path/CPU matrix path/p')"
+echo "== ISA $isa; clef: $(with_libs "$clef_libs" "$clef" info "$(model_dir "${models%% *}")" 2>/dev/null | sed -n 's/^CPU matrix path/CPU matrix path/p')"
 printf '%-22s %7s %14s %16s %8s\n' model tokens "clef ms" "llama.cpp ms" ratio
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -53,7 +59,7 @@ for m in $models; do
     tokens=0
     for _ in $(seq "$reps"); do
       tokens=$(clef_decision "$dir" "$work/req.json" "$threads" "$work/clef.ms")
-      llama_bench_prefill_ms "$bench" "$dir/backbone.gguf" "$tokens" "$threads" >> "$work/llama.ms"
+      with_libs "$stock_libs" llama_bench_prefill_ms "$bench" "$dir/backbone.gguf" "$tokens" "$threads" >> "$work/llama.ms"
     done
     c=$(median < "$work/clef.ms"); l=$(median < "$work/llama.ms")
     printf '%-22s %7s %14.0f %16.0f %8.2f\n' "$m" "$tokens" "$c" "$l" "$(awk -v a="$c" -v b="$l" 'BEGIN {print a / b}')"

@@ -101,7 +101,7 @@ void use_cpu_amx(CpuAmx mode) {
 std::string_view vector_isa() {
   if (ggml_cpu_has_avx512_vnni() != 0) return "AVX-512 VNNI";
   if (ggml_cpu_has_avx512() != 0) return "AVX-512";
-  if (ggml_cpu_has_avx2() != 0) return "AVX2";
+  if (ggml_cpu_has_avx2() != 0) return ggml_cpu_has_avx_vnni() != 0 ? "AVX2 + AVX-VNNI" : "AVX2";
   if (ggml_cpu_has_avx() != 0) return "AVX";
   if (ggml_cpu_has_sse3() != 0) return "SSE";
   if (ggml_cpu_has_neon() != 0) return "NEON";

@@ -39,8 +39,8 @@ void use_cpu_amx(CpuAmx mode);
 /// has not yet, see use_cpu_amx).
 bool amx_offered();
 
-/// The vector ISA ggml-cpu was compiled for, best first: "AVX-512 VNNI", "AVX-512", "AVX2",
-/// "AVX", "SSE", "NEON", or "generic".
+/// The vector ISA ggml-cpu was compiled for, best first: "AVX-512 VNNI", "AVX-512",
+/// "AVX2 + AVX-VNNI", "AVX2", "AVX", "SSE", "NEON", or "generic".
 std::string_view vector_isa();
 
 /// One phrase for logs and `clef info`: e.g. "AMX int8 tiles + AVX-512 VNNI" or "AVX-512 VNNI,

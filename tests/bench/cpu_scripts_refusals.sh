@@ -2,7 +2,7 @@
 # The CPU comparison scripts (bench/cpu_vs_llama.sh, bench/cpu_vs_ik_llama.sh) refuse before any
 # work, exit 2 and say why: a build directory without clef (a newcomer's first try printed a bare
 # `cd: ...: No such file or directory`), no IK_LLAMA_BENCH, one that is not ik_llama.cpp's
-# llama-bench (no -rtr flag). Seconds; builds nothing.
+# llama-bench (no -rtr flag), an ISA it does not build for. Seconds; builds nothing.
 #   tests/bench/cpu_scripts_refusals.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 src=${1:?usage: cpu_scripts_refusals.sh SOURCE_DIR BUILD_DIR}
@@ -28,4 +28,5 @@ refused "no clef in $nobuild" STOCK_DIR="$nobuild/stock" cpu_vs_llama.sh "$nobui
 refused "set IK_LLAMA_BENCH" IK_LLAMA_BENCH= cpu_vs_ik_llama.sh "$build"
 refused "set IK_LLAMA_BENCH" IK_LLAMA_BENCH="$nobuild/missing" cpu_vs_ik_llama.sh "$build"
 refused "has no -rtr flag" IK_LLAMA_BENCH=/bin/true cpu_vs_ik_llama.sh "$build"
+refused "ISA must be native, avx2 or avx2-vnni" ISA=avx512 cpu_vs_llama.sh "$build"
 exit $((failures > 0))

@@ -1,14 +1,16 @@
 // ggml's repacked Q4_K x Q8_K GEMM (ggml_gemm_q4_K_8x8_q8_K, the CPU's hot loop on Q4_K
-// backbones) against its arithmetic spelled out here. clef patches the pinned tree with an
-// AVX-512 VNNI kernel (cmake/patches/ggml-cpu-q4_K-gemm-avx512-vnni.diff) whose every tile gives,
+// backbones) against its arithmetic spelled out here. clef patches the pinned tree with AVX-512
+// VNNI and AVX2 kernels (cmake/patches/ggml-cpu-q4_K-gemm-x86.diff) whose every tile gives,
 // per row r, column c and superblock, the exact int32
 //   I  = sum over the 8 sub-blocks of scale * dot  (dot: 32 products of a 4-bit weight and an
 //        int8 activation)
 //   Mn = sum over the 8 sub-blocks of min * bsum   (a sub-block's two bsums added in int16)
 // accumulated as acc = fma(float(I), d_c * d_r, acc), then acc = fma(-float(Mn), dmin_c * d_r,
 // acc), superblock after superblock. Shapes cover every column strip (64, 32, 16 and a last 8
-// columns) and row counts from one tile of 4 up. (Without AVX-512 VNNI ggml-cpu runs the pinned
-// tree's own kernels, whose arithmetic differs: the test skips there.)
+// columns) and row counts from one tile of 4 up. The AVX2 kernel (with and without AVX-VNNI) has
+// the same arithmetic: the binaries clef_q4_K_gemm_{avx2,avx2_vnni}_tests compile it in
+// (gemm_kernel_variant.hpp). (A CPU with AVX-512 but not its VNNI runs the pinned tree's own
+// kernels, whose arithmetic differs: the test skips there.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +18,10 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
+#include "device/gemm_kernel_variant.hpp"
 #include "ggml-cpu.h"
 #include "ggml.h"
 
@@ -59,7 +63,7 @@ int scale_or_min(const std::uint8_t* group, int j, bool min) {
   return bytes[(min ? 8 : 0) + j];
 }
 
-/// The VNNI kernel's arithmetic.
+/// The kernels' arithmetic.
 float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a, int nb, int r,
                 int c) {
   const int m = r % 4;
@@ -102,7 +106,8 @@ struct Shape {
 class Q4KGemm : public testing::TestWithParam<Shape> {};
 
 TEST_P(Q4KGemm, GivesItsArithmeticBitForBit) {
-  if (ggml_cpu_has_avx512_vnni() == 0) GTEST_SKIP() << "ggml-cpu has no AVX-512 VNNI Q4_K kernel";
+  std::string why;
+  if (!clef_test::has_clef_q4_K_kernel(why)) GTEST_SKIP() << why;
   const auto [k, nr, nc] = GetParam();
   const int nb = k / kQK;
   std::mt19937 rng(static_cast<unsigned>(k * 131 + nr * 7 + nc));
@@ -139,16 +144,21 @@ TEST_P(Q4KGemm, GivesItsArithmeticBitForBit) {
   EXPECT_EQ(differing, 0) << "of " << nr * nc;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    RowTilesAndColumnCounts, Q4KGemm,
-    testing::Values(Shape{256, 4, 16}, Shape{512, 8, 32}, Shape{1024, 12, 16}, Shape{256, 20, 48},
-                    Shape{512, 64, 16}, Shape{256, 68, 32}, Shape{256, 132, 16},
-                    Shape{1024, 260, 32}, Shape{512, 8, 64}, Shape{256, 12, 112},
-                    Shape{768, 36, 208}, Shape{256, 16, 8}, Shape{512, 68, 24}),
-    [](const testing::TestParamInfo<Shape>& info) {
-      std::ostringstream name;
-      name << 'k' << info.param.k << "_rows" << info.param.rows << "_cols" << info.param.cols;
-      return name.str();
-    });
+// CLEF_GEMM_VARIANT: Native (the linked libggml-cpu), Avx2 or Avx2Vnni.
+#define CLEF_CONCAT_(a, b) a##b
+#define CLEF_CONCAT(a, b) CLEF_CONCAT_(a, b)
+#define CLEF_INSTANTIATE(prefix, ...) INSTANTIATE_TEST_SUITE_P(prefix, __VA_ARGS__)
+CLEF_INSTANTIATE(CLEF_CONCAT(CLEF_GEMM_VARIANT, RowTilesAndColumnCounts), Q4KGemm,
+                 testing::Values(Shape{256, 4, 16}, Shape{512, 8, 32}, Shape{1024, 12, 16},
+                                 Shape{256, 20, 48}, Shape{512, 64, 16}, Shape{256, 68, 32},
+                                 Shape{256, 132, 16}, Shape{1024, 260, 32}, Shape{512, 8, 64},
+                                 Shape{256, 12, 112}, Shape{768, 36, 208}, Shape{256, 16, 8},
+                                 Shape{512, 68, 24}),
+                 [](const testing::TestParamInfo<Shape>& info) {
+                   std::ostringstream name;
+                   name << 'k' << info.param.k << "_rows" << info.param.rows << "_cols"
+                        << info.param.cols;
+                   return name.str();
+                 });
 
 }  // namespace
