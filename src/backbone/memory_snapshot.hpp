@@ -8,14 +8,19 @@
 #include <span>
 #include <vector>
 
+#include "util/uninitialized_allocator.hpp"
+
 namespace clef::backbone {
+
+/// A snapshot's bytes: sized, then written whole by llama.cpp (so not cleared first).
+using SnapshotBytes = std::vector<std::uint8_t, util::UninitializedAllocator<std::uint8_t>>;
 
 /// The backbone memory of one sequence after its first `tokens` tokens: the attention KV of the
 /// full-attention layers and the conv / recurrent states of the Gated DeltaNet layers, as
 /// llama_state_seq_get_data writes them (bit-identical when set back: llama-probes.md section 3).
 struct MemorySnapshot {
   int tokens = 0;
-  std::vector<std::uint8_t> data;
+  SnapshotBytes data;  ///< llama_state_seq_get_data's bytes
   /// Only the Gated DeltaNet conv / recurrent states (LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY): a
   /// checkpoint taken on the way to a full snapshot of the same record, resumed on top of it.
   bool partial = false;

@@ -36,7 +36,7 @@ backbone::HiddenStates hidden_of(const record::Record& rec, const std::vector<in
   h.rows = static_cast<int>(rec.ids.size());
   h.n_embd = kEmbd;
   h.data.assign(rec.ids.size() * kEmbd, 0.5f);
-  for (int tokens : at) h.snapshots.push_back({tokens, std::vector<std::uint8_t>(64, 7)});
+  for (int tokens : at) h.snapshots.push_back({tokens, backbone::SnapshotBytes(64, 7)});
   return h;
 }
 

@@ -75,7 +75,7 @@ TEST(StateCache, ARecordThatSharesPartOfAnEntryResumesFromItsCheckpoint) {
   CachedPrefix entry = prefix(a, 200);
   for (int c : {64, 128}) {
     entry.checkpoints.push_back(std::make_shared<const backbone::MemorySnapshot>(
-        backbone::MemorySnapshot{c, std::vector<std::uint8_t>(10, 1), true}));
+        backbone::MemorySnapshot{c, backbone::SnapshotBytes(10, 1), true}));
   }
   cache.insert(std::move(entry));
   auto b = iota_ids(260);
@@ -157,7 +157,7 @@ TEST(StateCache, CheckpointsCountInTheBudget) {
   CachedPrefix plain = prefix(a, 100);
   const std::size_t without = plain.bytes();
   plain.checkpoints.push_back(std::make_shared<const backbone::MemorySnapshot>(
-      backbone::MemorySnapshot{64, std::vector<std::uint8_t>(50000, 1), true}));
+      backbone::MemorySnapshot{64, backbone::SnapshotBytes(50000, 1), true}));
   EXPECT_GE(plain.bytes(), without + 50000);
   StateCache cache(without + 1000);  // room for the entry without its checkpoint only
   cache.insert(std::move(plain));
