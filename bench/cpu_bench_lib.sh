@@ -35,10 +35,10 @@ isa_ggml_cpu() {  # SRC OUT
     mkdir -p "$out"
     cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-      -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "${flags[@]}" > "$out/cmake.out" ||
+      -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "${flags[@]}" > "$out/cmake.out" 2>&1 ||
       { echo "error: configuring $out failed: $out/cmake.out" >&2; exit 1; }
   fi
-  cmake --build "$out" --target ggml-cpu > "$out/build.out" ||
+  cmake --build "$out" --target ggml-cpu > "$out/build.out" 2>&1 ||
     { echo "error: building ggml-cpu in $out failed: $out/build.out" >&2; exit 1; }
   echo "$out/bin"
 }

@@ -1,7 +1,8 @@
 // Issue 51's kernel figures: ggml-cpu's repacked Q4_K / Q6_K x Q8_K GEMMs alone, one thread, on
-// random blocks, in GMAC/s, beside the core's vpdpbusd ceiling (16 independent register-only
-// vpdpbusd zmm in a loop) where the build has AVX-512 VNNI. `LD_LIBRARY_PATH` picks the
-// libggml-cpu.so to measure, so two builds of the kernels can be compared side by side:
+// random blocks, in GMAC/s, beside the core's ceilings (14 independent register-only instances of
+// vpdpbusd zmm, vpdpbusd ymm and vpmaddubsw ymm in a loop, where this build has them).
+// `LD_LIBRARY_PATH` picks the libggml-cpu.so to measure, so two builds of the kernels can be
+// compared side by side:
 //
 //   build/bench/clef_repacked_gemm_bench [q4_K|q6_K|peak] [K ROWS COLS [REPS]]
 //     (default: q4_K and q6_K at 4096 x 512 x 1536, then peak; best of REPS = 7)
@@ -87,39 +88,60 @@ double time_gemm(Gemm gemm, int k, int rows, int cols, int reps) {
   return best;
 }
 
-/// GMAC/s of 16 independent chains of register-only vpdpbusd zmm (2 a cycle on Zen 5), or 0 in
-/// a build without AVX-512 VNNI.
-double vpdpbusd_peak() {
-#if defined(__AVX512VNNI__) && defined(__GNUC__)
-  const long iterations = 25'000'000;  // x 16 instructions
+// 14 independent register-only instances of one instruction (destinations 0-13, sources 14 and
+// 15, all ones by INIT), `left` times: the instruction's throughput on one core.
+#define CLEF_PEAK_ONE(INSN, REG, N) INSN " %%" REG "14, %%" REG "15, %%" REG #N "\n\t"
+#define CLEF_PEAK_INIT(INIT, REG, N) INIT " %%" REG #N ", %%" REG #N ", %%" REG #N "\n\t"
+#define CLEF_PEAK_LOOP(INSN, REG, INIT)                                                           \
+  __asm__ volatile(                                                                               \
+      CLEF_PEAK_INIT(INIT, REG, 14) CLEF_PEAK_INIT(INIT, REG, 15) "1:\n\t" CLEF_PEAK_ONE(         \
+          INSN, REG, 0) CLEF_PEAK_ONE(INSN, REG, 1) CLEF_PEAK_ONE(INSN, REG, 2)                   \
+          CLEF_PEAK_ONE(INSN, REG, 3) CLEF_PEAK_ONE(INSN, REG, 4) CLEF_PEAK_ONE(INSN, REG, 5)     \
+              CLEF_PEAK_ONE(INSN, REG, 6) CLEF_PEAK_ONE(INSN, REG, 7) CLEF_PEAK_ONE(INSN, REG, 8) \
+                  CLEF_PEAK_ONE(INSN, REG, 9) CLEF_PEAK_ONE(INSN, REG, 10)                        \
+                      CLEF_PEAK_ONE(INSN, REG, 11) CLEF_PEAK_ONE(INSN, REG, 12)                   \
+                          CLEF_PEAK_ONE(INSN, REG, 13) "dec %0\n\tjnz 1b\n\t"                     \
+      : "+r"(left)                                                                                \
+      :                                                                                           \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc")
+
+enum class Peak { vpdpbusd_zmm, vpdpbusd_ymm, vpmaddubsw_ymm };
+
+/// Products a second (G/s) of `what` on one core, best of 3: vpdpbusd zmm (64 a instruction,
+/// AVX-512 VNNI), vpdpbusd ymm (32, AVX-VNNI's VEX form) or vpmaddubsw ymm (32, AVX2); 0 where
+/// this build lacks the instruction set.
+double peak(Peak what) {
+  const long iterations = 20'000'000;  // x 14 instructions
   double best = 0;
   for (int r = 0; r < 3; ++r) {
     long left = iterations;
+    int products = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    __asm__ volatile(
-        "vpternlogd $0xff, %%zmm30, %%zmm30, %%zmm30\n\t"
-        "vpternlogd $0xff, %%zmm31, %%zmm31, %%zmm31\n\t"
-        "1:\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm0\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm1\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm2\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm3\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm4\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm5\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm6\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm7\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm8\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm9\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm10\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm11\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm12\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm13\n\t"
-        "vpdpbusd %%zmm30, %%zmm31, %%zmm14\n\tvpdpbusd %%zmm30, %%zmm31, %%zmm15\n\t"
-        "dec %0\n\tjnz 1b\n\t"
-        : "+r"(left)
-        :
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-          "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm30", "xmm31", "cc");
+    switch (what) {
+      case Peak::vpdpbusd_zmm:
+#if defined(__AVX512VNNI__) && defined(__GNUC__)
+        CLEF_PEAK_LOOP("vpdpbusd", "zmm", "vpternlogd $0xff,");
+        products = 64;
+#endif
+        break;
+      case Peak::vpdpbusd_ymm:
+#if defined(__AVXVNNI__) && defined(__GNUC__)
+        CLEF_PEAK_LOOP("%{vex%} vpdpbusd", "ymm", "vpcmpeqd");
+        products = 32;
+#endif
+        break;
+      case Peak::vpmaddubsw_ymm:
+#if defined(__AVX2__) && defined(__GNUC__)
+        CLEF_PEAK_LOOP("vpmaddubsw", "ymm", "vpcmpeqd");
+        products = 32;
+#endif
+        break;
+    }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(iterations) * 16 * 64 / s / 1e9);
+    best = std::max(best, static_cast<double>(iterations) * 14 * products / s / 1e9);
   }
   return best;
-#else
-  return 0;
-#endif
 }
 
 void report(const char* kernel, int k, int rows, int cols, double ms) {
@@ -152,9 +174,18 @@ int main(int argc, char** argv) {
            time_gemm<BlockQ6Kx8>(ggml_gemm_q6_K_8x8_q8_K, k, rows, cols, reps));
   }
   if (what == "all" || what == "peak") {
-    const double peak = vpdpbusd_peak();
-    std::printf("peak   vpdpbusd zmm, 16 chains: %.0f GMAC/s%s\n", peak,
-                peak == 0 ? " (no AVX-512 VNNI in this build)" : "");
+    const struct {
+      Peak what;
+      const char* name;
+      const char* needs;
+    } peaks[] = {{Peak::vpdpbusd_zmm, "vpdpbusd zmm (AVX-512 VNNI)", "AVX-512 VNNI"},
+                 {Peak::vpdpbusd_ymm, "vpdpbusd ymm (AVX-VNNI)", "AVX-VNNI"},
+                 {Peak::vpmaddubsw_ymm, "vpmaddubsw ymm (AVX2)", "AVX2"}};
+    for (const auto& p : peaks) {
+      const double g = peak(p.what);
+      std::printf("peak   %s, 14 chains: %.0f GMAC/s%s\n", p.name, g,
+                  g == 0 ? " (not in this build)" : "");
+    }
   }
   return 0;
 }
