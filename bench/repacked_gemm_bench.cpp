@@ -177,10 +177,9 @@ int main(int argc, char** argv) {
     const struct {
       Peak what;
       const char* name;
-      const char* needs;
-    } peaks[] = {{Peak::vpdpbusd_zmm, "vpdpbusd zmm (AVX-512 VNNI)", "AVX-512 VNNI"},
-                 {Peak::vpdpbusd_ymm, "vpdpbusd ymm (AVX-VNNI)", "AVX-VNNI"},
-                 {Peak::vpmaddubsw_ymm, "vpmaddubsw ymm (AVX2)", "AVX2"}};
+    } peaks[] = {{Peak::vpdpbusd_zmm, "vpdpbusd zmm (AVX-512 VNNI)"},
+                 {Peak::vpdpbusd_ymm, "vpdpbusd ymm (AVX-VNNI)"},
+                 {Peak::vpmaddubsw_ymm, "vpmaddubsw ymm (AVX2)"}};
     for (const auto& p : peaks) {
       const double g = peak(p.what);
       std::printf("peak   %s, 14 chains: %.0f GMAC/s%s\n", p.name, g,

@@ -1,8 +1,8 @@
 // Which build of ggml-cpu's repacked GEMM kernels a kernel test checks
 // (tests/device/CMakeLists.txt): the libggml-cpu it links (built for this CPU, -march=native), or,
-// where CLEF_GEMM_ISA is set, the pinned tree's arch/x86/repack.cpp compiled into the test binary
-// for one instruction set (its definitions take the place of the library's), so that the AVX2
-// kernels are checked on a CPU that has AVX-512 too.
+// where CLEF_GEMM_ISA_AVX2 is defined (and CLEF_GEMM_ISA_AVX_VNNI), the pinned tree's
+// arch/x86/repack.cpp compiled into the test binary for one instruction set (its definitions take
+// the place of the library's), so that the AVX2 kernels are checked on a CPU that has AVX-512 too.
 #pragma once
 
 #include <string>
