@@ -1,10 +1,13 @@
 // ggml's CPU Gated DeltaNet recurrence (ggml_gated_delta_net, the backbone's linear-attention
-// layers), which clef's ggml patch (cmake/patches/ggml-cpu-gated-delta-net-rows.diff) runs one row
-// of the state at a time for speed: against the pinned tree's four passes over the state spelled
-// out here with the same operations (the decay, ggml_vec_dot_f32 with k, the outer product's
-// multiply-add, ggml_vec_dot_f32 with q), bit for bit, for the scalar gate and the per-channel
-// (KDA) one, head broadcast, two sequences, state snapshots; and the recurrence's own guarantees:
-// 1 and 3 threads give the same bits, and two calls carrying the state give one call's.
+// layers), which clef's ggml patch (cmake/patches/ggml-cpu-gated-delta-net-rows.diff) runs a block
+// of state rows at a time for speed (k and q in registers where a row is 8 vectors: S 128 on
+// AVX-512, 64 on AVX2; blocks from memory at other multiples of the vector step, such as 64 and
+// 192 on AVX-512; the pinned functions row by row elsewhere, such as 40): against the pinned tree's
+// four passes over the state spelled out here with the same operations (the decay, ggml_vec_dot_f32
+// with k, the outer product's multiply-add, ggml_vec_dot_f32 with q), bit for bit, for the scalar
+// gate and the per-channel (KDA) one, head broadcast, two sequences, state snapshots; and the
+// recurrence's own guarantees: 1 and 3 threads give the same bits, and two calls carrying the state
+// give one call's.
 
 #include <ggml-cpu.h>
 #include <ggml.h>
@@ -211,7 +214,8 @@ INSTANTIATE_TEST_SUITE_P(
     HeadsTokensAndGates, GatedDeltaNet,
     testing::Values(Shape{128, 4, 4, 9, 1, false, 1}, Shape{128, 4, 2, 5, 2, false, 3},
                     Shape{64, 3, 3, 17, 1, true, 1}, Shape{128, 2, 1, 6, 2, true, 4},
-                    Shape{40, 2, 2, 7, 1, false, 2}, Shape{128, 2, 2, 2, 1, false, 1}),
+                    Shape{40, 2, 2, 7, 1, false, 2}, Shape{128, 2, 2, 2, 1, false, 1},
+                    Shape{192, 2, 2, 3, 1, false, 1}),
     [](const testing::TestParamInfo<Shape>& info) {
       const Shape& s = info.param;
       std::ostringstream name;
