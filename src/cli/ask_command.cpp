@@ -62,6 +62,10 @@ std::string read_request(const std::string& path) {
 
 int run_ask(const AskOptions& options) {
   runtime::EngineConfig config = options.engine.loading_config();
+  // One decision, then exit: nothing can reuse a state cache, and keeping one would cut the
+  // record's prefill at its snapshot points (more, smaller batches) and copy snapshots, costing
+  // time for nothing. A size given explicitly (MiB > 0) still takes one.
+  if (config.state_cache_mb < 0) config.state_cache_mb = 0;
   json::Value body = json::parse(read_request(options.request_path));
   std::vector<std::string> images;
   for (const std::string& path : options.image_paths) {
