@@ -147,7 +147,8 @@ void EngineOptions::add_to(CLI::App& cmd) {
       cmd, "--state-cache-mb", flags.state_cache_mb,
       "MiB for the state cache: backbone memory + hidden rows of record prefixes, so "
       "a request with the same state (and images) as an earlier one prefills only its "
-      "questions (0: off; -1: what the memory plan leaves, at most 4096)",
+      "questions (0: off; -1: what the memory plan leaves, at most 4096; clef ask: "
+      "none unless given MiB)",
       std::int64_t{-1}, std::int64_t{1} << 40);
   flag_of_setting = {{"context_size", context_size_option}, {"threads", threads_option},
                      {"gpu_layers", gpu_layers_option},     {"chunk_tokens", chunk_option},
