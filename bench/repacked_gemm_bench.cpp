@@ -4,8 +4,9 @@
 // `LD_LIBRARY_PATH` picks the libggml-cpu.so to measure, so two builds of the kernels can be
 // compared side by side:
 //
-//   build/bench/clef_repacked_gemm_bench [q4_K|q6_K|peak] [K ROWS COLS [REPS]]
-//     (default: q4_K and q6_K at 4096 x 512 x 1536, then peak; best of REPS = 7)
+//   build/bench/clef_repacked_gemm_bench [q4_K|q6_K|peak|ports] [K ROWS COLS [REPS]]
+//     (default: q4_K and q6_K at 4096 x 512 x 1536, then peak; best of REPS = 7; ports: what
+//     the tile's scale, min and float instructions cost beside vpdpbusd zmm, in its slots)
 // Prints one line a measurement: kernel, K x rows x columns, best ms, GMAC/s.
 #include <algorithm>
 #include <chrono>
@@ -144,6 +145,75 @@ double peak(Peak what) {
   return best;
 }
 
+#if defined(__AVX512VNNI__) && defined(__GNUC__)
+// The 14 vpdpbusd zmm chains of CLEF_PEAK_LOOP plus two instances of EXTRA (destinations 16 and
+// 17) a round; the sources hold 0x3fffffff (a normal float: no slow path for the FP ones).
+#define CLEF_MIX_LOOP(EXTRA)                                                                     \
+  __asm__ volatile(                                                                              \
+      "vpternlogd $0xff, %%zmm14, %%zmm14, %%zmm14\n\tvpsrld $2, %%zmm14, %%zmm14\n\t"           \
+      "vmovdqa64 %%zmm14, %%zmm15\n\t1:\n\t" CLEF_PEAK_ONE("vpdpbusd", "zmm", 0) CLEF_PEAK_ONE(  \
+          "vpdpbusd", "zmm", 1) CLEF_PEAK_ONE("vpdpbusd", "zmm", 2)                              \
+          CLEF_PEAK_ONE("vpdpbusd", "zmm", 3) CLEF_PEAK_ONE("vpdpbusd", "zmm", 4) CLEF_PEAK_ONE( \
+              "vpdpbusd", "zmm", 5) CLEF_PEAK_ONE("vpdpbusd", "zmm", 6)                          \
+              CLEF_PEAK_ONE("vpdpbusd", "zmm", 7) CLEF_PEAK_ONE("vpdpbusd", "zmm", 8)            \
+                  CLEF_PEAK_ONE("vpdpbusd", "zmm", 9) CLEF_PEAK_ONE("vpdpbusd", "zmm", 10)       \
+                      CLEF_PEAK_ONE("vpdpbusd", "zmm", 11) CLEF_PEAK_ONE("vpdpbusd", "zmm", 12)  \
+                          CLEF_PEAK_ONE("vpdpbusd", "zmm", 13) CLEF_PEAK_ONE(EXTRA, "zmm", 16)   \
+                              CLEF_PEAK_ONE(EXTRA, "zmm", 17) "dec %0\n\tjnz 1b\n\t"             \
+      : "+r"(left)                                                                               \
+      :                                                                                          \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "cc")
+
+/// Seconds of `iterations` rounds of 14 vpdpbusd zmm plus two of instruction `extra` (0: none,
+/// 1 vpmulld, 2 vpdpwssd, 3 vfmadd231ps, 4 vpaddd), best of 3.
+double mix_seconds(int extra, long iterations) {
+  double best = 1e300;
+  for (int r = 0; r < 3; ++r) {
+    long left = iterations;
+    const auto t0 = std::chrono::steady_clock::now();
+    switch (extra) {
+      case 0:
+        CLEF_MIX_LOOP("vpord");  // vpord: a logic op (free beside the multiplies, measured)
+        break;
+      case 1:
+        CLEF_MIX_LOOP("vpmulld");
+        break;
+      case 2:
+        CLEF_MIX_LOOP("vpdpwssd");
+        break;
+      case 3:
+        CLEF_MIX_LOOP("vfmadd231ps");
+        break;
+      default:
+        CLEF_MIX_LOOP("vpaddd");
+        break;
+    }
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+#endif
+
+/// What the Q4_K tile's other instructions cost beside vpdpbusd zmm on this core, in vpdpbusd
+/// slots an instruction: (time with two of them a round - time with two logic ops) / time of the
+/// 14 vpdpbusd x 14 / 2. 1: the instruction takes the vpdpbusd pipes; 0: it runs beside them.
+void report_ports() {
+#if defined(__AVX512VNNI__) && defined(__GNUC__)
+  const long iterations = 20'000'000;
+  const double base = mix_seconds(0, iterations);
+  const char* names[] = {"vpmulld", "vpdpwssd", "vfmadd231ps", "vpaddd"};
+  for (int i = 0; i < 4; ++i) {
+    const double t = mix_seconds(i + 1, iterations);
+    std::printf("ports  %-12s beside 14 vpdpbusd zmm: %.2f vpdpbusd slots an instruction\n",
+                names[i], (t - base) / base * 14 / 2);
+  }
+#else
+  std::printf("ports  (needs AVX-512 VNNI in this build)\n");
+#endif
+}
+
 void report(const char* kernel, int k, int rows, int cols, double ms) {
   std::printf("%-6s %6d x %5d x %6d  %9.3f ms  %6.0f GMAC/s\n", kernel, k, rows, cols, ms,
               static_cast<double>(k) * rows * cols / ms / 1e6);
@@ -157,10 +227,11 @@ int main(int argc, char** argv) {
   const int rows = argc > 3 ? std::atoi(argv[3]) : 512;
   const int cols = argc > 4 ? std::atoi(argv[4]) : 1536;
   const int reps = argc > 5 ? std::atoi(argv[5]) : 7;
-  if ((what != "all" && what != "q4_K" && what != "q6_K" && what != "peak") || k <= 0 ||
-      k % 256 != 0 || rows <= 0 || rows % 4 != 0 || cols <= 0 || cols % 8 != 0 || reps <= 0) {
+  if ((what != "all" && what != "q4_K" && what != "q6_K" && what != "peak" && what != "ports") ||
+      k <= 0 || k % 256 != 0 || rows <= 0 || rows % 4 != 0 || cols <= 0 || cols % 8 != 0 ||
+      reps <= 0) {
     std::fprintf(stderr,
-                 "usage: %s [q4_K|q6_K|peak] [K ROWS COLS [REPS]]\n"
+                 "usage: %s [q4_K|q6_K|peak|ports] [K ROWS COLS [REPS]]\n"
                  "  K a multiple of 256, ROWS of 4, COLS of 8\n",
                  argv[0]);
     return 2;
@@ -186,5 +257,6 @@ int main(int argc, char** argv) {
                   g == 0 ? " (not in this build)" : "");
     }
   }
+  if (what == "ports") report_ports();
   return 0;
 }
