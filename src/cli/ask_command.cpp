@@ -87,6 +87,11 @@ int run_ask(const AskOptions& options) {
     std::cerr << "timings (ms): tokenize " << d.timings.tokenize_ms << ", vision "
               << d.timings.vision_ms << ", backbone " << d.timings.backbone_ms << ", head "
               << d.timings.head_ms << ", total " << d.timings.total_ms << "\n";
+    if (config.state_cache_mb == 0) {
+      std::cerr << "state cache: off (one decision; --state-cache-mb MiB keeps one)\n";
+    } else {
+      std::cerr << "state cache: up to " << config.state_cache_mb << " MiB (--state-cache-mb)\n";
+    }
   }
   std::cout << d.body << "\n";
   // What the response body (the reference's bytes) does not say: a cut state, ignored fields.

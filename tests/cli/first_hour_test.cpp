@@ -164,6 +164,19 @@ TEST_F(FirstHour, VerboseIsClefsOwnLinesAndDebugAddsTheLoaderLog) {
   ASSERT_EQ(verbose.exit_code, 0) << verbose.output;
   EXPECT_NE(verbose.output.find("timings (ms)"), std::string::npos) << verbose.output;
   EXPECT_EQ(verbose.output.find("llama_model_loader"), std::string::npos) << verbose.output;
+  // ask decides one request: no state cache unless a size is given (it only cut the prefill)
+  EXPECT_NE(verbose.output.find("state cache: off (one decision"), std::string::npos)
+      << verbose.output;
+  const Ran sized = run(args + " --verbose --state-cache-mb 16");
+  ASSERT_EQ(sized.exit_code, 0) << sized.output;
+  EXPECT_NE(sized.output.find("state cache: up to 16 MiB"), std::string::npos) << sized.output;
+  const auto answer = [](const std::string& out) {  // the line the response body is
+    const std::size_t at = out.rfind("\n{");
+    return at == std::string::npos ? std::string()
+                                   : out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_FALSE(answer(verbose.output).empty()) << verbose.output;
+  EXPECT_EQ(answer(sized.output), answer(verbose.output)) << "the same answer with the cache";
   const Ran debug = run(args + " --debug");
   ASSERT_EQ(debug.exit_code, 0) << debug.output;
   EXPECT_NE(debug.output.find("llama_model_loader"), std::string::npos);
