@@ -93,19 +93,21 @@ double time_gemm(Gemm gemm, int k, int rows, int cols, int reps) {
 // 15, all ones by INIT), `left` times: the instruction's throughput on one core.
 #define CLEF_PEAK_ONE(INSN, REG, N) INSN " %%" REG "14, %%" REG "15, %%" REG #N "\n\t"
 #define CLEF_PEAK_INIT(INIT, REG, N) INIT " %%" REG #N ", %%" REG #N ", %%" REG #N "\n\t"
-#define CLEF_PEAK_LOOP(INSN, REG, INIT)                                                           \
-  __asm__ volatile(                                                                               \
-      CLEF_PEAK_INIT(INIT, REG, 14) CLEF_PEAK_INIT(INIT, REG, 15) "1:\n\t" CLEF_PEAK_ONE(         \
-          INSN, REG, 0) CLEF_PEAK_ONE(INSN, REG, 1) CLEF_PEAK_ONE(INSN, REG, 2)                   \
-          CLEF_PEAK_ONE(INSN, REG, 3) CLEF_PEAK_ONE(INSN, REG, 4) CLEF_PEAK_ONE(INSN, REG, 5)     \
-              CLEF_PEAK_ONE(INSN, REG, 6) CLEF_PEAK_ONE(INSN, REG, 7) CLEF_PEAK_ONE(INSN, REG, 8) \
-                  CLEF_PEAK_ONE(INSN, REG, 9) CLEF_PEAK_ONE(INSN, REG, 10)                        \
-                      CLEF_PEAK_ONE(INSN, REG, 11) CLEF_PEAK_ONE(INSN, REG, 12)                   \
-                          CLEF_PEAK_ONE(INSN, REG, 13) "dec %0\n\tjnz 1b\n\t"                     \
-      : "+r"(left)                                                                                \
-      :                                                                                           \
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc")
+// The 14 instances, destinations 0-13.
+#define CLEF_PEAK_14(INSN, REG)                                                               \
+  CLEF_PEAK_ONE(INSN, REG, 0)                                                                 \
+  CLEF_PEAK_ONE(INSN, REG, 1) CLEF_PEAK_ONE(INSN, REG, 2) CLEF_PEAK_ONE(INSN, REG, 3)         \
+      CLEF_PEAK_ONE(INSN, REG, 4) CLEF_PEAK_ONE(INSN, REG, 5) CLEF_PEAK_ONE(INSN, REG, 6)     \
+          CLEF_PEAK_ONE(INSN, REG, 7) CLEF_PEAK_ONE(INSN, REG, 8) CLEF_PEAK_ONE(INSN, REG, 9) \
+              CLEF_PEAK_ONE(INSN, REG, 10) CLEF_PEAK_ONE(INSN, REG, 11)                       \
+                  CLEF_PEAK_ONE(INSN, REG, 12) CLEF_PEAK_ONE(INSN, REG, 13)
+#define CLEF_PEAK_LOOP(INSN, REG, INIT)                                                       \
+  __asm__ volatile(CLEF_PEAK_INIT(INIT, REG, 14) CLEF_PEAK_INIT(                              \
+                       INIT, REG, 15) "1:\n\t" CLEF_PEAK_14(INSN, REG) "dec %0\n\tjnz 1b\n\t" \
+                   : "+r"(left)                                                               \
+                   :                                                                          \
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",  \
+                     "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc")
 
 enum class Peak { vpdpbusd_zmm, vpdpbusd_ymm, vpmaddubsw_ymm };
 
@@ -151,22 +153,15 @@ double peak(Peak what) {
 #define CLEF_MIX_LOOP(EXTRA)                                                                     \
   __asm__ volatile(                                                                              \
       "vpternlogd $0xff, %%zmm14, %%zmm14, %%zmm14\n\tvpsrld $2, %%zmm14, %%zmm14\n\t"           \
-      "vmovdqa64 %%zmm14, %%zmm15\n\t1:\n\t" CLEF_PEAK_ONE("vpdpbusd", "zmm", 0) CLEF_PEAK_ONE(  \
-          "vpdpbusd", "zmm", 1) CLEF_PEAK_ONE("vpdpbusd", "zmm", 2)                              \
-          CLEF_PEAK_ONE("vpdpbusd", "zmm", 3) CLEF_PEAK_ONE("vpdpbusd", "zmm", 4) CLEF_PEAK_ONE( \
-              "vpdpbusd", "zmm", 5) CLEF_PEAK_ONE("vpdpbusd", "zmm", 6)                          \
-              CLEF_PEAK_ONE("vpdpbusd", "zmm", 7) CLEF_PEAK_ONE("vpdpbusd", "zmm", 8)            \
-                  CLEF_PEAK_ONE("vpdpbusd", "zmm", 9) CLEF_PEAK_ONE("vpdpbusd", "zmm", 10)       \
-                      CLEF_PEAK_ONE("vpdpbusd", "zmm", 11) CLEF_PEAK_ONE("vpdpbusd", "zmm", 12)  \
-                          CLEF_PEAK_ONE("vpdpbusd", "zmm", 13) CLEF_PEAK_ONE(EXTRA, "zmm", 16)   \
-                              CLEF_PEAK_ONE(EXTRA, "zmm", 17) "dec %0\n\tjnz 1b\n\t"             \
+      "vmovdqa64 %%zmm14, %%zmm15\n\t1:\n\t" CLEF_PEAK_14("vpdpbusd", "zmm")                     \
+          CLEF_PEAK_ONE(EXTRA, "zmm", 16) CLEF_PEAK_ONE(EXTRA, "zmm", 17) "dec %0\n\tjnz 1b\n\t" \
       : "+r"(left)                                                                               \
       :                                                                                          \
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "cc")
 
-/// Seconds of `iterations` rounds of 14 vpdpbusd zmm plus two of instruction `extra` (0: none,
-/// 1 vpmulld, 2 vpdpwssd, 3 vfmadd231ps, 4 vpaddd), best of 3.
+/// Seconds of `iterations` rounds of 14 vpdpbusd zmm plus two of instruction `extra` (0: vpord,
+/// the baseline, 1 vpmulld, 2 vpdpwssd, 3 vfmadd231ps, 4 vpaddd), best of 3.
 double mix_seconds(int extra, long iterations) {
   double best = 1e300;
   for (int r = 0; r < 3; ++r) {
