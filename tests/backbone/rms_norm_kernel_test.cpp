@@ -49,6 +49,25 @@ void expect_same_bits(float got, float want, const std::string& where) {
   ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << where << ": " << got << " vs " << want;
 }
 
+/// Every row of `y` against the pinned loop over the same row of `x` (rows along ne1, planes
+/// along ne2): x * scale, then times w[i] when `w` is given (the fused MUL).
+void expect_pinned_rows(const ggml_tensor* x, const ggml_tensor* y, float eps,
+                        const ggml_tensor* w = nullptr) {
+  for (std::int64_t p = 0; p < x->ne[2]; ++p) {
+    for (std::int64_t r = 0; r < x->ne[1]; ++r) {
+      const float scale =
+          reference_scale([&](std::int64_t i) { return at(x, i, r, p); }, x->ne[0], eps);
+      for (std::int64_t i = 0; i < x->ne[0]; ++i) {
+        float want = at(x, i, r, p) * scale;
+        if (w != nullptr) want *= at(w, i, 0, 0);
+        expect_same_bits(at(y, i, r, p), want,
+                         "row " + std::to_string(r) + ", plane " + std::to_string(p) +
+                             ", element " + std::to_string(i));
+      }
+    }
+  }
+}
+
 using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // row length, rows, planes
 
 const Shape kShapes[] = {{128, 16, 5}, {1024, 19, 1}, {100, 8, 2}, {7, 3, 2},
@@ -65,17 +84,7 @@ TEST(RmsNormKernel, AloneGivesThePinnedLoopsValues) {
       const float eps = 1e-6f;
       ggml_tensor* y = ggml_rms_norm(c.get(), x, eps);
       compute(c.get(), y, threads);
-      for (std::int64_t p = 0; p < planes; ++p) {
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const float scale =
-              reference_scale([&](std::int64_t i) { return at(x, i, r, p); }, n, eps);
-          for (std::int64_t i = 0; i < n; ++i) {
-            expect_same_bits(at(y, i, r, p), at(x, i, r, p) * scale,
-                             "row " + std::to_string(r) + ", plane " + std::to_string(p) +
-                                 ", element " + std::to_string(i));
-          }
-        }
-      }
+      expect_pinned_rows(x, y, eps);
     }
   }
 }
@@ -93,25 +102,16 @@ TEST(RmsNormKernel, FusedWithItsWeightGivesThePinnedLoopsValues) {
       const float eps = 1e-5f;
       ggml_tensor* y = ggml_mul(c.get(), ggml_rms_norm(c.get(), x, eps), w);
       compute(c.get(), y, threads);
-      for (std::int64_t p = 0; p < planes; ++p) {
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const float scale =
-              reference_scale([&](std::int64_t i) { return at(x, i, r, p); }, n, eps);
-          for (std::int64_t i = 0; i < n; ++i) {
-            expect_same_bits(at(y, i, r, p), at(x, i, r, p) * scale * at(w, i, 0, 0),
-                             "row " + std::to_string(r) + ", plane " + std::to_string(p) +
-                                 ", element " + std::to_string(i));
-          }
-        }
-      }
+      expect_pinned_rows(x, y, eps, w);
     }
   }
 }
 
-// The delta net's q and k: 128-wide rows of heads, views into each token's wider row (the
-// convolution's output), normalized with eps / n and scaled (build_gdn_l2_norm).
+// The delta net's q and k: 128-wide rows of heads (rows: heads, planes: tokens), views into each
+// token's wider row (the convolution's output), normalized with eps / n (build_gdn_l2_norm).
 TEST(RmsNormKernel, StridedHeadRowsGiveThePinnedLoopsValues) {
   for (int threads : {1, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
     const std::int64_t head = 128, heads = 12, tokens = 5, wide = 3 * head * heads + 16;
     const ggml_context_ptr c = clef::test::cpu_context();
     ggml_tensor* all = ggml_new_tensor_2d(c.get(), GGML_TYPE_F32, wide, tokens);
@@ -121,17 +121,7 @@ TEST(RmsNormKernel, StridedHeadRowsGiveThePinnedLoopsValues) {
     const float eps = 1e-6f / static_cast<float>(head);
     ggml_tensor* y = ggml_rms_norm(c.get(), k, eps);
     compute(c.get(), y, threads);
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      for (std::int64_t h = 0; h < heads; ++h) {
-        const float scale =
-            reference_scale([&](std::int64_t i) { return at(k, i, h, t); }, head, eps);
-        for (std::int64_t i = 0; i < head; ++i) {
-          expect_same_bits(at(y, i, h, t), at(k, i, h, t) * scale,
-                           std::to_string(threads) + " threads, token " + std::to_string(t) +
-                               ", head " + std::to_string(h) + ", element " + std::to_string(i));
-        }
-      }
-    }
+    expect_pinned_rows(k, y, eps);
   }
 }
 
