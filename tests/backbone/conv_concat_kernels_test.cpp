@@ -13,7 +13,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,10 +26,7 @@ using clef::test::compute;
 ggml_tensor* random_tensor(ggml_context* ctx, std::int64_t ne0, std::int64_t ne1, std::int64_t ne2,
                            unsigned seed) {
   ggml_tensor* t = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, ne0, ne1, ne2);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  auto* v = static_cast<float*>(t->data);
-  for (std::int64_t i = 0; i < ggml_nelements(t); ++i) v[i] = n(rng);
+  clef::test::fill_normal(t, seed);
   return t;
 }
 

@@ -14,10 +14,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <tuple>
-#include <vector>
 
 #include "support/ggml_cpu_graph.hpp"
 
@@ -25,13 +23,7 @@ namespace {
 
 using clef::test::at;
 using clef::test::compute;
-
-void fill_random(ggml_tensor* t, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> n(0.0f, scale);
-  auto* v = static_cast<float*>(t->data);
-  for (std::int64_t i = 0; i < ggml_nelements(t); ++i) v[i] = n(rng);
-}
+using clef::test::fill_normal;
 
 /// The pinned loop's scale of one row of `n` values read through `at` (i0 = 0..n-1).
 template <typename Read>
@@ -73,38 +65,36 @@ using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // row leng
 const Shape kShapes[] = {{128, 16, 5}, {1024, 19, 1}, {100, 8, 2}, {7, 3, 2},
                          {9, 1, 1},    {8, 17, 1},    {256, 9, 3}};
 
-TEST(RmsNormKernel, AloneGivesThePinnedLoopsValues) {
+/// rms_norm (eps) of a random [n, rows, planes] tensor (normal values of `stddev` from `seed`),
+/// alone or fused with a broadcast weight (normal values from seed + 1), over every shape of
+/// kShapes with 1 and 3 threads, against the pinned loop.
+void check_every_shape(bool fused, unsigned seed, float stddev, float eps) {
   for (int threads : {1, 3}) {
     for (auto [n, rows, planes] : kShapes) {
       SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(rows) + " x " +
                    std::to_string(planes) + ", " + std::to_string(threads) + " threads");
       const ggml_context_ptr c = clef::test::cpu_context();
       ggml_tensor* x = ggml_new_tensor_3d(c.get(), GGML_TYPE_F32, n, rows, planes);
-      fill_random(x, 11, 3.0f);
-      const float eps = 1e-6f;
+      fill_normal(x, seed, stddev);
       ggml_tensor* y = ggml_rms_norm(c.get(), x, eps);
-      compute(c.get(), y, threads);
-      expect_pinned_rows(x, y, eps);
-    }
-  }
-}
-
-TEST(RmsNormKernel, FusedWithItsWeightGivesThePinnedLoopsValues) {
-  for (int threads : {1, 3}) {
-    for (auto [n, rows, planes] : kShapes) {
-      SCOPED_TRACE(std::to_string(n) + " x " + std::to_string(rows) + " x " +
-                   std::to_string(planes) + ", " + std::to_string(threads) + " threads");
-      const ggml_context_ptr c = clef::test::cpu_context();
-      ggml_tensor* x = ggml_new_tensor_3d(c.get(), GGML_TYPE_F32, n, rows, planes);
-      ggml_tensor* w = ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, n);  // broadcast over rows
-      fill_random(x, 12, 0.5f);
-      fill_random(w, 13, 1.0f);
-      const float eps = 1e-5f;
-      ggml_tensor* y = ggml_mul(c.get(), ggml_rms_norm(c.get(), x, eps), w);
+      ggml_tensor* w = nullptr;
+      if (fused) {
+        w = ggml_new_tensor_1d(c.get(), GGML_TYPE_F32, n);  // broadcast over rows
+        fill_normal(w, seed + 1);
+        y = ggml_mul(c.get(), y, w);
+      }
       compute(c.get(), y, threads);
       expect_pinned_rows(x, y, eps, w);
     }
   }
+}
+
+TEST(RmsNormKernel, AloneGivesThePinnedLoopsValues) {
+  check_every_shape(false, 11, 3.0f, 1e-6f);
+}
+
+TEST(RmsNormKernel, FusedWithItsWeightGivesThePinnedLoopsValues) {
+  check_every_shape(true, 12, 0.5f, 1e-5f);
 }
 
 // The delta net's q and k: 128-wide rows of heads (rows: heads, planes: tokens), views into each
@@ -115,7 +105,7 @@ TEST(RmsNormKernel, StridedHeadRowsGiveThePinnedLoopsValues) {
     const std::int64_t head = 128, heads = 12, tokens = 5, wide = 3 * head * heads + 16;
     const ggml_context_ptr c = clef::test::cpu_context();
     ggml_tensor* all = ggml_new_tensor_2d(c.get(), GGML_TYPE_F32, wide, tokens);
-    fill_random(all, 14, 2.0f);
+    fill_normal(all, 14, 2.0f);
     ggml_tensor* k = ggml_view_3d(c.get(), all, head, heads, tokens, head * sizeof(float),
                                   all->nb[1], head * heads * sizeof(float));
     const float eps = 1e-6f / static_cast<float>(head);

@@ -1,6 +1,7 @@
 #pragma once
-// Test support for tests of ggml's CPU kernels: a context holding its tensors' data, one node
-// computed with a thread count, and an element read through a tensor's strides.
+// Test support for tests of ggml's CPU kernels: a context holding its tensors' data, random
+// normal values, one node computed with a thread count, and an element read through a tensor's
+// strides.
 
 #include <ggml-cpp.h>
 #include <ggml-cpu.h>
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 
 namespace clef::test {
 
@@ -23,6 +25,15 @@ inline void compute(ggml_context* ctx, ggml_tensor* out, int threads) {
   ggml_cgraph* gf = ggml_new_graph(ctx);
   ggml_build_forward_expand(gf, out);
   ASSERT_EQ(ggml_graph_compute_with_ctx(ctx, gf, threads), GGML_STATUS_SUCCESS);
+}
+
+/// Fills the f32 tensor `t` (its data in a cpu_context) with normal values of mean 0 and
+/// `stddev`, drawn in element order from std::mt19937(seed).
+inline void fill_normal(ggml_tensor* t, unsigned seed, float stddev = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, stddev);
+  auto* v = static_cast<float*>(t->data);
+  for (std::int64_t i = 0; i < ggml_nelements(t); ++i) v[i] = n(rng);
 }
 
 /// Element (i0, i1, i2, i3) of any f32 tensor, through its strides.
