@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "support/ggml_cpu_graph.hpp"
@@ -101,6 +103,182 @@ TEST(ConvConcatKernels, AConcatenationAlongRowsCopiesBothSourcesExactly) {
             const float want = i < first ? at(a, i, r, p) : at(b, i - first, r, p);
             ASSERT_EQ(at(out, i, r, p), want) << "element " << i << " of row " << r;
           }
+        }
+      }
+    }
+  }
+}
+
+/// The delta net's convolution input as the qwen35 graph builds it (llama.cpp's
+/// build_conv_state): the conv state {3, channels, seqs}, then the tokens' values {channels,
+/// tokens, seqs} transposed, concatenated along rows; the rows' last 3 columns copied out as the
+/// next conv state; the 4-tap convolution of the concatenation. `between` (may be null) is built
+/// after the copy and before the convolution, as a node the graph runs between them; scratch and
+/// copy are tensors of the result's size for it.
+struct ConvInput {
+  ggml_tensor* state;
+  ggml_tensor* values;
+  ggml_tensor* weight;
+  ggml_tensor* next_state;
+  ggml_tensor* out;
+  ggml_tensor* scratch;  // as large as out, for a node between to use
+  ggml_tensor* copy;     // as large as out, for a node between to copy into
+};
+
+ConvInput conv_input_graph(ggml_context* c, ggml_cgraph* gf, std::int64_t channels,
+                           std::int64_t tokens, std::int64_t seqs,
+                           ggml_tensor* (*between)(ggml_context*, ConvInput&)) {
+  ConvInput g{};
+  g.state = random_tensor(c, 3, channels, seqs, 11);
+  g.values = random_tensor(c, channels, tokens, seqs, 12);
+  g.weight = random_tensor(c, 4, channels, 1, 13);
+  ggml_tensor* cat = ggml_concat(c, g.state, ggml_transpose(c, g.values), 0);
+  ggml_tensor* last = ggml_view_3d(c, cat, 3, channels, seqs, cat->nb[1], cat->nb[2],
+                                   ggml_row_size(cat->type, cat->ne[0] - 3));
+  g.next_state = ggml_new_tensor_2d(c, GGML_TYPE_F32, 3 * channels, seqs);
+  g.scratch = random_tensor(c, channels, tokens, seqs, 14);
+  g.copy = ggml_new_tensor_3d(c, GGML_TYPE_F32, channels, tokens, seqs);
+  ggml_build_forward_expand(gf, ggml_cpy(c, last, g.next_state));
+  if (between != nullptr) ggml_build_forward_expand(gf, between(c, g));
+  g.out = ggml_ssm_conv(c, cat, ggml_reshape_2d(c, g.weight, 4, channels));
+  ggml_build_forward_expand(gf, g.out);
+  return g;
+}
+
+/// Input column i (0..tokens+2) of channel ch of sequence s: the state's 3 columns, then the
+/// tokens' values; `values` as they were when the graph was built (`values_then`).
+float conv_input_at(const ConvInput& g, const std::vector<float>& values_then, std::int64_t i,
+                    std::int64_t ch, std::int64_t s) {
+  const std::int64_t channels = g.values->ne[0];
+  const std::int64_t tokens = g.values->ne[1];
+  return i < 3 ? at(g.state, i, ch, s) : values_then[(s * tokens + (i - 3)) * channels + ch];
+}
+
+/// Checks the convolution and the next conv state of `g` against the concatenation's values.
+void expect_conv_input_values(const ConvInput& g, const std::vector<float>& values_then) {
+  const std::int64_t channels = g.values->ne[0];
+  const std::int64_t tokens = g.values->ne[1];
+  const std::int64_t seqs = g.values->ne[2];
+  const auto* wv = static_cast<const float*>(g.weight->data);
+  for (std::int64_t s = 0; s < seqs; ++s) {
+    for (std::int64_t ch = 0; ch < channels; ++ch) {
+      for (std::int64_t i = 0; i < 3; ++i) {
+        ASSERT_EQ(at(g.next_state, ch * 3 + i, s, 0),
+                  conv_input_at(g, values_then, tokens + i, ch, s))
+            << "next conv state, channel " << ch << ", column " << i << ", sequence " << s;
+      }
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        const float in[4] = {conv_input_at(g, values_then, t, ch, s),
+                             conv_input_at(g, values_then, t + 1, ch, s),
+                             conv_input_at(g, values_then, t + 2, ch, s),
+                             conv_input_at(g, values_then, t + 3, ch, s)};
+        const float want = reference_4tap(in, wv + ch * 4);
+        const float got = at(g.out, ch, t, s);
+        ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+            << "channel " << ch << ", token " << t << ", sequence " << s << ": " << got << " vs "
+            << want;
+      }
+    }
+  }
+}
+
+std::vector<float> values_of(const ggml_tensor* t) {
+  const auto* v = static_cast<const float*>(t->data);
+  return {v, v + ggml_nelements(t)};
+}
+
+TEST(ConvConcatKernels, TheConvolutionInputGraphGivesTheConcatenationsValues) {
+  // The CPU convolves the two sources and writes only the concatenation's last 3 columns where
+  // the graph reads nothing else of it (ggml-cpu-ssm-conv-from-concat.diff): channels that are
+  // not a multiple of a vector and more than one block of 512, fewer tokens than the state's 3
+  // columns (decoding), two sequences.
+  for (int threads : {1, 3}) {
+    for (auto [channels, tokens, seqs] :
+         {std::tuple<std::int64_t, std::int64_t, std::int64_t>{37, 70, 1},
+          {600, 9, 2},
+          {48, 1, 2},
+          {20, 2, 1},
+          {16, 3, 3}}) {
+      SCOPED_TRACE(std::to_string(channels) + " channels, " + std::to_string(tokens) + " tokens, " +
+                   std::to_string(seqs) + " sequences, " + std::to_string(threads) + " threads");
+      const ggml_context_ptr c = clef::test::cpu_context();
+      ggml_cgraph* gf = ggml_new_graph(c.get());
+      const ConvInput g = conv_input_graph(c.get(), gf, channels, tokens, seqs, nullptr);
+      const std::vector<float> values_then = values_of(g.values);
+      ASSERT_EQ(ggml_graph_compute_with_ctx(c.get(), gf, threads), GGML_STATUS_SUCCESS);
+      expect_conv_input_values(g, values_then);
+    }
+  }
+}
+
+TEST(ConvConcatKernels, TheConvolutionInputKeepsTheGraphsOrder) {
+  // The CPU convolves at the concatenation (ggml-cpu-ssm-conv-from-concat.diff). Every reader
+  // must still see what ggml's order of nodes gives: nodes run between the two that write over
+  // the sources (as the graph allocator may place them once the concatenation has read them);
+  // where the convolution's result memory is written or read by a node run between (it may have
+  // been a shorter-lived tensor's), where the weights are written between, or where the result
+  // goes over a source: there the CPU concatenates and convolves in the graph's order.
+  struct Case {
+    const char* what;
+    ggml_tensor* (*between)(ggml_context*, ConvInput&);
+    bool out_over_scratch;  // the convolution's result in the scratch tensor's memory
+    bool out_over_values;   // the convolution's result in the tokens' values' memory
+    bool copies_scratch;    // the node between copies the scratch tensor out
+  };
+  const Case cases[] = {
+      {"a node over the tokens' values",
+       [](ggml_context* c, ConvInput& g) { return ggml_scale_inplace(c, g.values, 2.0f); }, false,
+       false, false},
+      {"a node over the conv state",
+       [](ggml_context* c, ConvInput& g) { return ggml_scale_inplace(c, g.state, -1.0f); }, false,
+       false, false},
+      {"a node writing where the result goes",
+       [](ggml_context* c, ConvInput& g) { return ggml_scale_inplace(c, g.scratch, 3.0f); }, true,
+       false, false},
+      {"a node reading where the result goes",
+       [](ggml_context* c, ConvInput& g) { return ggml_cpy(c, g.scratch, g.copy); }, true, false,
+       true},
+      {"a node writing the weights",
+       [](ggml_context* c, ConvInput& g) { return ggml_scale_inplace(c, g.weight, 2.0f); }, false,
+       false, false},
+      {"the result over the tokens' values", nullptr, false, true, false},
+  };
+  for (int threads : {1, 3}) {
+    for (const Case& k : cases) {
+      SCOPED_TRACE(std::string(k.what) + ", " + std::to_string(threads) + " threads");
+      const ggml_context_ptr c = clef::test::cpu_context();
+      ggml_cgraph* gf = ggml_new_graph(c.get());
+      ConvInput g = conv_input_graph(c.get(), gf, 40, 21, 2, k.between);
+      const std::vector<float> values_then = values_of(g.values);
+      const std::vector<float> state_then = values_of(g.state);
+      const std::vector<float> scratch_then = values_of(g.scratch);
+      if (k.out_over_scratch) g.out->data = g.scratch->data;
+      if (k.out_over_values) g.out->data = g.values->data;
+      ASSERT_EQ(ggml_graph_compute_with_ctx(c.get(), gf, threads), GGML_STATUS_SUCCESS);
+      std::memcpy(g.state->data, state_then.data(), state_then.size() * sizeof(float));
+      expect_conv_input_values(g, values_then);  // the weights as the convolution read them
+      if (k.copies_scratch) {
+        EXPECT_EQ(values_of(g.copy), scratch_then) << "what the node between read";
+      }
+    }
+  }
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("the whole concatenation copied out, " + std::to_string(threads) + " threads");
+    const ggml_context_ptr c = clef::test::cpu_context();
+    ggml_cgraph* gf = ggml_new_graph(c.get());
+    const ConvInput g = conv_input_graph(c.get(), gf, 33, 17, 2, nullptr);
+    ggml_tensor* cat = g.out->src[0];
+    ggml_tensor* whole =
+        ggml_cpy(c.get(), cat, ggml_new_tensor(c.get(), GGML_TYPE_F32, 3, cat->ne));
+    ggml_build_forward_expand(gf, whole);
+    const std::vector<float> values_then = values_of(g.values);
+    ASSERT_EQ(ggml_graph_compute_with_ctx(c.get(), gf, threads), GGML_STATUS_SUCCESS);
+    expect_conv_input_values(g, values_then);
+    for (std::int64_t s = 0; s < 2; ++s) {
+      for (std::int64_t ch = 0; ch < 33; ++ch) {
+        for (std::int64_t i = 0; i < 20; ++i) {
+          ASSERT_EQ(at(whole, i, ch, s), conv_input_at(g, values_then, i, ch, s))
+              << "column " << i << " of channel " << ch << ", sequence " << s;
         }
       }
     }
