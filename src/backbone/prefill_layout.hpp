@@ -59,11 +59,12 @@ std::vector<std::int32_t> batch_positions(const PrefillBatch& batch,
 
 /// Rows a batch boundary is aligned to, so that repacked weights compute every row alike however
 /// a record is chunked. ggml's repacked GEMM (ggml-cpu/repack.cpp forward_mul_mat_one_chunk; the
-/// x86 kernels in arch/x86/repack.cpp take blocks of 16 rows, then of 4) sends a batch's last
-/// nr % 4 rows through GEMV, which rounds differently: a row's result depends on its place in its
-/// batch (measured on the small Q4_K_M model: a cut at token 34 moves the rows, one at 36 does
-/// not). With every batch but a record's last starting and ending at multiples of 16 (both block
-/// sizes), each row takes the path it takes in one pass.
+/// x86 kernels in arch/x86/repack.cpp take blocks of 16 rows, then of 4) sent a batch's last
+/// nr % 4 rows through GEMV, which rounds differently, so a row's result depended on its place in
+/// its batch (measured on the small Q4_K_M model: a cut at token 34 moved the rows, one at 36 did
+/// not). Since cmake/patches/ggml-cpu-repacked-gemm-last-rows.diff only batches of 1 to 3 rows take
+/// the GEMV; the alignment stays: with every batch but a record's last starting and ending at
+/// multiples of 16 (both block sizes), each row takes the path it takes in one pass.
 inline constexpr int kBatchRowAlignment = 16;
 
 /// Length of the prefill chunk that starts at token `start` of a `total`-token segment: `chunk`,
