@@ -162,8 +162,11 @@ void ServerLog::event(std::string_view level, std::string_view message,
 }
 
 void ServerLog::write_line(const std::string& line) {
+  std::string text;
+  text.reserve(line.size() + 1);
+  text.append(line).push_back('\n');
   std::lock_guard lock(mutex_);
-  out_ << line << '\n';
+  out_.write(text.data(), static_cast<std::streamsize>(text.size()));
   out_.flush();
 }
 

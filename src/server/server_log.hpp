@@ -58,7 +58,10 @@ std::string format_access(const AccessRecord& record, LogFormat format);
 std::string format_event(std::string_view level, std::string_view message,
                          std::string_view request_id, LogFormat format);
 
-/// Writes whole lines to `out` (not owned; must outlive the log). Thread-safe.
+/// Writes whole lines to `out` (not owned; must outlive the log). Thread-safe. A line and its
+/// newline are one write to `out`'s buffer (for std::cerr one write(2)), so that other writers of
+/// the same stream (llama.cpp's warnings and errors, ggml's messages, on stderr) cannot land
+/// between them (the suite once read a JSON log line with other text after its object).
 class ServerLog {
  public:
   ServerLog(std::ostream& out, LogFormat format) : out_(out), format_(format) {}

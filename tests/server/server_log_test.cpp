@@ -80,6 +80,42 @@ TEST(FieldList, IsBoundedEncodedAndCountsWhatItLeavesOut) {
   EXPECT_EQ(listed + std::stoi(list.substr(marker + 5)), 400);
 }
 
+/// A stream buffer that keeps each block of characters written to it apart (std::cerr's buffer
+/// passes each block to stderr as one write).
+class BlockRecorder : public std::streambuf {
+ public:
+  std::vector<std::string> blocks;
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    blocks.emplace_back(s, static_cast<std::size_t>(n));
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) blocks.emplace_back(1, traits_type::to_char_type(c));
+    return c;
+  }
+};
+
+TEST(ServerLog, EachLineIsOneWriteWithItsNewline) {
+  // Regression: a line and its newline were two writes, so another writer of stderr (llama.cpp's
+  // warnings, ggml's messages) could land between them: the full suite once read a JSON log line
+  // with text after its object ("extra data after the JSON value" in
+  // ServeBinary.AliasRefuseTruncationAndValidationErrors).
+  BlockRecorder blocks;
+  std::ostream out(&blocks);
+  ServerLog log(out, LogFormat::json);
+  log.access(sample());
+  log.event("info", "loaded", "req-2");
+  ASSERT_EQ(blocks.blocks.size(), 2u);
+  for (const std::string& b : blocks.blocks) {
+    ASSERT_FALSE(b.empty());
+    EXPECT_EQ(b.back(), '\n') << b;
+    EXPECT_EQ(std::count(b.begin(), b.end(), '\n'), 1) << b;
+    EXPECT_NO_THROW(json::parse(b.substr(0, b.size() - 1))) << b;
+  }
+}
+
 TEST(ServerLog, EventsAndWholeLines) {
   std::ostringstream out;
   ServerLog log(out, LogFormat::json);
