@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -41,39 +42,50 @@ float reference_4tap(const float* s, const float* w) {
   return ((s[0] * w[0] + s[1] * w[1]) + s[2] * w[2]) + s[3] * w[3];
 }
 
-TEST(ConvConcatKernels, TheFourTapConvolutionGivesThePinnedLoopsValues) {
+/// Channels, tokens and sequences of a convolution test.
+struct ConvShape {
+  std::int64_t channels, tokens, seqs;
+};
+
+/// Runs check(shape, threads) for every shape on 1 and 3 threads, each traced by its sizes.
+template <typename Check>
+void for_each_conv_shape(std::initializer_list<ConvShape> shapes, Check check) {
   for (int threads : {1, 3}) {
-    for (auto [channels, tokens, seqs] :
-         {std::tuple<std::int64_t, std::int64_t, std::int64_t>{37, 70, 1},
-          {16, 64, 1},
-          {100, 1, 2},
-          {5, 130, 2},
-          {1, 3, 1}}) {
-      SCOPED_TRACE(std::to_string(channels) + " channels, " + std::to_string(tokens) + " tokens, " +
-                   std::to_string(seqs) + " sequences, " + std::to_string(threads) + " threads");
-      const ggml_context_ptr c = clef::test::cpu_context();
-      // conv_x: {d_conv - 1 + n_t, d_inner, n_s}; weight {d_conv, d_inner}
-      ggml_tensor* x = random_tensor(c.get(), 3 + tokens, channels, seqs, 5);
-      ggml_tensor* w = random_tensor(c.get(), 4, channels, 1, 6);
-      ggml_tensor* w2 = ggml_reshape_2d(c.get(), w, 4, channels);
-      ggml_tensor* out = ggml_ssm_conv(c.get(), x, w2);  // {d_inner, n_t, n_s}
-      compute(c.get(), out, threads);
-      const auto* xv = static_cast<const float*>(x->data);
-      const auto* wv = static_cast<const float*>(w->data);
-      for (std::int64_t s = 0; s < seqs; ++s) {
-        for (std::int64_t t = 0; t < tokens; ++t) {
-          for (std::int64_t ch = 0; ch < channels; ++ch) {
-            const float want =
-                reference_4tap(xv + (s * channels + ch) * (3 + tokens) + t, wv + ch * 4);
-            const float got = at(out, ch, t, s);
-            ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
-                << "channel " << ch << ", token " << t << ", sequence " << s << ": " << got
-                << " vs " << want;
-          }
-        }
-      }
+    for (const ConvShape& shape : shapes) {
+      SCOPED_TRACE(std::to_string(shape.channels) + " channels, " + std::to_string(shape.tokens) +
+                   " tokens, " + std::to_string(shape.seqs) + " sequences, " +
+                   std::to_string(threads) + " threads");
+      check(shape, threads);
     }
   }
+}
+
+TEST(ConvConcatKernels, TheFourTapConvolutionGivesThePinnedLoopsValues) {
+  for_each_conv_shape({{37, 70, 1}, {16, 64, 1}, {100, 1, 2}, {5, 130, 2}, {1, 3, 1}},
+                      [](const ConvShape& shape, int threads) {
+                        const auto [channels, tokens, seqs] = shape;
+                        const ggml_context_ptr c = clef::test::cpu_context();
+                        // conv_x: {d_conv - 1 + n_t, d_inner, n_s}; weight {d_conv, d_inner}
+                        ggml_tensor* x = random_tensor(c.get(), 3 + tokens, channels, seqs, 5);
+                        ggml_tensor* w = random_tensor(c.get(), 4, channels, 1, 6);
+                        ggml_tensor* w2 = ggml_reshape_2d(c.get(), w, 4, channels);
+                        ggml_tensor* out = ggml_ssm_conv(c.get(), x, w2);  // {d_inner, n_t, n_s}
+                        compute(c.get(), out, threads);
+                        const auto* xv = static_cast<const float*>(x->data);
+                        const auto* wv = static_cast<const float*>(w->data);
+                        for (std::int64_t s = 0; s < seqs; ++s) {
+                          for (std::int64_t t = 0; t < tokens; ++t) {
+                            for (std::int64_t ch = 0; ch < channels; ++ch) {
+                              const float want = reference_4tap(
+                                  xv + (s * channels + ch) * (3 + tokens) + t, wv + ch * 4);
+                              const float got = at(out, ch, t, s);
+                              ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+                                  << "channel " << ch << ", token " << t << ", sequence " << s
+                                  << ": " << got << " vs " << want;
+                            }
+                          }
+                        }
+                      });
 }
 
 TEST(ConvConcatKernels, AConcatenationAlongRowsCopiesBothSourcesExactly) {
@@ -192,23 +204,17 @@ TEST(ConvConcatKernels, TheConvolutionInputGraphGivesTheConcatenationsValues) {
   // the graph reads nothing else of it (ggml-cpu-ssm-conv-from-concat.diff): channels that are
   // not a multiple of a vector and more than one block of 512, fewer tokens than the state's 3
   // columns (decoding), two sequences.
-  for (int threads : {1, 3}) {
-    for (auto [channels, tokens, seqs] :
-         {std::tuple<std::int64_t, std::int64_t, std::int64_t>{37, 70, 1},
-          {600, 9, 2},
-          {48, 1, 2},
-          {20, 2, 1},
-          {16, 3, 3}}) {
-      SCOPED_TRACE(std::to_string(channels) + " channels, " + std::to_string(tokens) + " tokens, " +
-                   std::to_string(seqs) + " sequences, " + std::to_string(threads) + " threads");
-      const ggml_context_ptr c = clef::test::cpu_context();
-      ggml_cgraph* gf = ggml_new_graph(c.get());
-      const ConvInput g = conv_input_graph(c.get(), gf, channels, tokens, seqs, nullptr);
-      const std::vector<float> values_then = values_of(g.values);
-      ASSERT_EQ(ggml_graph_compute_with_ctx(c.get(), gf, threads), GGML_STATUS_SUCCESS);
-      expect_conv_input_values(g, values_then);
-    }
-  }
+  for_each_conv_shape(
+      {{37, 70, 1}, {600, 9, 2}, {48, 1, 2}, {20, 2, 1}, {16, 3, 3}},
+      [](const ConvShape& shape, int threads) {
+        const ggml_context_ptr c = clef::test::cpu_context();
+        ggml_cgraph* gf = ggml_new_graph(c.get());
+        const ConvInput g =
+            conv_input_graph(c.get(), gf, shape.channels, shape.tokens, shape.seqs, nullptr);
+        const std::vector<float> values_then = values_of(g.values);
+        ASSERT_EQ(ggml_graph_compute_with_ctx(c.get(), gf, threads), GGML_STATUS_SUCCESS);
+        expect_conv_input_values(g, values_then);
+      });
 }
 
 TEST(ConvConcatKernels, TheConvolutionInputKeepsTheGraphsOrder) {
