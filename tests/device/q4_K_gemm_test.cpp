@@ -1,18 +1,24 @@
 // ggml's repacked Q4_K x Q8_K GEMM (ggml_gemm_q4_K_8x8_q8_K, the CPU's hot loop on Q4_K
 // backbones) against its arithmetic spelled out here. clef patches the pinned tree with AVX-512
-// VNNI and AVX2 kernels (cmake/patches/ggml-cpu-q4_K-gemm-x86.diff) whose every tile gives,
+// VNNI and AVX2 kernels (cmake/patches/ggml-cpu-q4_K-gemm-x86.diff,
+// ggml-cpu-x86-q4_K-requantized-strip.diff). The AVX2 kernel (with and without AVX-VNNI) gives,
 // per row r, column c and superblock, the exact int32
 //   I  = sum over the 8 sub-blocks of scale * dot  (dot: 32 products of a 4-bit weight and an
 //        int8 activation)
 //   Mn = sum over the 8 sub-blocks of min * bsum   (a sub-block's two bsums added in int16)
 // accumulated as acc = fma(float(I), d_c * d_r, acc), then acc = fma(-float(Mn), dmin_c * d_r,
-// acc), superblock after superblock. Shapes cover every column strip (64, 32, 16 and a last 8
-// columns) and row counts from one tile of 4 up. The AVX2 kernel (with and without AVX-VNNI) has
-// the same arithmetic: the binaries clef_q4_K_gemm_{avx2,avx2_vnni}_tests compile it in
+// acc), superblock after superblock. The AVX-512 VNNI kernel requantizes each column's superblock
+// to 8 bits first (no sub-block scale left in its tile): with S the largest sub-block scale,
+// T_j = nearest-even(float(2176 scale_j) / float(max(S, 1))) and w8 = (q T_j + 64) >> 7, it sums
+//   I  = sum over the 256 values of w8 * activation, the same Mn,
+// and accumulates fma(float(I), ((d_c * S) / 17) * d_r, acc), then the same min term. Shapes cover
+// every column strip (64, 32, 16 and a last 8 columns) and row counts from one tile of 4 up; the
+// binaries clef_q4_K_gemm_{avx2,avx2_vnni}_tests compile the AVX2 kernel in
 // (gemm_kernel_variant.hpp). (A CPU with AVX-512 but not its VNNI runs the pinned tree's own
 // kernels, whose arithmetic differs: the test skips there.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -63,35 +69,54 @@ int scale_or_min(const std::uint8_t* group, int j, bool min) {
   return bytes[(min ? 8 : 0) + j];
 }
 
-/// The kernels' arithmetic.
+/// Whether this binary runs the AVX-512 VNNI kernel (its requantized arithmetic), not the AVX2 one.
+bool requantized_kernel() {
+#if defined(CLEF_GEMM_ISA_AVX2)
+  return false;
+#else
+  return ggml_cpu_has_avx512_vnni() != 0;
+#endif
+}
+
+/// The kernels' arithmetic: the exact sub-block form, or the AVX-512 VNNI kernel's requantized
+/// one (`requantized`).
 float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a, int nb, int r,
-                int c) {
+                int c, bool requantized) {
   const int m = r % 4;
   const int j = c % 8;
   float acc = 0.0f;
   for (int b = 0; b < nb; ++b) {
     const BlockQ4Kx8& wb = w[static_cast<std::size_t>(c / 8) * nb + b];
     const BlockQ8Kx4& ab = a[static_cast<std::size_t>(r / 4) * nb + b];
+    int largest = 0;  // S
+    for (int sub = 0; sub < 8; ++sub)
+      largest = std::max(largest, scale_or_min(wb.scales + 12 * sub, j, false));
     std::int32_t isum = 0;
     std::int32_t imin = 0;
     for (int sub = 0; sub < 8; ++sub) {
       const int sb = sub / 2;
       const int half = sub % 2;
+      const std::uint8_t* group = wb.scales + 12 * sub;
+      const int scale = scale_or_min(group, j, false);
+      const int t = static_cast<int>(std::nearbyint(static_cast<float>(2176 * scale) /
+                                                    static_cast<float>(std::max(largest, 1))));
       std::int32_t dot = 0;
-      for (int t = 0; t < 4; ++t) {
+      for (int g = 0; g < 4; ++g) {
         for (int i = 0; i < 8; ++i) {
-          const std::uint8_t packed = wb.qs[sb * 256 + t * 64 + j * 8 + i];
+          const std::uint8_t packed = wb.qs[sb * 256 + g * 64 + j * 8 + i];
           const int q4 = half == 0 ? packed & 0x0F : packed >> 4;
-          dot += q4 * ab.qs[sb * 256 + half * 128 + t * 32 + m * 8 + i];
+          const int weight = requantized ? (q4 * t + 64) >> 7 : q4;
+          dot += weight * ab.qs[sb * 256 + half * 128 + g * 32 + m * 8 + i];
         }
       }
-      const std::uint8_t* group = wb.scales + 12 * sub;
-      isum += scale_or_min(group, j, false) * dot;
+      isum += requantized ? dot : scale * dot;
       // row m's 16-value bsums of this sub-block, added in int16 as the kernels add them
       const std::int16_t* bs = ab.bsums + 16 * sb + 4 * m + 2 * half;
       imin += static_cast<std::int16_t>(bs[0] + bs[1]) * scale_or_min(group, j, true);
     }
-    acc = std::fma(static_cast<float>(isum), ggml_fp16_to_fp32(wb.d[j]) * ab.d[m], acc);
+    const float d = ggml_fp16_to_fp32(wb.d[j]);
+    const float step = requantized ? (d * static_cast<float>(largest)) / 17.0f : d;
+    acc = std::fma(static_cast<float>(isum), step * ab.d[m], acc);
     acc = std::fma(-static_cast<float>(imin), ggml_fp16_to_fp32(wb.dmin[j]) * ab.d[m], acc);
   }
   return acc;
@@ -129,12 +154,22 @@ TEST_P(Q4KGemm, GivesItsArithmeticBitForBit) {
     for (std::int16_t& x : b.bsums)
       x = static_cast<std::int16_t>(static_cast<int>(rng() % 4097) - 2048);
   }
+  // In every third block, column 0 with one sub-block of scale 63 beside scales 0..7 (the
+  // requantization's widest spread); in the next, column 0 with all scales 0 (S = 0). A column's
+  // scale of sub-block `sub` is the low 6 bits of byte 12 sub + column (columns 0-3).
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    for (int sub = 0; sub < 8 && i % 3 != 2; ++sub) {
+      const int scale = i % 3 == 1 ? 0 : (sub == 5 ? 63 : sub);
+      std::uint8_t& byte = w[i].scales[12 * sub];
+      byte = static_cast<std::uint8_t>((byte & 0xC0) | scale);
+    }
+  }
   std::vector<float> out(static_cast<std::size_t>(nr) * nc, NAN);
   ggml_gemm_q4_K_8x8_q8_K(k, out.data(), static_cast<std::size_t>(nc), w.data(), a.data(), nr, nc);
   int differing = 0;
   for (int r = 0; r < nr; ++r) {
     for (int c = 0; c < nc; ++c) {
-      const float want = reference(w, a, nb, r, c);
+      const float want = reference(w, a, nb, r, c, requantized_kernel());
       const float got = out[static_cast<std::size_t>(r) * nc + c];
       if (std::memcmp(&want, &got, sizeof(float)) != 0 && ++differing <= 5) {
         ADD_FAILURE() << "row " << r << " column " << c << ": " << got << " (want " << want << ")";
