@@ -1,9 +1,11 @@
 // The answers of the repacked kernels (clef's AVX-512 VNNI Q4_K and Q6_K GEMMs where the CPU has
-// them, cmake/patches/ggml-cpu-q{4,6}_K-gemm-avx512-vnni.diff; the pinned tree's interleaved
-// kernels elsewhere) against the pinned tree's plain kernels (weight_repacking=0: ggml's
-// row-by-row ggml_vec_dot_q4_K_q8_K / q6_K, which clef does not patch), on the same rows: a
-// Q4_K_M backbone through clef verify's parity bar (argmax equal where the plain answer's top-2
-// margin is above 0.02, max |dp| <= 0.01, mean |dp| <= 0.002; issue 51's item 4).
+// them, on weights requantized to 8 bits:
+// cmake/patches/ggml-cpu-x86-q{4,6}_K-requantized-strip.diff; clef's exact AVX2 Q4_K kernel or the
+// pinned tree's interleaved kernels elsewhere) against the pinned tree's plain kernels
+// (weight_repacking=0: ggml's row-by-row ggml_vec_dot_q4_K_q8_K / q6_K, which clef does not patch),
+// on the same rows: a Q4_K_M backbone through clef verify's parity bar (argmax equal where the
+// plain answer's top-2 margin is above 0.02, max |dp| <= 0.01, mean |dp| <= 0.002; issue 51's item
+// 4).
 #include <gtest/gtest.h>
 
 #include <filesystem>

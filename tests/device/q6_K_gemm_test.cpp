@@ -1,15 +1,21 @@
 // ggml's repacked Q6_K x Q8_K GEMM and GEMV on x86 (cmake/patches/ggml-cpu-q6_K-gemm-avx512-
-// vnni.diff: clef's AVX-512 VNNI kernels, so that x86 repacks the Q6_K tensors of a Q4_K_M model)
-// against their arithmetic spelled out here, bit for bit, in every column strip (64, 32, 16 and a
-// last 8 columns), row counts from one tile of 4 up, and for one row:
-//   I = sum over a superblock's 256 values of (q6 - 32) * scale(value / 16) * a   (exact)
-//   acc = fma(float(I), d_column * d_row, acc), superblock after superblock;
+// vnni.diff, ggml-cpu-x86-q6_K-requantized-strip.diff: clef's AVX-512 VNNI kernels, so that x86
+// repacks the Q6_K tensors of a Q4_K_M model) against their arithmetic spelled out here, bit for
+// bit, in every column strip (64, 32, 16 and a last 8 columns), row counts from one tile of 4 up,
+// and for one row. Each column's superblock is requantized to 8 bits: with S the largest |scale|,
+// T_s = nearest-even(float(1016 scale_s) / float(max(S, 1))) and
+// w8 = (((q6 - 32) T_s + 128) >> 8) + 128,
+//   I = sum over a superblock's 256 values of w8 * a - 128 * sum(a)   (exact)
+//   acc = fma(float(I), ((d_column * float(32 S)) / 127) * d_row, acc), superblock after
+//   superblock;
 // and the weights as the kernels read them against ggml's own dequantize_row_q6_K of the same
 // column (de-interleaved as the repack interleaves it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -88,6 +94,12 @@ Data make(int k, int rows, int cols) {
     for (std::uint8_t& x : b.ql) x = static_cast<std::uint8_t>(rng());
     for (std::uint8_t& x : b.qh) x = static_cast<std::uint8_t>(rng());
   }
+  // Column 0 of the first block with a scale of -128 (S = 128) beside small ones; column 1 of the
+  // next with all scales 0 (S = 0).
+  for (int s = 0; s < 16; ++s) {
+    d.w[0].scales[s * 8] = static_cast<std::int8_t>(s == 3 ? -128 : s - 8);
+    if (d.w.size() > 1) d.w[1].scales[s * 8 + 1] = 0;
+  }
   for (BlockQ8Kx4& b : d.a) {
     for (float& x : b.d) x = scale(rng);
     for (std::int8_t& x : b.qs) x = static_cast<std::int8_t>(static_cast<int>(rng() % 256) - 128);
@@ -106,13 +118,20 @@ float reference(const Data& d, int r, int c) {
   float acc = 0.0f;
   for (int b = 0; b < d.nb; ++b) {
     const BlockQ6Kx8& w = d.wb(c, b);
+    int largest = 0;  // S
+    for (int s = 0; s < 16; ++s)
+      largest = std::max(largest, std::abs(static_cast<int>(w.scales[s * 8 + c % 8])));
     std::int64_t sum = 0;
     for (int l = 0; l < kQK; ++l) {
-      sum += static_cast<std::int64_t>(q6(w, c % 8, l) - 32) * w.scales[(l / 16) * 8 + c % 8] *
-             d.act(r, b, l);
+      const int scale = w.scales[(l / 16) * 8 + c % 8];
+      const int t = static_cast<int>(std::nearbyint(static_cast<float>(1016 * scale) /
+                                                    static_cast<float>(std::max(largest, 1))));
+      const int w8 = (((q6(w, c % 8, l) - 32) * t + 128) >> 8) + 128;
+      sum += static_cast<std::int64_t>(w8 - 128) * d.act(r, b, l);
     }
     const float d_row = d.a[static_cast<std::size_t>(r / 4) * d.nb + b].d[r % 4];
-    acc = std::fma(static_cast<float>(sum), ggml_fp16_to_fp32(w.d[c % 8]) * d_row, acc);
+    const float step = (ggml_fp16_to_fp32(w.d[c % 8]) * static_cast<float>(32 * largest)) / 127.0f;
+    acc = std::fma(static_cast<float>(sum), step * d_row, acc);
   }
   return acc;
 }
