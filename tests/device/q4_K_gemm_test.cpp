@@ -1,17 +1,20 @@
 // ggml's repacked Q4_K x Q8_K GEMM (ggml_gemm_q4_K_8x8_q8_K, the CPU's hot loop on Q4_K
 // backbones) against its arithmetic spelled out here. clef patches the pinned tree with AVX-512
 // VNNI and AVX2 kernels (cmake/patches/ggml-cpu-q4_K-gemm-x86.diff,
-// ggml-cpu-x86-q4_K-requantized-strip.diff). The AVX2 kernel (with and without AVX-VNNI) gives,
-// per row r, column c and superblock, the exact int32
+// ggml-cpu-x86-q4_K-requantized-strip.diff, ggml-cpu-x86-vnni-q4_K-offset-requantization.diff). The
+// AVX2 kernel (with and without AVX-VNNI) gives, per row r, column c and superblock, the exact
+// int32
 //   I  = sum over the 8 sub-blocks of scale * dot  (dot: 32 products of a 4-bit weight and an
 //        int8 activation)
 //   Mn = sum over the 8 sub-blocks of min * bsum   (a sub-block's two bsums added in int16)
 // accumulated as acc = fma(float(I), d_c * d_r, acc), then acc = fma(-float(Mn), dmin_c * d_r,
 // acc), superblock after superblock. The AVX-512 VNNI kernel requantizes each column's superblock
-// to 8 bits first (no sub-block scale left in its tile): with S the largest sub-block scale,
-// T_j = nearest-even(float(2176 scale_j) / float(max(S, 1))) and w8 = (q T_j + 64) >> 7, it sums
-//   I  = sum over the 256 values of w8 * activation, the same Mn,
-// and accumulates fma(float(I), ((d_c * S) / 17) * d_r, acc), then the same min term. Shapes cover
+// to 8 bits offset by 128 first, the mins folded in (no sub-block scale or min left in its tile):
+// with a_j = d_c * scale_j, b_j = dmin_c * min_j, M = max_j max(|b_j|, |fma(a_j, 15, -b_j)|), D = M
+// (1 where M = 0), T_j = nearest-even((16256 a_j) / D), U_j = 16448 - nearest-even((16256 b_j) / D)
+// and w8 = (q T_j + U_j) >> 7, it sums
+//   I  = sum over the 256 values of w8 * activation - 128 * (the row's 16 bsums added)
+// and accumulates fma(float(I), (M / 127) * d_r, acc). Shapes cover
 // every column strip (64, 32, 16 and a last 8 columns) and row counts from one tile of 4 up; the
 // binaries clef_q4_K_gemm_{avx2,avx2_vnni}_tests compile the AVX2 kernel in
 // (gemm_kernel_variant.hpp). (A CPU with AVX-512 but not its VNNI runs the pinned tree's own
@@ -78,19 +81,59 @@ bool requantized_kernel() {
 #endif
 }
 
-/// The kernels' arithmetic: the exact sub-block form, or the AVX-512 VNNI kernel's requantized
-/// one (`requantized`).
-float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a, int nb, int r,
-                int c, bool requantized) {
+/// The AVX-512 VNNI kernel's arithmetic for row r and column c: superblock by superblock, the
+/// column's weights requantized to u8 offset by 128, the mins folded in.
+float requantized_reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a,
+                            int nb, int r, int c) {
   const int m = r % 4;
   const int j = c % 8;
   float acc = 0.0f;
   for (int b = 0; b < nb; ++b) {
     const BlockQ4Kx8& wb = w[static_cast<std::size_t>(c / 8) * nb + b];
     const BlockQ8Kx4& ab = a[static_cast<std::size_t>(r / 4) * nb + b];
-    int largest = 0;  // S
-    for (int sub = 0; sub < 8; ++sub)
-      largest = std::max(largest, scale_or_min(wb.scales + 12 * sub, j, false));
+    const float d = ggml_fp16_to_fp32(wb.d[j]);
+    const float dmin = ggml_fp16_to_fp32(wb.dmin[j]);
+    float step[8];         // a_j
+    float offset[8];       // b_j
+    float largest = 0.0f;  // M
+    for (int sub = 0; sub < 8; ++sub) {
+      step[sub] = d * static_cast<float>(scale_or_min(wb.scales + 12 * sub, j, false));
+      offset[sub] = dmin * static_cast<float>(scale_or_min(wb.scales + 12 * sub, j, true));
+      largest = std::max(largest, std::max(std::fabs(offset[sub]),
+                                           std::fabs(std::fma(step[sub], 15.0f, -offset[sub]))));
+    }
+    const float divisor = largest == 0.0f ? 1.0f : largest;
+    std::int32_t isum = 0;
+    for (int sub = 0; sub < 8; ++sub) {
+      const int t = static_cast<int>(std::nearbyint((16256.0f * step[sub]) / divisor));
+      const int u = 16448 - static_cast<int>(std::nearbyint((16256.0f * offset[sub]) / divisor));
+      for (int g = 0; g < 4; ++g) {
+        for (int i = 0; i < 8; ++i) {
+          const std::uint8_t packed = wb.qs[sub / 2 * 256 + g * 64 + j * 8 + i];
+          const int q4 = sub % 2 == 0 ? packed & 0x0F : packed >> 4;
+          isum += ((q4 * t + u) >> 7) * ab.qs[sub / 2 * 256 + sub % 2 * 128 + g * 32 + m * 8 + i];
+        }
+      }
+    }
+    std::int32_t sum_a = 0;  // row m's 16 bsums
+    for (int p = 0; p < 4; ++p)
+      for (int g = 0; g < 4; ++g) sum_a += ab.bsums[16 * p + 4 * m + g];
+    acc = std::fma(static_cast<float>(isum - 128 * sum_a), (largest / 127.0f) * ab.d[m], acc);
+  }
+  return acc;
+}
+
+/// The kernels' arithmetic: the exact sub-block form, or the AVX-512 VNNI kernel's requantized
+/// one (`requantized`).
+float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a, int nb, int r,
+                int c, bool requantized) {
+  if (requantized) return requantized_reference(w, a, nb, r, c);
+  const int m = r % 4;
+  const int j = c % 8;
+  float acc = 0.0f;
+  for (int b = 0; b < nb; ++b) {
+    const BlockQ4Kx8& wb = w[static_cast<std::size_t>(c / 8) * nb + b];
+    const BlockQ8Kx4& ab = a[static_cast<std::size_t>(r / 4) * nb + b];
     std::int32_t isum = 0;
     std::int32_t imin = 0;
     for (int sub = 0; sub < 8; ++sub) {
@@ -98,25 +141,20 @@ float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>&
       const int half = sub % 2;
       const std::uint8_t* group = wb.scales + 12 * sub;
       const int scale = scale_or_min(group, j, false);
-      const int t = static_cast<int>(std::nearbyint(static_cast<float>(2176 * scale) /
-                                                    static_cast<float>(std::max(largest, 1))));
       std::int32_t dot = 0;
       for (int g = 0; g < 4; ++g) {
         for (int i = 0; i < 8; ++i) {
           const std::uint8_t packed = wb.qs[sb * 256 + g * 64 + j * 8 + i];
           const int q4 = half == 0 ? packed & 0x0F : packed >> 4;
-          const int weight = requantized ? (q4 * t + 64) >> 7 : q4;
-          dot += weight * ab.qs[sb * 256 + half * 128 + g * 32 + m * 8 + i];
+          dot += q4 * ab.qs[sb * 256 + half * 128 + g * 32 + m * 8 + i];
         }
       }
-      isum += requantized ? dot : scale * dot;
+      isum += scale * dot;
       // row m's 16-value bsums of this sub-block, added in int16 as the kernels add them
       const std::int16_t* bs = ab.bsums + 16 * sb + 4 * m + 2 * half;
       imin += static_cast<std::int16_t>(bs[0] + bs[1]) * scale_or_min(group, j, true);
     }
-    const float d = ggml_fp16_to_fp32(wb.d[j]);
-    const float step = requantized ? (d * static_cast<float>(largest)) / 17.0f : d;
-    acc = std::fma(static_cast<float>(isum), step * ab.d[m], acc);
+    acc = std::fma(static_cast<float>(isum), ggml_fp16_to_fp32(wb.d[j]) * ab.d[m], acc);
     acc = std::fma(-static_cast<float>(imin), ggml_fp16_to_fp32(wb.dmin[j]) * ab.d[m], acc);
   }
   return acc;
@@ -154,14 +192,26 @@ TEST_P(Q4KGemm, GivesItsArithmeticBitForBit) {
     for (std::int16_t& x : b.bsums)
       x = static_cast<std::int16_t>(static_cast<int>(rng() % 4097) - 2048);
   }
-  // In every third block, column 0 with one sub-block of scale 63 beside scales 0..7 (the
-  // requantization's widest spread); in the next, column 0 with all scales 0 (S = 0). A column's
-  // scale of sub-block `sub` is the low 6 bits of byte 12 sub + column (columns 0-3).
+  // Block i % 4 == 0: column 0 with one sub-block of scale 63 beside scales 0..7 (the widest
+  // spread), column 1 with all mins 0 (weights >= 0 only); 1: column 0 with all scales 0
+  // (weights <= 0 only); 2: column 0 with all scales and mins 0 (M = 0); 3: as drawn. A column's
+  // scale of sub-block `sub` is the low 6 bits of byte 12 sub + column, its min those of byte
+  // 12 sub + 4 + column (columns 0-3).
+  const auto set6 = [](std::uint8_t& byte, int value) {
+    byte = static_cast<std::uint8_t>((byte & 0xC0) | value);
+  };
   for (std::size_t i = 0; i < w.size(); ++i) {
-    for (int sub = 0; sub < 8 && i % 3 != 2; ++sub) {
-      const int scale = i % 3 == 1 ? 0 : (sub == 5 ? 63 : sub);
-      std::uint8_t& byte = w[i].scales[12 * sub];
-      byte = static_cast<std::uint8_t>((byte & 0xC0) | scale);
+    for (int sub = 0; sub < 8; ++sub) {
+      std::uint8_t* group = w[i].scales + 12 * sub;
+      if (i % 4 == 0) {
+        set6(group[0], sub == 5 ? 63 : sub);
+        set6(group[4 + 1], 0);
+      } else if (i % 4 == 1) {
+        set6(group[0], 0);
+      } else if (i % 4 == 2) {
+        set6(group[0], 0);
+        set6(group[4], 0);
+      }
     }
   }
   std::vector<float> out(static_cast<std::size_t>(nr) * nc, NAN);
