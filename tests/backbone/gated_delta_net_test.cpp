@@ -1,13 +1,13 @@
 // ggml's CPU Gated DeltaNet recurrence (ggml_gated_delta_net, the backbone's linear-attention
-// layers), which clef's ggml patch (cmake/patches/ggml-cpu-gated-delta-net-rows.diff) runs a block
-// of state rows at a time for speed (k and q in registers where a row is 8 vectors: S 128 on
-// AVX-512, 64 on AVX2; blocks from memory at other multiples of the vector step, such as 64 and
-// 192 on AVX-512; the pinned functions row by row elsewhere, such as 40): against the pinned tree's
-// four passes over the state spelled out here with the same operations (the decay, ggml_vec_dot_f32
-// with k, the outer product's multiply-add, ggml_vec_dot_f32 with q), bit for bit, for the scalar
-// gate and the per-channel (KDA) one, head broadcast, two sequences, state snapshots; and the
-// recurrence's own guarantees: 1 and 3 threads give the same bits, and two calls carrying the state
-// give one call's.
+// layers) against its arithmetic spelled out here, bit for bit. clef's ggml patches run it on
+// column blocks of the state where the head size is a multiple of two vectors
+// (cmake/patches/ggml-cpu-gated-delta-net-column-blocks.diff: S 64, 128, 192 on x86; the sums over
+// the state's rows in four lane-wise fma chains, the decay folded into k for kv), and elsewhere
+// (S 40) row by row with the pinned tree's operations (ggml-cpu-gated-delta-net-rows.diff: the
+// decay, ggml_vec_dot_f32 with k, the outer product's multiply-add, ggml_vec_dot_f32 with q); for
+// the scalar gate and the per-channel (KDA) one, head broadcast, two sequences, state snapshots;
+// and the recurrence's own guarantees: 1 and 3 threads give the same bits, and two calls carrying
+// the state give one call's.
 
 #include <ggml-cpu.h>
 #include <ggml.h>
@@ -97,9 +97,82 @@ std::vector<float> run_op(const Shape& sh, const Inputs& in, const std::vector<f
   return std::vector<float>(o, o + ggml_nelements(out));
 }
 
-/// The pinned tree's recurrence: per token four passes over the transposed state M (row j =
-/// column j of S): M *= decay; delta[j] = (v[j] - dot(M[j], k)) * beta; M[j] += delta[j] * k;
-/// out[j] = dot(M[j], q) / sqrt(S). Same layout as run_op.
+/// The lanes of ggml's CPU vectors in this build (GGML_F32_EPR).
+std::int64_t vector_lanes() {
+  if (ggml_cpu_has_avx512() != 0) return 16;
+  if (ggml_cpu_has_avx() != 0) return 8;
+  return 4;
+}
+
+/// Whether the op takes clef's column blocks at head size s (two blocks of GGML_F32_EPR columns
+/// at a time, rows in fours), not the pinned row-by-row form.
+bool column_blocks(std::int64_t s) {
+  return s % (2 * vector_lanes()) == 0 && s % 4 == 0;
+}
+
+/// One token of clef's column-block recurrence on the transposed state m (row j = column j of S),
+/// per column j, with decay_i (the gate's exp) and kd_i = decay_i k_i:
+///   kv = (c0 + c1) + (c2 + c3), c_r = the fma chain over i = r mod 4 of m[j][i] * kd_i
+///   delta = (v[j] - kv) * beta; m[j][i] = fma(m[j][i], decay_i, k_i * delta)
+///   attn[j] = ((o0 + o1) + (o2 + o3)) * scale, o_r = the fma chain over i = r mod 4 of m[j][i] q_i
+void column_block_token(std::int64_t S, std::vector<float>& m, const std::vector<float>& decay,
+                        const float* k, const float* q, const float* v, float beta, float scale,
+                        bool fma, float* attn) {
+  const auto madd = [fma](float a, float b, float c) {
+    return fma ? std::fma(a, b, c) : a * b + c;
+  };
+  for (std::int64_t j = 0; j < S; ++j) {
+    float* row = &m[j * S];
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (std::int64_t i = 0; i < S; ++i) c[i % 4] = madd(row[i], decay[i] * k[i], c[i % 4]);
+    const float delta = (v[j] - ((c[0] + c[1]) + (c[2] + c[3]))) * beta;
+    float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (std::int64_t i = 0; i < S; ++i) {
+      row[i] = madd(row[i], decay[i], k[i] * delta);
+      o[i % 4] = madd(row[i], q[i], o[i % 4]);
+    }
+    attn[j] = ((o[0] + o[1]) + (o[2] + o[3])) * scale;
+  }
+}
+
+/// One token of the pinned tree's four passes over the transposed state m (row j = column j of
+/// S): m *= decay; delta[j] = (v[j] - dot(m[j], k)) * beta; m[j] += delta[j] * k; attn[j] =
+/// dot(m[j], q) * scale.
+void four_pass_token(const Shape& sh, std::vector<float>& m, std::vector<float>& delta,
+                     const Inputs& in, std::int64_t tok, std::int64_t h, const float* k,
+                     const float* q, const float* v, float b, float scale, bool fma, float* attn) {
+  const std::int64_t S = sh.s, H = sh.heads;
+  if (sh.kda) {
+    const float* g = in.g.data() + (tok * H + h) * S;
+    for (std::int64_t i = 0; i < S; ++i) delta[i] = std::exp(g[i]);
+    for (std::int64_t j = 0; j < S; ++j)
+      for (std::int64_t i = 0; i < S; ++i) m[j * S + i] *= delta[i];
+  } else {
+    const float e = std::exp(in.g[static_cast<std::size_t>(tok * H + h)]);
+    for (float& x : m) x *= e;
+  }
+  for (std::int64_t j = 0; j < S; ++j) {
+    float sum = 0.0f;
+    ggml_vec_dot_f32(static_cast<int>(S), &sum, 0, &m[j * S], 0, k, 0, 1);
+    delta[j] = (v[j] - sum) * b;
+  }
+  for (std::int64_t j = 0; j < S; ++j) {
+    for (std::int64_t i = 0; i < S; ++i) {
+      float& x = m[j * S + i];
+      x = fma ? std::fma(k[i], delta[j], x) : x + k[i] * delta[j];
+    }
+  }
+  for (std::int64_t j = 0; j < S; ++j) {
+    float sum = 0.0f;
+    ggml_vec_dot_f32(static_cast<int>(S), &sum, 0, &m[j * S], 0, q, 0, 1);
+    attn[j] = sum * scale;
+  }
+}
+
+/// The op's recurrence, same layout as run_op: clef's column blocks (column_block_token) where
+/// column_blocks(S), else the pinned tree's four passes per token over the transposed state M (row
+/// j = column j of S): M *= decay; delta[j] = (v[j] - dot(M[j], k)) * beta; M[j] += delta[j] * k;
+/// out[j] = dot(M[j], q) / sqrt(S).
 std::vector<float> reference(const Shape& sh, const Inputs& in) {
   const std::int64_t S = sh.s, H = sh.heads, T = sh.tokens, N = sh.seqs;
   const std::int64_t snap = S * S * H * N;
@@ -118,31 +191,15 @@ std::vector<float> reference(const Shape& sh, const Inputs& in) {
         const float* k = in.k.data() + (tok * sh.kheads + hk) * S;
         const float* v = in.v.data() + (tok * H + h) * S;
         const float b = in.beta[static_cast<std::size_t>(tok * H + h)];
-        if (sh.kda) {
-          const float* g = in.g.data() + (tok * H + h) * S;
-          for (std::int64_t i = 0; i < S; ++i) delta[i] = std::exp(g[i]);
-          for (std::int64_t j = 0; j < S; ++j)
-            for (std::int64_t i = 0; i < S; ++i) m[j * S + i] *= delta[i];
-        } else {
-          const float e = std::exp(in.g[static_cast<std::size_t>(tok * H + h)]);
-          for (float& x : m) x *= e;
-        }
-        for (std::int64_t j = 0; j < S; ++j) {
-          float sum = 0.0f;
-          ggml_vec_dot_f32(static_cast<int>(S), &sum, 0, &m[j * S], 0, k, 0, 1);
-          delta[j] = (v[j] - sum) * b;
-        }
-        for (std::int64_t j = 0; j < S; ++j) {
-          for (std::int64_t i = 0; i < S; ++i) {
-            float& x = m[j * S + i];
-            x = fma ? std::fma(k[i], delta[j], x) : x + k[i] * delta[j];
-          }
-        }
         float* attn = out.data() + (tok * H + h) * S;
-        for (std::int64_t j = 0; j < S; ++j) {
-          float sum = 0.0f;
-          ggml_vec_dot_f32(static_cast<int>(S), &sum, 0, &m[j * S], 0, q, 0, 1);
-          attn[j] = sum * scale;
+        if (column_blocks(S)) {
+          for (std::int64_t i = 0; i < S; ++i) {
+            delta[i] = std::exp(sh.kda ? in.g[static_cast<std::size_t>((tok * H + h) * S + i)]
+                                       : in.g[static_cast<std::size_t>(tok * H + h)]);
+          }
+          column_block_token(S, m, delta, k, q, v, b, scale, fma, attn);
+        } else {
+          four_pass_token(sh, m, delta, in, tok, h, k, q, v, b, scale, fma, attn);
         }
         const std::int64_t slot = T - 1 - t;
         if (slot < sh.k) {
@@ -169,7 +226,7 @@ int differing(const std::vector<float>& got, const std::vector<float>& want, con
 
 class GatedDeltaNet : public testing::TestWithParam<Shape> {};
 
-TEST_P(GatedDeltaNet, GivesThePinnedFourPassValuesBitForBit) {
+TEST_P(GatedDeltaNet, GivesItsArithmeticBitForBit) {
   const Shape sh = GetParam();
   const Inputs in = random_inputs(sh, static_cast<unsigned>(sh.s * 7 + sh.tokens));
   const std::vector<float> want = reference(sh, in);
@@ -208,8 +265,8 @@ TEST_P(GatedDeltaNet, TwoCallsCarryingTheStateGiveOneCallsBits) {
   EXPECT_EQ(differing(final_two, final_one, "final state"), 0);
 }
 
-// S = 128 (the Qwen3.5 backbones' head size) and 64 take the one-pass rows; 40 is not a multiple
-// of the vector step and keeps the four calls.
+// S = 128 (the Qwen3.5 backbones' head size), 64 and 192 take the column blocks; 40 is not a
+// multiple of two vectors (x86) and keeps the rows.
 INSTANTIATE_TEST_SUITE_P(
     HeadsTokensAndGates, GatedDeltaNet,
     testing::Values(Shape{128, 4, 4, 9, 1, false, 1}, Shape{128, 4, 2, 5, 2, false, 3},
