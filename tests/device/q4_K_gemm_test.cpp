@@ -81,81 +81,74 @@ bool requantized_kernel() {
 #endif
 }
 
-/// The AVX-512 VNNI kernel's arithmetic for row r and column c: superblock by superblock, the
-/// column's weights requantized to u8 offset by 128, the mins folded in.
-float requantized_reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a,
-                            int nb, int r, int c) {
-  const int m = r % 4;
-  const int j = c % 8;
-  float acc = 0.0f;
-  for (int b = 0; b < nb; ++b) {
-    const BlockQ4Kx8& wb = w[static_cast<std::size_t>(c / 8) * nb + b];
-    const BlockQ8Kx4& ab = a[static_cast<std::size_t>(r / 4) * nb + b];
-    const float d = ggml_fp16_to_fp32(wb.d[j]);
-    const float dmin = ggml_fp16_to_fp32(wb.dmin[j]);
-    float step[8];         // a_j
-    float offset[8];       // b_j
-    float largest = 0.0f;  // M
-    for (int sub = 0; sub < 8; ++sub) {
-      step[sub] = d * static_cast<float>(scale_or_min(wb.scales + 12 * sub, j, false));
-      offset[sub] = dmin * static_cast<float>(scale_or_min(wb.scales + 12 * sub, j, true));
-      largest = std::max(largest, std::max(std::fabs(offset[sub]),
-                                           std::fabs(std::fma(step[sub], 15.0f, -offset[sub]))));
-    }
-    const float divisor = largest == 0.0f ? 1.0f : largest;
-    std::int32_t isum = 0;
-    for (int sub = 0; sub < 8; ++sub) {
-      const int t = static_cast<int>(std::nearbyint((16256.0f * step[sub]) / divisor));
-      const int u = 16448 - static_cast<int>(std::nearbyint((16256.0f * offset[sub]) / divisor));
-      for (int g = 0; g < 4; ++g) {
-        for (int i = 0; i < 8; ++i) {
-          const std::uint8_t packed = wb.qs[sub / 2 * 256 + g * 64 + j * 8 + i];
-          const int q4 = sub % 2 == 0 ? packed & 0x0F : packed >> 4;
-          isum += ((q4 * t + u) >> 7) * ab.qs[sub / 2 * 256 + sub % 2 * 128 + g * 32 + m * 8 + i];
-        }
-      }
-    }
-    std::int32_t sum_a = 0;  // row m's 16 bsums
-    for (int p = 0; p < 4; ++p)
-      for (int g = 0; g < 4; ++g) sum_a += ab.bsums[16 * p + 4 * m + g];
-    acc = std::fma(static_cast<float>(isum - 128 * sum_a), (largest / 127.0f) * ab.d[m], acc);
-  }
-  return acc;
+/// Weight q4 (0..15) of column j in sub-block `sub`, value 8 g + i, and the activation of row m
+/// at the same place (the interleaved layouts above).
+int weight_at(const BlockQ4Kx8& wb, int j, int sub, int g, int i) {
+  const std::uint8_t packed = wb.qs[sub / 2 * 256 + g * 64 + j * 8 + i];
+  return sub % 2 == 0 ? packed & 0x0F : packed >> 4;
+}
+int activation_at(const BlockQ8Kx4& ab, int m, int sub, int g, int i) {
+  return ab.qs[sub / 2 * 256 + sub % 2 * 128 + g * 32 + m * 8 + i];
 }
 
-/// The kernels' arithmetic: the exact sub-block form, or the AVX-512 VNNI kernel's requantized
-/// one (`requantized`).
+/// acc after one superblock of column j and row m in the AVX2 kernels' exact sub-block form.
+float exact_superblock(const BlockQ4Kx8& wb, const BlockQ8Kx4& ab, int j, int m, float acc) {
+  std::int32_t isum = 0;
+  std::int32_t imin = 0;
+  for (int sub = 0; sub < 8; ++sub) {
+    const std::uint8_t* group = wb.scales + 12 * sub;
+    std::int32_t dot = 0;
+    for (int g = 0; g < 4; ++g)
+      for (int i = 0; i < 8; ++i)
+        dot += weight_at(wb, j, sub, g, i) * activation_at(ab, m, sub, g, i);
+    isum += scale_or_min(group, j, false) * dot;
+    // row m's 16-value bsums of this sub-block, added in int16 as the kernels add them
+    const std::int16_t* bs = ab.bsums + 16 * (sub / 2) + 4 * m + 2 * (sub % 2);
+    imin += static_cast<std::int16_t>(bs[0] + bs[1]) * scale_or_min(group, j, true);
+  }
+  acc = std::fma(static_cast<float>(isum), ggml_fp16_to_fp32(wb.d[j]) * ab.d[m], acc);
+  return std::fma(-static_cast<float>(imin), ggml_fp16_to_fp32(wb.dmin[j]) * ab.d[m], acc);
+}
+
+/// acc after one superblock of column j and row m in the AVX-512 VNNI kernel's form: the
+/// column's weights requantized to u8 offset by 128, the mins folded in.
+float requantized_superblock(const BlockQ4Kx8& wb, const BlockQ8Kx4& ab, int j, int m, float acc) {
+  const float d = ggml_fp16_to_fp32(wb.d[j]);
+  const float dmin = ggml_fp16_to_fp32(wb.dmin[j]);
+  float step[8];         // a_j
+  float offset[8];       // b_j
+  float largest = 0.0f;  // M
+  for (int sub = 0; sub < 8; ++sub) {
+    step[sub] = d * static_cast<float>(scale_or_min(wb.scales + 12 * sub, j, false));
+    offset[sub] = dmin * static_cast<float>(scale_or_min(wb.scales + 12 * sub, j, true));
+    largest = std::max(largest, std::max(std::fabs(offset[sub]),
+                                         std::fabs(std::fma(step[sub], 15.0f, -offset[sub]))));
+  }
+  const float divisor = largest == 0.0f ? 1.0f : largest;
+  std::int32_t isum = 0;
+  for (int sub = 0; sub < 8; ++sub) {
+    const int t = static_cast<int>(std::nearbyint((16256.0f * step[sub]) / divisor));
+    const int u = 16448 - static_cast<int>(std::nearbyint((16256.0f * offset[sub]) / divisor));
+    for (int g = 0; g < 4; ++g)
+      for (int i = 0; i < 8; ++i)
+        isum += ((weight_at(wb, j, sub, g, i) * t + u) >> 7) * activation_at(ab, m, sub, g, i);
+  }
+  std::int32_t sum_a = 0;  // row m's 16 bsums
+  for (int p = 0; p < 4; ++p)
+    for (int g = 0; g < 4; ++g) sum_a += ab.bsums[16 * p + 4 * m + g];
+  return std::fma(static_cast<float>(isum - 128 * sum_a), (largest / 127.0f) * ab.d[m], acc);
+}
+
+/// The kernels' arithmetic for row r and column c, superblock after superblock: the exact
+/// sub-block form, or the AVX-512 VNNI kernel's requantized one (`requantized`).
 float reference(const std::vector<BlockQ4Kx8>& w, const std::vector<BlockQ8Kx4>& a, int nb, int r,
                 int c, bool requantized) {
-  if (requantized) return requantized_reference(w, a, nb, r, c);
-  const int m = r % 4;
-  const int j = c % 8;
   float acc = 0.0f;
   for (int b = 0; b < nb; ++b) {
     const BlockQ4Kx8& wb = w[static_cast<std::size_t>(c / 8) * nb + b];
     const BlockQ8Kx4& ab = a[static_cast<std::size_t>(r / 4) * nb + b];
-    std::int32_t isum = 0;
-    std::int32_t imin = 0;
-    for (int sub = 0; sub < 8; ++sub) {
-      const int sb = sub / 2;
-      const int half = sub % 2;
-      const std::uint8_t* group = wb.scales + 12 * sub;
-      const int scale = scale_or_min(group, j, false);
-      std::int32_t dot = 0;
-      for (int g = 0; g < 4; ++g) {
-        for (int i = 0; i < 8; ++i) {
-          const std::uint8_t packed = wb.qs[sb * 256 + g * 64 + j * 8 + i];
-          const int q4 = half == 0 ? packed & 0x0F : packed >> 4;
-          dot += q4 * ab.qs[sb * 256 + half * 128 + g * 32 + m * 8 + i];
-        }
-      }
-      isum += scale * dot;
-      // row m's 16-value bsums of this sub-block, added in int16 as the kernels add them
-      const std::int16_t* bs = ab.bsums + 16 * sb + 4 * m + 2 * half;
-      imin += static_cast<std::int16_t>(bs[0] + bs[1]) * scale_or_min(group, j, true);
-    }
-    acc = std::fma(static_cast<float>(isum), ggml_fp16_to_fp32(wb.d[j]) * ab.d[m], acc);
-    acc = std::fma(-static_cast<float>(imin), ggml_fp16_to_fp32(wb.dmin[j]) * ab.d[m], acc);
+    acc = requantized ? requantized_superblock(wb, ab, c % 8, r % 4, acc)
+                      : exact_superblock(wb, ab, c % 8, r % 4, acc);
   }
   return acc;
 }
