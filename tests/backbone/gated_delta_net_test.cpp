@@ -1,13 +1,13 @@
 // ggml's CPU Gated DeltaNet recurrence (ggml_gated_delta_net, the backbone's linear-attention
 // layers) against its arithmetic spelled out here, bit for bit. clef's ggml patches run it on
 // column blocks of the state where the head size is a multiple of two vectors
-// (cmake/patches/ggml-cpu-gated-delta-net-column-blocks.diff: S 64, 128, 192 on x86; the sums over
-// the state's rows in four lane-wise fma chains, the decay folded into k for kv), and elsewhere
-// (S 40) row by row with the pinned tree's operations (ggml-cpu-gated-delta-net-rows.diff: the
-// decay, ggml_vec_dot_f32 with k, the outer product's multiply-add, ggml_vec_dot_f32 with q); for
-// the scalar gate and the per-channel (KDA) one, head broadcast, two sequences, state snapshots;
-// and the recurrence's own guarantees: 1 and 3 threads give the same bits, and two calls carrying
-// the state give one call's.
+// (cmake/patches/ggml-cpu-gated-delta-net-state-column-blocks.diff: S 64, 128, 192 on x86; the sums
+// over the state's rows in four lane-wise fma chains, the decay folded into k for kv), and
+// elsewhere (S 40) row by row with the pinned tree's operations
+// (ggml-cpu-gated-delta-net-rows.diff: the decay, ggml_vec_dot_f32 with k, the outer product's
+// multiply-add, ggml_vec_dot_f32 with q); for the scalar gate and the per-channel (KDA) one, head
+// broadcast, two sequences, state snapshots; and the recurrence's own guarantees: 1 and 3 threads
+// give the same bits, and two calls carrying the state give one call's.
 
 #include <ggml-cpu.h>
 #include <ggml.h>
